@@ -1,0 +1,31 @@
+"""Options of the API service."""
+from oslo_config import cfg
+
+api_opts = [
+    cfg.HostAddressOpt('osapi_volume_listen', default='127.0.0.1',
+                       help='Address the API listens on.'),
+    cfg.PortOpt('osapi_volume_listen_port', default=8776,
+                help='Port the API listens on.'),
+    cfg.IntOpt('osapi_volume_workers', default=1, min=1,
+               help='Number of API worker processes sharing the port.'),
+    cfg.IntOpt('osapi_volume_threads', default=16, min=1,
+               help='Request threads of each API worker.'),
+    cfg.StrOpt('auth_strategy', default='noauth',
+               choices=[('noauth', 'X-Auth-Token: user:project, as '
+                                   "Cinder's noauth"),
+                        ('keystone', 'keystonemiddleware auth_token')],
+               help='How the API authenticates requests.'),
+    cfg.IntOpt('osapi_max_limit', default=1000, min=1,
+               help='Most items one list request returns.'),
+    cfg.StrOpt('public_endpoint',
+               help='Base URL put in links, e.g. when behind a proxy. '
+                    'Defaults to the URL of the request.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(api_opts)
+
+
+def list_opts():
+    return [('DEFAULT', api_opts)]

@@ -1,0 +1,76 @@
+"""The WSGI application: middleware from the outside in.
+
+1. RequestId       every response and log line carries a request id
+2. FaultWrapper    renders errors raised below (also auth and version
+                   errors) in Cinder's body; anything unexpected is a
+                   logged 500
+3. ServiceSetup    hands handlers the config and the service layer
+4. Versions        ``/`` and ``/v3/`` answered before auth (tokenless
+                   discovery)
+5. auth_token      (keystone only) validates the token
+6. auth context    noauth or keystone headers -> request context
+7. Microversion    negotiates the version, 406 outside the range
+8. Router          path + method -> handler
+"""
+from oslo_middleware import request_id
+
+from cinder_lite.api import auth
+from cinder_lite.api import faults
+from cinder_lite.api.handlers import versions
+from cinder_lite.api import microversion
+from cinder_lite.api import router
+from cinder_lite.api import wsgi
+from cinder_lite.volume import api as volume_api
+from cinder_lite.volume import type_api
+
+
+class Services:
+    """The service layer objects handlers call."""
+
+    def __init__(self, conf):
+        self.volumes = volume_api.VolumeService(conf)
+        self.types = type_api.TypeService(conf)
+
+
+class ServiceSetup:
+    def __init__(self, app, conf, services):
+        self.app = app
+        self.conf = conf
+        self.services = services
+
+    def __call__(self, environ, start_response):
+        environ['cinder_lite.conf'] = self.conf
+        environ['cinder_lite.services'] = self.services
+        return self.app(environ, start_response)
+
+
+class Versions:
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        path = environ.get('PATH_INFO') or '/'
+        if environ.get('REQUEST_METHOD') in ('GET', 'HEAD'):
+            if path in ('', '/'):
+                return versions.root(wsgi.Request(environ))(environ,
+                                                            start_response)
+            if path in ('/v3', '/v3/'):
+                return versions.v3(wsgi.Request(environ))(environ,
+                                                          start_response)
+        return self.app(environ, start_response)
+
+
+def make_app(conf, services=None):
+    app = router.Router()
+    app = microversion.MicroversionMiddleware(app)
+    if conf.auth_strategy == 'keystone':
+        from keystonemiddleware import auth_token
+        app = auth.KeystoneContextMiddleware(app)
+        app = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
+    else:
+        app = auth.NoAuthMiddleware(app)
+    app = Versions(app)
+    app = ServiceSetup(app, conf, services or Services(conf))
+    app = faults.FaultWrapper(app)
+    app = request_id.RequestId(app)
+    return app

@@ -1,0 +1,67 @@
+"""Handlers for /messages (3.3): what went wrong with asynchronous work.
+
+Success codes: list/show 200, delete 204.
+"""
+import webob.exc
+
+from cinder_lite.api.views import links
+from cinder_lite.api import wsgi
+from cinder_lite.common import policy
+from cinder_lite.db import api as db_api
+from cinder_lite.db import messages as db_messages
+
+
+def _check_version(req):
+    if req.version < (3, 3):
+        raise webob.exc.HTTPNotFound(
+            explanation='The messages API needs microversion 3.3 or later.')
+
+
+def _scope(req):
+    return None if req.context.is_admin else req.context.project_id
+
+
+def _view(req, msg):
+    conf = req.environ['cinder_lite.conf']
+    return {
+        'id': msg.id,
+        'resource_type': msg.resource_type,
+        'resource_uuid': msg.resource_uuid,
+        'request_id': msg.request_id,
+        'message_level': msg.message_level,
+        'event_id': msg.event_id,
+        'created_at': wsgi.isotime(msg.created_at),
+        'guaranteed_until': wsgi.isotime(msg.expires_at),
+        'user_message': msg.detail,
+        'links': links.resource_links(req, conf, 'messages', msg.id,
+                                      msg.project_id),
+    }
+
+
+@wsgi.expected_errors(403, 404)
+def list_messages(req):
+    _check_version(req)
+    policy.authorize(req.context, policy.MESSAGES)
+    with db_api.reader() as session:
+        rows = db_messages.list_messages(session, _scope(req),
+                                         req.GET.get('resource_uuid'))
+    return wsgi.json_response({'messages': [_view(req, m) for m in rows]})
+
+
+@wsgi.expected_errors(403, 404)
+def show_message(req):
+    _check_version(req)
+    policy.authorize(req.context, policy.MESSAGES)
+    with db_api.reader() as session:
+        msg = db_messages.get(session, req.urlvars['message_id'],
+                              _scope(req))
+    return wsgi.json_response({'message': _view(req, msg)})
+
+
+@wsgi.expected_errors(403, 404)
+def delete_message(req):
+    _check_version(req)
+    policy.authorize(req.context, policy.MESSAGE_DELETE)
+    with db_api.writer() as session:
+        db_messages.delete(session, req.urlvars['message_id'], _scope(req))
+    return wsgi.empty_response(204)

@@ -1,0 +1,175 @@
+"""Handlers for /volumes.
+
+Success codes: create 202, list/detail/show 200, update 200, delete 202
+(all microversions).
+"""
+import ast
+
+import webob.exc
+
+from cinder_lite.api import microversion
+from cinder_lite.api.schemas import common as schema_common
+from cinder_lite.api.schemas import volumes as schema
+from cinder_lite.api import validation
+from cinder_lite.api.views import links
+from cinder_lite.api.views import volumes as views
+from cinder_lite.api import wsgi
+from cinder_lite.db import query
+from cinder_lite.db import volumes as db_volumes
+
+FILTERS = ('name', 'status', 'metadata', 'bootable', 'availability_zone',
+           'size', 'project_id')
+LIKE_FILTERS = ('name', 'status', 'availability_zone')  # 3.34
+NOT_FILTERS = ('sort', 'sort_key', 'sort_dir', 'limit', 'marker', 'offset',
+               'with_count', 'all_tenants')
+
+
+def _service(req):
+    return req.environ['cinder_lite.services'].volumes
+
+
+def _conf(req):
+    return req.environ['cinder_lite.conf']
+
+
+def _detail(req, volume, type_names=None):
+    svc = _service(req)
+    names = type_names or svc.type_names([volume])
+    return views.detail(req, _conf(req), volume,
+                        names.get(volume.volume_type_id))
+
+
+@wsgi.expected_errors(400, 403, 404, 503)
+def create_volume(req):
+    body = req.json_body()
+    validation.validate(microversion.pick(schema.CREATE, req.version), body)
+    request = dict(body['volume'])
+    for unsupported in ('snapshot_id', 'source_volid', 'backup_id',
+                        'imageRef', 'group_id', 'consistencygroup_id'):
+        if request.get(unsupported) is not None:
+            raise webob.exc.HTTPBadRequest(
+                explanation='Creating a volume from %s is not supported.'
+                            % unsupported)
+    if 'multiattach' in request and schema_common.to_bool(
+            request['multiattach']):
+        raise webob.exc.HTTPBadRequest(
+            explanation='The multiattach flag in the volume body is not '
+                        'supported: create the volume with a volume type '
+                        'whose extra spec is multiattach="<is> True".')
+    size = int(request['size'])
+    if not 1 <= size <= schema_common.MAX_INT:
+        raise webob.exc.HTTPBadRequest(
+            explanation="Invalid input for field/attribute size. Value: "
+                        "%s. Volume size '%s' must be an integer and "
+                        "greater than 0" % (request['size'],
+                                            request['size']))
+    request['size'] = size
+    request['name'] = request.get('name') or request.get('display_name')
+    request['description'] = (request.get('description')
+                              or request.get('display_description'))
+    volume = _service(req).create(req.context, request)
+    return wsgi.json_response({'volume': _detail(req, volume)}, 202)
+
+
+def _list_params(req):
+    conf = _conf(req)
+    filters = {}
+    for key, value in req.GET.items():
+        if key in NOT_FILTERS:
+            continue
+        base = key[:-1] if key.endswith('~') else key
+        if key.endswith('~') and (base not in LIKE_FILTERS
+                                  or req.version < (3, 34)):
+            raise webob.exc.HTTPBadRequest(
+                explanation='Invalid filters %s are found in query '
+                            'options.' % key)
+        if base not in FILTERS:
+            raise webob.exc.HTTPBadRequest(
+                explanation='Invalid filters %s are found in query '
+                            'options.' % key)
+        if key == 'metadata':
+            try:
+                value = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                value = None
+            if not isinstance(value, dict):
+                raise webob.exc.HTTPBadRequest(
+                    explanation="metadata must be a dict such as "
+                                "{'key': 'value'}")
+        elif key == 'bootable':
+            value = req.bool_param('bootable')
+        elif key == 'size':
+            value = req.int_param('size', 1)
+        filters[key] = value
+    sort_keys, sort_dirs = query.parse_sort(
+        req.GET.get('sort'), req.GET.get('sort_key'),
+        req.GET.get('sort_dir'), allowed=db_volumes.SORT_KEYS)
+    limit = req.int_param('limit', 0)
+    limit = conf.osapi_max_limit if limit is None else min(
+        limit, conf.osapi_max_limit)
+    return filters, sort_keys, sort_dirs, limit, req.GET.get('marker')
+
+
+def _list(req, detailed):
+    filters, keys, dirs, limit, marker = _list_params(req)
+    with_count = req.version >= (3, 45) and req.bool_param('with_count')
+    rows, total = _service(req).list(
+        req.context, filters, keys, dirs, limit, marker,
+        all_tenants=req.bool_param('all_tenants'), with_count=with_count)
+    conf = _conf(req)
+    if detailed:
+        names = _service(req).type_names(rows)
+        items = [_detail(req, v, names) for v in rows]
+    else:
+        items = [views.summary(req, conf, v) for v in rows]
+    body = {'volumes': items}
+    nxt = links.next_link(req, conf, 'volumes', rows, limit,
+                          lambda v: v.id)
+    if nxt:
+        body['volumes_links'] = nxt
+    if with_count:
+        body['count'] = total
+    return wsgi.json_response(body)
+
+
+@wsgi.expected_errors(400, 403)
+def list_volumes(req):
+    return _list(req, detailed=False)
+
+
+@wsgi.expected_errors(400, 403)
+def list_volumes_detail(req):
+    return _list(req, detailed=True)
+
+
+@wsgi.expected_errors(403, 404)
+def show_volume(req):
+    volume = _service(req).get(req.context, req.urlvars['volume_id'])
+    return wsgi.json_response({'volume': _detail(req, volume)})
+
+
+@wsgi.expected_errors(400, 403, 404)
+def update_volume(req):
+    body = req.json_body()
+    validation.validate(microversion.pick(schema.UPDATE, req.version), body)
+    given = body['volume']
+    values = {}
+    for key, alias in (('name', 'display_name'),
+                       ('description', 'display_description')):
+        if key in given or alias in given:
+            values[key] = given.get(key, given.get(alias))
+    if 'metadata' in given:
+        values['metadata'] = given['metadata'] or {}
+    if not values:
+        raise webob.exc.HTTPBadRequest(
+            explanation='Nothing to update: give name, description or '
+                        'metadata.')
+    volume = _service(req).update(req.context, req.urlvars['volume_id'],
+                                  values)
+    return wsgi.json_response({'volume': _detail(req, volume)})
+
+
+@wsgi.expected_errors(400, 403, 404)
+def delete_volume(req):
+    _service(req).delete(req.context, req.urlvars['volume_id'])
+    return wsgi.empty_response(202)

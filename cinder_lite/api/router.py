@@ -1,0 +1,93 @@
+"""The route table.
+
+Each path maps HTTP methods to handlers; a known path with another method
+answers 405 with an ``Allow`` header.  Every resource path is served both
+with the project in the URL (``/v3/{project_id}/volumes``) and without it
+(``/v3/volumes``); when the URL names a project it must be the caller's.
+"""
+import routes
+import webob.exc
+
+from cinder_lite.api.handlers import admin
+from cinder_lite.api.handlers import messages
+from cinder_lite.api.handlers import types
+from cinder_lite.api.handlers import volumes
+from cinder_lite.api import wsgi
+
+# Order matters where a literal segment could be read as an id: list the
+# literal first (``/volumes/detail`` before ``/volumes/{volume_id}``).
+ROUTE_DECLARATIONS = (
+    ('/volumes', {'GET': volumes.list_volumes,
+                  'POST': volumes.create_volume}),
+    ('/volumes/detail', {'GET': volumes.list_volumes_detail}),
+    ('/volumes/{volume_id}', {'GET': volumes.show_volume,
+                              'PUT': volumes.update_volume,
+                              'DELETE': volumes.delete_volume}),
+    ('/types', {'GET': types.list_types, 'POST': types.create_type}),
+    ('/types/{type_id}', {'GET': types.show_type,
+                          'PUT': types.update_type,
+                          'DELETE': types.delete_type}),
+    ('/types/{type_id}/extra_specs', {'GET': types.list_extra_specs,
+                                      'POST': types.create_extra_specs}),
+    ('/types/{type_id}/extra_specs/{key}', {
+        'GET': types.show_extra_spec, 'PUT': types.update_extra_spec,
+        'DELETE': types.delete_extra_spec}),
+    ('/types/{type_id}/os-volume-type-access', {
+        'GET': types.list_type_access}),
+    ('/types/{type_id}/action', {'POST': types.type_action}),
+    ('/os-services', {'GET': admin.list_services}),
+    ('/os-services/{action}', {'PUT': admin.update_service}),
+    ('/scheduler-stats/get_pools', {'GET': admin.get_pools}),
+    ('/capabilities/{host}', {'GET': admin.show_capabilities}),
+    ('/messages', {'GET': messages.list_messages}),
+    ('/messages/{message_id}', {'GET': messages.show_message,
+                                'DELETE': messages.delete_message}),
+)
+
+
+def _methods_handler(methods):
+    def dispatch(req):
+        handler = methods.get(req.method)
+        if handler is None:
+            allow = ', '.join(sorted(methods))
+            error = webob.exc.HTTPMethodNotAllowed(
+                explanation='The method %s is not allowed here; allowed: '
+                            '%s.' % (req.method, allow))
+            error.headers['Allow'] = allow
+            raise error
+        return handler(req)
+    return dispatch
+
+
+def _check_project(req):
+    project_in_url = req.urlvars.get('project_id')
+    if project_in_url is not None and \
+            project_in_url != req.context.project_id:
+        raise webob.exc.HTTPBadRequest(explanation='Malformed request url')
+
+
+class Router:
+
+    def __init__(self):
+        self.mapper = routes.Mapper()
+        for path, methods in ROUTE_DECLARATIONS:
+            dispatch = _methods_handler(methods)
+            self.mapper.connect('/v3' + path, dispatch=dispatch)
+        for path, methods in ROUTE_DECLARATIONS:
+            dispatch = _methods_handler(methods)
+            self.mapper.connect('/v3/{project_id}' + path,
+                                dispatch=dispatch)
+
+    def __call__(self, environ, start_response):
+        path = environ.get('PATH_INFO') or '/'
+        if len(path) > 1:
+            path = path.rstrip('/')
+        match = self.mapper.match(path)
+        if match is None:
+            raise webob.exc.HTTPNotFound(
+                explanation='The resource could not be found.')
+        dispatch = match.pop('dispatch')
+        environ['wsgiorg.routing_args'] = ((), match)
+        req = wsgi.Request(environ)
+        _check_project(req)
+        return dispatch(req)(environ, start_response)

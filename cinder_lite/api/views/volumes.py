@@ -1,0 +1,60 @@
+"""How a volume looks on the wire, per microversion."""
+from cinder_lite.api.views import links
+from cinder_lite.api import wsgi
+
+
+def summary(req, conf, volume):
+    return {'id': volume.id, 'name': volume.name,
+            'links': links.resource_links(req, conf, 'volumes', volume.id,
+                                          volume.project_id)}
+
+
+def detail(req, conf, volume, type_name, attachments=()):
+    version = req.version
+    is_admin = req.context.is_admin
+    view = {
+        'id': volume.id,
+        'name': volume.name,
+        'description': volume.description,
+        'size': volume.size,
+        'status': volume.status,
+        'availability_zone': volume.availability_zone,
+        'created_at': wsgi.isotime(volume.created_at),
+        'updated_at': wsgi.isotime(volume.updated_at),
+        'attachments': list(attachments),
+        'bootable': 'true' if volume.bootable else 'false',
+        'encrypted': False,
+        'links': links.resource_links(req, conf, 'volumes', volume.id,
+                                      volume.project_id),
+        'metadata': dict(volume.meta or {}),
+        'multiattach': bool(volume.multiattach),
+        'replication_status': None,
+        'snapshot_id': None,
+        'source_volid': None,
+        'user_id': volume.user_id,
+        'volume_type': type_name,
+        'consistencygroup_id': None,
+    }
+    if is_admin:
+        view['os-vol-host-attr:host'] = volume.host
+        view['os-vol-mig-status-attr:migstat'] = None
+        view['os-vol-mig-status-attr:name_id'] = None
+        view['os-vol-tenant-attr:tenant_id'] = volume.project_id
+    if version >= (3, 13):
+        view['group_id'] = None
+    if version >= (3, 21) and is_admin:
+        view['provider_id'] = None
+    if version >= (3, 48):
+        view['service_uuid'] = volume.service_uuid
+        shared = volume.shared_targets
+        # Before 3.69 the field is a plain boolean; unknown means "assume
+        # shared" so older clients stay safe.
+        view['shared_targets'] = (shared if version >= (3, 69)
+                                  else (True if shared is None else shared))
+    if version >= (3, 61) and is_admin:
+        view['cluster_name'] = None
+    if version >= (3, 63):
+        view['volume_type_id'] = volume.volume_type_id
+    if version >= (3, 65):
+        view['consumes_quota'] = True
+    return view

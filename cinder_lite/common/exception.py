@@ -1,0 +1,120 @@
+"""Domain errors.
+
+Errors carry a message, never an HTTP code: the API layer decides how each
+named error reaches a client (see ``cinder_lite.api.faults``).
+"""
+
+
+class CinderLiteError(Exception):
+    """Base class; ``msg_fmt`` is formatted with the keyword arguments."""
+
+    msg_fmt = 'An unknown error occurred.'
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if message is None:
+            try:
+                message = self.msg_fmt % kwargs
+            except (KeyError, TypeError):
+                message = self.msg_fmt
+        self.message = message
+        super().__init__(message)
+
+
+# -- not found -------------------------------------------------------------
+class NotFound(CinderLiteError):
+    msg_fmt = 'Resource could not be found.'
+
+
+class VolumeNotFound(NotFound):
+    msg_fmt = 'Volume %(volume_id)s could not be found.'
+
+
+class VolumeTypeNotFound(NotFound):
+    msg_fmt = 'Volume type %(type_id)s could not be found.'
+
+
+class VolumeTypeNotFoundByName(NotFound):
+    msg_fmt = 'Volume type with name %(name)s could not be found.'
+
+
+class ExtraSpecNotFound(NotFound):
+    msg_fmt = 'Volume type %(type_id)s has no extra spec with key %(key)s.'
+
+
+class TypeAccessNotFound(NotFound):
+    msg_fmt = ('Volume type access not found for %(type_id)s / '
+               '%(project_id)s combination.')
+
+
+class ServiceNotFound(NotFound):
+    msg_fmt = 'Service %(binary)s on host %(host)s could not be found.'
+
+
+class HostNotFound(NotFound):
+    msg_fmt = 'Host %(host)s could not be found.'
+
+
+class MessageNotFound(NotFound):
+    msg_fmt = 'Message %(message_id)s could not be found.'
+
+
+# -- invalid input or state -----------------------------------------------
+class Invalid(CinderLiteError):
+    msg_fmt = 'Unacceptable parameters.'
+
+
+class InvalidInput(Invalid):
+    msg_fmt = 'Invalid input received: %(reason)s'
+
+
+class InvalidVolume(Invalid):
+    msg_fmt = 'Invalid volume: %(reason)s'
+
+
+class InvalidVolumeType(Invalid):
+    msg_fmt = 'Invalid volume type: %(reason)s'
+
+
+class InvalidTransition(Invalid):
+    """A compare-and-swap found the row in a state the change does not
+    allow."""
+
+    msg_fmt = ('Cannot move %(resource)s %(id)s to %(target)s: its status '
+               'is %(actual)s, expected one of %(expected)s.')
+
+
+class NoValidBackend(Invalid):
+    msg_fmt = 'No valid backend was found. %(reason)s'
+
+
+class ServiceUnavailable(Invalid):
+    msg_fmt = 'Service %(host)s is down: %(reason)s'
+
+
+# -- conflicts --------------------------------------------------------------
+class Conflict(CinderLiteError):
+    msg_fmt = 'Conflict with the current state of the resource.'
+
+
+class VolumeTypeExists(Conflict):
+    msg_fmt = 'Volume type with name %(name)s already exists.'
+
+
+class VolumeTypeInUse(Invalid):
+    msg_fmt = ('Volume type %(type_id)s deletion is not allowed with '
+               'volumes present with the type.')
+
+
+class TypeAccessExists(Conflict):
+    msg_fmt = ('Volume type access for %(type_id)s / %(project_id)s '
+               'combination already exists.')
+
+
+# -- authorisation ----------------------------------------------------------
+class PolicyNotAuthorized(CinderLiteError):
+    msg_fmt = "Policy doesn't allow %(action)s to be performed."
+
+
+class NotAuthorized(CinderLiteError):
+    msg_fmt = 'Not authorized.'

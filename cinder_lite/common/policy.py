@@ -1,0 +1,139 @@
+"""Authorisation rules (oslo.policy), with every default defined here.
+
+Roles: ``reader`` and ``member`` act within their own project; ``admin``
+acts everywhere.  An operator overrides any rule in ``policy.yaml``.
+"""
+from oslo_config import cfg
+from oslo_policy import policy
+
+from cinder_lite.common import exception
+
+ADMIN = 'role:admin or is_admin:True'
+OWNER = 'project_id:%(project_id)s'
+ADMIN_OR_OWNER = 'rule:admin_api or rule:owner'
+
+_BASE = [
+    policy.RuleDefault('admin_api', ADMIN,
+                       description='The caller is a cloud administrator.'),
+    policy.RuleDefault('owner', OWNER,
+                       description='The caller acts in the project that '
+                                   'owns the resource.'),
+    policy.RuleDefault('admin_or_owner', ADMIN_OR_OWNER,
+                       description='An administrator or the owner.'),
+]
+
+
+def _op(name, rule, description, *operations):
+    return policy.DocumentedRuleDefault(
+        name=name, check_str=rule, description=description,
+        operations=[{'method': m, 'path': p} for m, p in operations])
+
+
+VOLUME_CREATE = 'volume:create'
+VOLUME_GET = 'volume:get'
+VOLUME_GET_ALL = 'volume:get_all'
+VOLUME_UPDATE = 'volume:update'
+VOLUME_DELETE = 'volume:delete'
+VOLUME_ALL_TENANTS = 'volume:get_all_tenants'
+MULTIATTACH = 'volume:multiattach'
+MULTIATTACH_BOOTABLE = 'volume:multiattach_bootable_volume'
+TYPE_MANAGE = 'volume_extension:types_manage'
+TYPE_GET = 'volume_extension:type_get'
+TYPE_GET_ALL = 'volume_extension:type_get_all'
+TYPE_SPECS_READ = 'volume_extension:types_extra_specs:index'
+TYPE_ACCESS = 'volume_extension:volume_type_access'
+SERVICES = 'volume_extension:services:index'
+SERVICES_UPDATE = 'volume_extension:services:update'
+POOLS = 'scheduler_extension:scheduler_stats:get_pools'
+CAPABILITIES = 'volume_extension:capabilities'
+MESSAGES = 'message:get_all'
+MESSAGE_DELETE = 'message:delete'
+
+_RULES = [
+    _op(VOLUME_CREATE, ADMIN_OR_OWNER, 'Create a volume.',
+        ('POST', '/volumes')),
+    _op(VOLUME_GET, ADMIN_OR_OWNER, 'Show a volume.',
+        ('GET', '/volumes/{volume_id}')),
+    _op(VOLUME_GET_ALL, ADMIN_OR_OWNER, 'List volumes.',
+        ('GET', '/volumes'), ('GET', '/volumes/detail')),
+    _op(VOLUME_UPDATE, ADMIN_OR_OWNER, 'Update a volume.',
+        ('PUT', '/volumes/{volume_id}')),
+    _op(VOLUME_DELETE, ADMIN_OR_OWNER, 'Delete a volume.',
+        ('DELETE', '/volumes/{volume_id}')),
+    _op(VOLUME_ALL_TENANTS, 'rule:admin_api',
+        'List volumes of every project (all_tenants=1).',
+        ('GET', '/volumes?all_tenants=1')),
+    _op(MULTIATTACH, ADMIN_OR_OWNER,
+        'Create a volume of a multiattach type, or retype to one.',
+        ('POST', '/volumes')),
+    _op(MULTIATTACH_BOOTABLE, ADMIN_OR_OWNER,
+        'Attach a bootable multiattach volume to more than one host.',
+        ('POST', '/attachments')),
+    _op(TYPE_MANAGE, 'rule:admin_api',
+        'Create, update and delete volume types and their extra specs.',
+        ('POST', '/types'), ('PUT', '/types/{type_id}'),
+        ('DELETE', '/types/{type_id}'),
+        ('POST', '/types/{type_id}/extra_specs')),
+    _op(TYPE_GET, ADMIN_OR_OWNER, 'Show a volume type.',
+        ('GET', '/types/{type_id}')),
+    _op(TYPE_GET_ALL, ADMIN_OR_OWNER, 'List volume types.',
+        ('GET', '/types')),
+    _op(TYPE_SPECS_READ, ADMIN_OR_OWNER,
+        'Read the extra specs of a volume type.',
+        ('GET', '/types/{type_id}/extra_specs')),
+    _op(TYPE_ACCESS, 'rule:admin_api',
+        'List, add and remove projects that may use a private type.',
+        ('GET', '/types/{type_id}/os-volume-type-access'),
+        ('POST', '/types/{type_id}/action')),
+    _op(SERVICES, 'rule:admin_api', 'List services.',
+        ('GET', '/os-services')),
+    _op(SERVICES_UPDATE, 'rule:admin_api', 'Enable or disable a service.',
+        ('PUT', '/os-services/{action}')),
+    _op(POOLS, 'rule:admin_api', 'List backend pools and capabilities.',
+        ('GET', '/scheduler-stats/get_pools')),
+    _op(CAPABILITIES, 'rule:admin_api', 'Show the capabilities of a host.',
+        ('GET', '/capabilities/{host}')),
+    _op(MESSAGES, ADMIN_OR_OWNER, 'List and show user messages.',
+        ('GET', '/messages'), ('GET', '/messages/{message_id}')),
+    _op(MESSAGE_DELETE, ADMIN_OR_OWNER, 'Delete a user message.',
+        ('DELETE', '/messages/{message_id}')),
+]
+
+
+def list_rules():
+    return _BASE + _RULES
+
+
+_enforcer = None
+
+
+def get_enforcer(conf=None):
+    """The enforcer, for oslopolicy-sample-generator and the API."""
+    global _enforcer
+    if _enforcer is None:
+        _enforcer = policy.Enforcer(conf or cfg.CONF)
+        _enforcer.register_defaults(list_rules())
+    return _enforcer
+
+
+def reset():
+    global _enforcer
+    _enforcer = None
+
+
+def authorize(context, action, target=None):
+    """Raise PolicyNotAuthorized unless ``context`` may do ``action`` on a
+    resource whose owner is ``target['project_id']``."""
+    target = target or {'project_id': context.project_id}
+    if not get_enforcer().authorize(action, target,
+                                    context.to_policy_values(),
+                                    do_raise=False):
+        raise exception.PolicyNotAuthorized(action=action)
+
+
+def check(context, action, target=None):
+    try:
+        authorize(context, action, target)
+        return True
+    except exception.PolicyNotAuthorized:
+        return False

@@ -1,0 +1,57 @@
+"""The message bus: one transport per process, and RPC clients/servers that
+carry the request context as a plain dict."""
+import threading
+
+from oslo_config import cfg
+import oslo_messaging as messaging
+from oslo_messaging import serializer as om_serializer
+
+from cinder_lite.common import context as cl_context
+
+_lock = threading.Lock()
+_transport = None
+
+
+class ContextSerializer(om_serializer.NoOpSerializer):
+    def serialize_context(self, ctxt):
+        return ctxt.to_dict()
+
+    def deserialize_context(self, ctxt):
+        return cl_context.RequestContext.from_dict(ctxt)
+
+
+def get_transport(conf=None):
+    """The process-wide RPC transport (``[DEFAULT] transport_url``).
+
+    oslo.messaging registers some options on the global ``cfg.CONF`` only,
+    so services always run on it.
+    """
+    global _transport
+    with _lock:
+        if _transport is None:
+            _transport = messaging.get_rpc_transport(conf or cfg.CONF)
+        return _transport
+
+
+def cleanup():
+    global _transport
+    with _lock:
+        if _transport is not None:
+            _transport.cleanup()
+        _transport = None
+
+
+def get_client(topic, version, server=None, version_cap=None, fanout=False,
+               timeout=None):
+    target = messaging.Target(topic=topic, server=server, version=version,
+                              fanout=fanout)
+    return messaging.get_rpc_client(get_transport(), target,
+                                    version_cap=version_cap,
+                                    serializer=ContextSerializer(),
+                                    timeout=timeout)
+
+
+def get_server(topic, server, endpoints):
+    target = messaging.Target(topic=topic, server=server)
+    return messaging.get_rpc_server(get_transport(), target, endpoints,
+                                    serializer=ContextSerializer())

@@ -1,0 +1,136 @@
+"""Running services: RPC servers with heartbeats, signals, readiness.
+
+Every long-running process builds a list of ``Service`` objects and hands
+it to ``run``, which starts them, tells systemd it is ready, and stops them
+gracefully on SIGTERM/SIGINT; SIGHUP reloads the mutable options (log
+levels).
+"""
+import logging
+import os
+import signal
+import socket
+import threading
+
+from cinder_lite.common import context as cl_context
+from cinder_lite.common import rpc
+from cinder_lite.db import api as db_api
+from cinder_lite.db import services as db_services
+
+LOG = logging.getLogger(__name__)
+
+
+class RPCService:
+    """An RPC server for ``endpoints`` on ``topic``/``host`` plus a
+    heartbeat thread that also reports capabilities when ``report`` is
+    given."""
+
+    def __init__(self, conf, binary, topic, host, endpoints,
+                 availability_zone, backend=None, report=None,
+                 rpc_version=None, on_registered=None):
+        self.conf = conf
+        self.binary = binary
+        self.topic = topic
+        self.host = host
+        self.endpoints = endpoints
+        self.availability_zone = availability_zone
+        self.backend = backend
+        self.report = report
+        self.rpc_version = rpc_version
+        self.on_registered = on_registered
+        self.service_id = None
+        self.service_uuid = None
+        self._stop = threading.Event()
+        self._thread = None
+        self._server = None
+
+    def start(self):
+        with db_api.writer() as session:
+            row = db_services.register(
+                session, self.host, self.binary, self.topic,
+                self.availability_zone, backend=self.backend,
+                rpc_version=self.rpc_version)
+            self.service_id, self.service_uuid = row.id, row.uuid
+        if self.on_registered:
+            self.on_registered(self)
+        self._server = rpc.get_server(self.topic, self.host, self.endpoints)
+        self._server.start()
+        self.beat()
+        self._thread = threading.Thread(target=self._beat_loop,
+                                        name='heartbeat-%s' % self.host,
+                                        daemon=True)
+        self._thread.start()
+        LOG.info('%s started on %s (topic %s)', self.binary, self.host,
+                 self.topic)
+
+    def beat(self):
+        """One heartbeat: refresh the services row (with capabilities) and
+        fan the capabilities out to the schedulers."""
+        caps = None
+        if self.report is not None:
+            caps = self.report(self)
+        with db_api.writer() as session:
+            db_services.heartbeat(session, self.service_id, caps)
+
+    def _beat_loop(self):
+        while not self._stop.wait(self.conf.report_interval):
+            try:
+                self.beat()
+            except Exception:
+                # A database or bus outage must not kill the heartbeat: the
+                # next beat retries.
+                LOG.exception('heartbeat of %s failed', self.host)
+
+    def stop(self):
+        self._stop.set()
+        if self._server is not None:
+            self._server.stop()
+
+    def wait(self):
+        if self._server is not None:
+            self._server.wait()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+def notify_systemd(state='READY=1'):
+    """sd_notify without a library: one datagram to $NOTIFY_SOCKET."""
+    address = os.environ.get('NOTIFY_SOCKET')
+    if not address:
+        return
+    if address.startswith('@'):
+        address = '\0' + address[1:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.connect(address)
+        sock.sendall(state.encode())
+
+
+def run(conf, services):
+    """Start ``services`` and block until SIGTERM or SIGINT."""
+    stop = threading.Event()
+
+    def _terminate(signum, _frame):
+        LOG.info('signal %d: stopping', signum)
+        stop.set()
+
+    def _reload(_signum, _frame):
+        LOG.info('SIGHUP: reloading mutable options')
+        conf.mutate_config_files()
+
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+    signal.signal(signal.SIGHUP, _reload)
+    for svc in services:
+        svc.start()
+    notify_systemd()
+    while not stop.wait(1):
+        pass
+    notify_systemd('STOPPING=1')
+    for svc in services:
+        svc.stop()
+    for svc in services:
+        svc.wait()
+    rpc.cleanup()
+
+
+def admin_context():
+    return cl_context.get_admin_context()

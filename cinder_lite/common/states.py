@@ -1,0 +1,95 @@
+"""Every status string and every legal status change, in one place.
+
+Other modules refer to the names below, never to literal strings.  A status
+change is a compare-and-swap in the database (``WHERE status IN
+(allowed sources)``); ``sources_for`` gives that list from the table.
+"""
+
+# -- volume ------------------------------------------------------------------
+CREATING = 'creating'
+AVAILABLE = 'available'
+ERROR = 'error'
+RESERVED = 'reserved'
+ATTACHING = 'attaching'
+IN_USE = 'in-use'
+DETACHING = 'detaching'
+DELETING = 'deleting'
+ERROR_DELETING = 'error_deleting'
+EXTENDING = 'extending'
+RETYPING = 'retyping'
+DELETED = 'deleted'
+
+VOLUME_STATUSES = frozenset([
+    CREATING, AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING,
+    DELETING, ERROR_DELETING, EXTENDING, RETYPING, DELETED])
+
+# target -> statuses a volume may be in when it moves there
+VOLUME_TRANSITIONS = {
+    AVAILABLE: (CREATING, RESERVED, ATTACHING, DETACHING, IN_USE, EXTENDING,
+                RETYPING),
+    ERROR: (CREATING, EXTENDING),
+    RESERVED: (AVAILABLE, RESERVED, ATTACHING, IN_USE, DETACHING),
+    ATTACHING: (RESERVED, ATTACHING, IN_USE, DETACHING),
+    IN_USE: (ATTACHING, RESERVED, IN_USE, DETACHING),
+    DETACHING: (IN_USE, DETACHING),
+    DELETING: (AVAILABLE, ERROR, ERROR_DELETING),
+    ERROR_DELETING: (DELETING,),
+    EXTENDING: (AVAILABLE,),
+    RETYPING: (AVAILABLE,),
+    DELETED: (DELETING,),
+}
+
+# Statuses an operator may force with os-reset_status.
+VOLUME_RESET_STATUSES = frozenset([
+    AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING, ERROR_DELETING])
+
+# -- attachment ----------------------------------------------------------------
+ATTACH_RESERVED = 'reserved'
+ATTACH_ATTACHING = 'attaching'
+ATTACHED = 'attached'
+ATTACH_DETACHING = 'detaching'
+DETACHED = 'detached'
+ERROR_ATTACHING = 'error_attaching'
+ERROR_DETACHING = 'error_detaching'
+
+ATTACHMENT_STATUSES = frozenset([
+    ATTACH_RESERVED, ATTACH_ATTACHING, ATTACHED, ATTACH_DETACHING, DETACHED,
+    ERROR_ATTACHING, ERROR_DETACHING])
+
+ATTACHMENT_TRANSITIONS = {
+    ATTACH_ATTACHING: (ATTACH_RESERVED, ERROR_ATTACHING),
+    ATTACHED: (ATTACH_ATTACHING, ATTACH_RESERVED),
+    ATTACH_DETACHING: (ATTACHED, ATTACH_ATTACHING, ATTACH_RESERVED,
+                       ERROR_DETACHING),
+    DETACHED: (ATTACH_DETACHING, ATTACH_RESERVED, ERROR_ATTACHING,
+               ERROR_DETACHING),
+    ERROR_ATTACHING: (ATTACH_RESERVED, ATTACH_ATTACHING),
+    ERROR_DETACHING: (ATTACH_DETACHING,),
+}
+
+# -- service -----------------------------------------------------------------
+SERVICE_UP = 'up'
+SERVICE_DOWN = 'down'
+SERVICE_ENABLED = 'enabled'
+SERVICE_DISABLED = 'disabled'
+
+
+def sources_for(target, table=VOLUME_TRANSITIONS):
+    """The statuses from which ``target`` may be reached."""
+    return table[target]
+
+
+def derive_volume_status(attach_statuses):
+    """Volume status implied by the statuses of its live attachments.
+
+    ``error_*`` attachments neither hide the others nor keep a volume busy
+    on their own; they stay visible until deleted or reconciled.
+    """
+    present = set(attach_statuses)
+    for attach_status, volume_status in ((ATTACHED, IN_USE),
+                                         (ATTACH_ATTACHING, ATTACHING),
+                                         (ATTACH_DETACHING, DETACHING),
+                                         (ATTACH_RESERVED, RESERVED)):
+        if attach_status in present:
+            return volume_status
+    return AVAILABLE

@@ -1,0 +1,108 @@
+"""Engine and transaction scopes.
+
+``writer()`` and ``reader()`` open one transaction each; every SQL function
+in the db package runs inside one of them, so its transaction scope is
+visible at the call.  On SQLite the writer begins with ``BEGIN IMMEDIATE``
+(a deferred BEGIN that later writes fails with "database is locked" under
+concurrency, busy timeout or not), the database runs in WAL mode and waits
+on locks for ``busy_timeout``.  MySQL/MariaDB runs at READ COMMITTED, as
+PostgreSQL does by default, so a compare-and-swap that waited on a row lock
+re-reads the committed row.
+"""
+import contextlib
+import threading
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy import orm
+
+SQLITE_BUSY_TIMEOUT_S = 30
+
+_lock = threading.Lock()
+_engine = None
+_writer_maker = None
+_reader_maker = None
+
+
+def _sqlite_setup(engine):
+    @event.listens_for(engine, 'connect')
+    def _on_connect(dbapi_conn, _record):
+        # Take over transaction control from pysqlite so BEGIN is ours.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute('PRAGMA journal_mode=WAL')
+        cur.execute('PRAGMA busy_timeout=%d' % (SQLITE_BUSY_TIMEOUT_S * 1000))
+        cur.execute('PRAGMA foreign_keys=ON')
+        cur.execute('PRAGMA synchronous=NORMAL')
+        cur.close()
+
+    @event.listens_for(engine, 'begin')
+    def _on_begin(conn):
+        if conn.get_execution_options().get('cl_read_only'):
+            conn.exec_driver_sql('BEGIN')
+        else:
+            conn.exec_driver_sql('BEGIN IMMEDIATE')
+
+
+def create_engine(url, conf=None):
+    url = sa.engine.make_url(url)
+    kwargs = {'future': True}
+    if url.get_backend_name() == 'sqlite':
+        kwargs['connect_args'] = {'timeout': SQLITE_BUSY_TIMEOUT_S,
+                                  'check_same_thread': False}
+    else:
+        kwargs['pool_pre_ping'] = True
+        if conf is not None:
+            kwargs['pool_size'] = conf.database.max_pool_size or 5
+            kwargs['max_overflow'] = conf.database.max_overflow or 10
+            kwargs['pool_timeout'] = conf.database.pool_timeout or 30
+            kwargs['pool_recycle'] = conf.database.connection_recycle_time
+        if url.get_backend_name() in ('mysql', 'mariadb'):
+            kwargs['isolation_level'] = 'READ COMMITTED'
+    engine = sa.create_engine(url, **kwargs)
+    if url.get_backend_name() == 'sqlite':
+        _sqlite_setup(engine)
+    return engine
+
+
+def configure(conf):
+    """Create the process-wide engine from ``[database] connection``."""
+    global _engine, _writer_maker, _reader_maker
+    with _lock:
+        if _engine is not None:
+            _engine.dispose()
+        _engine = create_engine(conf.database.connection, conf)
+        _writer_maker = orm.sessionmaker(bind=_engine,
+                                         expire_on_commit=False)
+        _reader_maker = orm.sessionmaker(
+            bind=_engine.execution_options(cl_read_only=True),
+            expire_on_commit=False)
+    return _engine
+
+
+def get_engine():
+    if _engine is None:
+        raise RuntimeError('database not configured')
+    return _engine
+
+
+def dispose():
+    global _engine
+    with _lock:
+        if _engine is not None:
+            _engine.dispose()
+        _engine = None
+
+
+@contextlib.contextmanager
+def writer():
+    """One read-write transaction, committed on success."""
+    with _writer_maker() as session, session.begin():
+        yield session
+
+
+@contextlib.contextmanager
+def reader():
+    """One read-only transaction."""
+    with _reader_maker() as session, session.begin():
+        yield session

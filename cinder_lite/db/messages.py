@@ -1,0 +1,44 @@
+"""SQL for user messages (asynchronous failures reported to users)."""
+import uuid
+
+import sqlalchemy as sa
+
+from cinder_lite.common import exception
+from cinder_lite.db import models
+
+
+def create(session, project_id, event_id, detail, resource_type=None,
+           resource_uuid=None, request_id=None, level='ERROR'):
+    msg = models.Message(id=str(uuid.uuid4()), project_id=project_id,
+                         event_id=event_id, detail=detail[:1024],
+                         resource_type=resource_type,
+                         resource_uuid=resource_uuid, request_id=request_id,
+                         message_level=level)
+    session.add(msg)
+    session.flush()
+    return msg
+
+
+def list_messages(session, project_id=None, resource_uuid=None):
+    stmt = sa.select(models.Message).order_by(models.Message.created_at)
+    if project_id is not None:
+        stmt = stmt.where(models.Message.project_id == project_id)
+    if resource_uuid is not None:
+        stmt = stmt.where(models.Message.resource_uuid == resource_uuid)
+    return session.execute(stmt).scalars().all()
+
+
+def get(session, message_id, project_id=None):
+    stmt = sa.select(models.Message).where(models.Message.id == message_id)
+    if project_id is not None:
+        stmt = stmt.where(models.Message.project_id == project_id)
+    msg = session.execute(stmt).scalar_one_or_none()
+    if msg is None:
+        raise exception.MessageNotFound(message_id=message_id)
+    return msg
+
+
+def delete(session, message_id, project_id=None):
+    get(session, message_id, project_id)
+    session.execute(sa.delete(models.Message).where(
+        models.Message.id == message_id))

@@ -1,0 +1,115 @@
+"""SQLAlchemy models.  The schema itself is owned by the alembic migrations
+in ``cinder_lite/db/migrations``; a test checks the two agree."""
+import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy import orm
+
+# MySQL/MariaDB DATETIME drops fractions of a second unless asked.
+DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
+                                      'mariadb')
+
+
+def utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class Base(orm.DeclarativeBase):
+    pass
+
+
+class TimestampMixin:
+    created_at = sa.Column(DateTime, nullable=False, default=utcnow)
+    updated_at = sa.Column(DateTime, onupdate=utcnow)
+
+
+class VolumeType(TimestampMixin, Base):
+    __tablename__ = 'volume_types'
+    id = sa.Column(sa.String(36), primary_key=True)
+    name = sa.Column(sa.String(255), nullable=False, unique=True)
+    description = sa.Column(sa.String(255))
+    is_public = sa.Column(sa.Boolean, nullable=False, default=True)
+
+
+class VolumeTypeExtraSpec(Base):
+    __tablename__ = 'volume_type_extra_specs'
+    __table_args__ = (sa.UniqueConstraint('volume_type_id', 'key',
+                                          name='uniq_type_spec_key'),)
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    volume_type_id = sa.Column(
+        sa.String(36), sa.ForeignKey('volume_types.id', ondelete='CASCADE'),
+        nullable=False)
+    key = sa.Column(sa.String(255), nullable=False)
+    value = sa.Column(sa.String(255), nullable=False)
+
+
+class VolumeTypeProject(Base):
+    __tablename__ = 'volume_type_projects'
+    __table_args__ = (sa.UniqueConstraint('volume_type_id', 'project_id',
+                                          name='uniq_type_project'),)
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    volume_type_id = sa.Column(
+        sa.String(36), sa.ForeignKey('volume_types.id', ondelete='CASCADE'),
+        nullable=False)
+    project_id = sa.Column(sa.String(255), nullable=False)
+
+
+class Volume(TimestampMixin, Base):
+    __tablename__ = 'volumes'
+    __table_args__ = (sa.Index('ix_volumes_project_status', 'project_id',
+                               'status'),)
+    id = sa.Column(sa.String(36), primary_key=True)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255))
+    name = sa.Column(sa.String(255))
+    description = sa.Column(sa.String(255))
+    size = sa.Column(sa.Integer, nullable=False)
+    status = sa.Column(sa.String(32), nullable=False)
+    volume_type_id = sa.Column(sa.String(36),
+                               sa.ForeignKey('volume_types.id'),
+                               nullable=False)
+    host = sa.Column(sa.String(255))
+    availability_zone = sa.Column(sa.String(255))
+    multiattach = sa.Column(sa.Boolean, nullable=False, default=False)
+    bootable = sa.Column(sa.Boolean, nullable=False, default=False)
+    shared_targets = sa.Column(sa.Boolean)
+    service_uuid = sa.Column(sa.String(36))
+    meta = sa.Column('metadata', sa.JSON, nullable=False, default=dict)
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False)
+    deleted_at = sa.Column(DateTime)
+
+
+class Service(TimestampMixin, Base):
+    __tablename__ = 'services'
+    __table_args__ = (sa.UniqueConstraint('host', 'binary',
+                                          name='uniq_service_host_binary'),)
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    host = sa.Column(sa.String(255), nullable=False)
+    binary = sa.Column(sa.String(255), nullable=False)
+    topic = sa.Column(sa.String(255), nullable=False)
+    backend = sa.Column(sa.String(255))
+    availability_zone = sa.Column(sa.String(255), nullable=False)
+    disabled = sa.Column(sa.Boolean, nullable=False, default=False)
+    disabled_reason = sa.Column(sa.String(255))
+    report_count = sa.Column(sa.Integer, nullable=False, default=0)
+    heartbeat_at = sa.Column(DateTime)
+    capabilities = sa.Column(sa.JSON)
+    rpc_version = sa.Column(sa.String(16))
+
+
+class Message(Base):
+    """A message for the user about an asynchronous failure (Cinder's
+    /messages API)."""
+    __tablename__ = 'messages'
+    id = sa.Column(sa.String(36), primary_key=True)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    request_id = sa.Column(sa.String(255))
+    resource_type = sa.Column(sa.String(255))
+    resource_uuid = sa.Column(sa.String(36))
+    event_id = sa.Column(sa.String(255), nullable=False)
+    message_level = sa.Column(sa.String(255), nullable=False)
+    detail = sa.Column(sa.String(1024), nullable=False)
+    created_at = sa.Column(DateTime, nullable=False, default=utcnow)
+    expires_at = sa.Column(DateTime)

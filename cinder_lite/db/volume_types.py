@@ -1,0 +1,164 @@
+"""SQL for volume types, their extra specs and their project access."""
+import uuid
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from cinder_lite.common import exception
+from cinder_lite.db import models
+
+
+def _to_dict(session, vtype):
+    specs = session.execute(
+        sa.select(models.VolumeTypeExtraSpec.key,
+                  models.VolumeTypeExtraSpec.value).where(
+            models.VolumeTypeExtraSpec.volume_type_id == vtype.id)).all()
+    return {'id': vtype.id, 'name': vtype.name,
+            'description': vtype.description,
+            'is_public': vtype.is_public,
+            'extra_specs': {k: v for k, v in specs},
+            'created_at': vtype.created_at, 'updated_at': vtype.updated_at}
+
+
+def _visible(stmt, project_id):
+    """Public types, and private ones the project was given access to."""
+    if project_id is None:
+        return stmt
+    access = sa.select(models.VolumeTypeProject.volume_type_id).where(
+        models.VolumeTypeProject.project_id == project_id)
+    return stmt.where(sa.or_(models.VolumeType.is_public.is_(True),
+                             models.VolumeType.id.in_(access)))
+
+
+def create(session, name, description=None, is_public=True,
+           extra_specs=None):
+    vtype = models.VolumeType(id=str(uuid.uuid4()), name=name,
+                              description=description, is_public=is_public)
+    session.add(vtype)
+    try:
+        session.flush()
+    except sa_exc.IntegrityError:
+        raise exception.VolumeTypeExists(name=name)
+    for key, value in (extra_specs or {}).items():
+        session.add(models.VolumeTypeExtraSpec(volume_type_id=vtype.id,
+                                               key=key, value=value))
+    session.flush()
+    return _to_dict(session, vtype)
+
+
+def _get_row(session, type_id, project_id=None):
+    stmt = _visible(sa.select(models.VolumeType).where(
+        models.VolumeType.id == type_id), project_id)
+    vtype = session.execute(stmt).scalar_one_or_none()
+    if vtype is None:
+        raise exception.VolumeTypeNotFound(type_id=type_id)
+    return vtype
+
+
+def get(session, type_id, project_id=None):
+    """A type by id; ``project_id`` limits it to types that project may
+    use."""
+    return _to_dict(session, _get_row(session, type_id, project_id))
+
+
+def get_by_name(session, name, project_id=None):
+    stmt = _visible(sa.select(models.VolumeType).where(
+        models.VolumeType.name == name), project_id)
+    vtype = session.execute(stmt).scalar_one_or_none()
+    if vtype is None:
+        raise exception.VolumeTypeNotFoundByName(name=name)
+    return _to_dict(session, vtype)
+
+
+def get_by_name_or_id(session, ident, project_id=None):
+    try:
+        return get(session, ident, project_id)
+    except exception.VolumeTypeNotFound:
+        try:
+            return get_by_name(session, ident, project_id)
+        except exception.VolumeTypeNotFoundByName:
+            raise exception.VolumeTypeNotFound(type_id=ident)
+
+
+def list_types(session, project_id=None, is_public=None, name=None):
+    """``is_public``: True only public, False only private, None both;
+    ``project_id`` hides private types the project has no access to."""
+    stmt = _visible(sa.select(models.VolumeType), project_id)
+    if is_public is not None:
+        stmt = stmt.where(models.VolumeType.is_public.is_(is_public))
+    if name is not None:
+        stmt = stmt.where(models.VolumeType.name == name)
+    stmt = stmt.order_by(models.VolumeType.created_at,
+                         models.VolumeType.name)
+    return [_to_dict(session, t) for t in session.execute(stmt).scalars()]
+
+
+def update(session, type_id, values):
+    vtype = _get_row(session, type_id)
+    for key, value in values.items():
+        setattr(vtype, key, value)
+    try:
+        session.flush()
+    except sa_exc.IntegrityError:
+        raise exception.VolumeTypeExists(name=values.get('name'))
+    return _to_dict(session, vtype)
+
+
+def delete(session, type_id):
+    vtype = _get_row(session, type_id)
+    session.delete(vtype)
+    session.flush()
+
+
+def set_extra_specs(session, type_id, specs):
+    _get_row(session, type_id)
+    for key, value in specs.items():
+        row = session.execute(sa.select(models.VolumeTypeExtraSpec).where(
+            models.VolumeTypeExtraSpec.volume_type_id == type_id,
+            models.VolumeTypeExtraSpec.key == key)).scalar_one_or_none()
+        if row is None:
+            session.add(models.VolumeTypeExtraSpec(
+                volume_type_id=type_id, key=key, value=value))
+        else:
+            row.value = value
+    session.flush()
+    return get(session, type_id)['extra_specs']
+
+
+def delete_extra_spec(session, type_id, key):
+    _get_row(session, type_id)
+    result = session.execute(sa.delete(models.VolumeTypeExtraSpec).where(
+        models.VolumeTypeExtraSpec.volume_type_id == type_id,
+        models.VolumeTypeExtraSpec.key == key))
+    if result.rowcount == 0:
+        raise exception.ExtraSpecNotFound(type_id=type_id, key=key)
+
+
+def list_access(session, type_id):
+    _get_row(session, type_id)
+    rows = session.execute(sa.select(models.VolumeTypeProject.project_id)
+                           .where(models.VolumeTypeProject.volume_type_id
+                                  == type_id)
+                           .order_by(models.VolumeTypeProject.project_id))
+    return [r[0] for r in rows]
+
+
+def add_access(session, type_id, project_id):
+    _get_row(session, type_id)
+    session.add(models.VolumeTypeProject(volume_type_id=type_id,
+                                         project_id=project_id))
+    try:
+        session.flush()
+    except sa_exc.IntegrityError:
+        raise exception.TypeAccessExists(type_id=type_id,
+                                         project_id=project_id)
+
+
+def remove_access(session, type_id, project_id):
+    _get_row(session, type_id)
+    result = session.execute(sa.delete(models.VolumeTypeProject).where(
+        models.VolumeTypeProject.volume_type_id == type_id,
+        models.VolumeTypeProject.project_id == project_id))
+    if result.rowcount == 0:
+        raise exception.TypeAccessNotFound(type_id=type_id,
+                                           project_id=project_id)

@@ -1,0 +1,130 @@
+"""SQL for volumes.  Status changes are compare-and-swap updates."""
+import sqlalchemy as sa
+
+from cinder_lite.common import exception
+from cinder_lite.common import states
+from cinder_lite.db import models
+from cinder_lite.db import query
+
+SORT_KEYS = ('id', 'name', 'status', 'size', 'created_at', 'updated_at',
+             'availability_zone', 'bootable', 'host', 'project_id')
+
+
+def create(session, values):
+    volume = models.Volume(**values)
+    session.add(volume)
+    session.flush()
+    return volume
+
+
+def _live(stmt):
+    return stmt.where(models.Volume.deleted.is_(False))
+
+
+def get(session, volume_id, project_id=None):
+    stmt = _live(sa.select(models.Volume).where(
+        models.Volume.id == volume_id))
+    if project_id is not None:
+        stmt = stmt.where(models.Volume.project_id == project_id)
+    volume = session.execute(stmt).scalar_one_or_none()
+    if volume is None:
+        raise exception.VolumeNotFound(volume_id=volume_id)
+    return volume
+
+
+def list_volumes(session, project_id=None, filters=None, sort_keys=('created_at',),
+                 sort_dirs=('desc',), limit=None, marker=None):
+    """Volumes matching ``filters`` (column -> value; ``name~`` is a
+    substring match; ``metadata`` a dict that must be contained)."""
+    stmt = _live(sa.select(models.Volume))
+    if project_id is not None:
+        stmt = stmt.where(models.Volume.project_id == project_id)
+    meta_filter = None
+    for key, value in (filters or {}).items():
+        if key == 'metadata':
+            meta_filter = value
+        elif key.endswith('~'):
+            stmt = stmt.where(getattr(models.Volume, key[:-1]).contains(
+                value, autoescape=True))
+        elif isinstance(value, (list, tuple)):
+            stmt = stmt.where(getattr(models.Volume, key).in_(value))
+        else:
+            stmt = stmt.where(getattr(models.Volume, key) == value)
+    marker_row = None
+    if marker is not None:
+        marker_row = session.execute(_live(sa.select(models.Volume).where(
+            models.Volume.id == marker))).scalar_one_or_none()
+        if marker_row is None:
+            raise exception.InvalidInput(
+                reason='Marker %s could not be found.' % marker)
+    # metadata is a JSON column: filter in Python before the limit.
+    stmt = query.paginate(stmt, models.Volume, sort_keys, sort_dirs,
+                          None if meta_filter else limit, marker_row)
+    rows = session.execute(stmt).scalars().all()
+    if meta_filter:
+        rows = [r for r in rows
+                if all((r.meta or {}).get(k) == v
+                       for k, v in meta_filter.items())]
+        if limit is not None:
+            rows = rows[:limit]
+    return rows
+
+
+def count(session, project_id=None, filters=None):
+    stmt = _live(sa.select(sa.func.count()).select_from(models.Volume))
+    if project_id is not None:
+        stmt = stmt.where(models.Volume.project_id == project_id)
+    for key, value in (filters or {}).items():
+        if key != 'metadata' and not key.endswith('~'):
+            stmt = stmt.where(getattr(models.Volume, key) == value)
+    return session.execute(stmt).scalar_one()
+
+
+def transition(session, volume_id, target, expected=None, values=None):
+    """Move a volume to ``target`` only if its status is one the state
+    table allows (or one of ``expected``).  Raises InvalidTransition when
+    no row changed."""
+    allowed = tuple(expected or states.sources_for(target))
+    values = dict(values or {})
+    values['status'] = target
+    values['updated_at'] = models.utcnow()
+    if target == states.DELETED:
+        values.update(deleted=True, deleted_at=values['updated_at'])
+    result = session.execute(
+        sa.update(models.Volume)
+        .where(models.Volume.id == volume_id,
+               models.Volume.deleted.is_(False),
+               models.Volume.status.in_(allowed))
+        .values(**values)
+        .execution_options(synchronize_session=False))
+    if result.rowcount != 1:
+        current = session.execute(
+            sa.select(models.Volume.status).where(
+                models.Volume.id == volume_id,
+                models.Volume.deleted.is_(False))).scalar_one_or_none()
+        if current is None:
+            raise exception.VolumeNotFound(volume_id=volume_id)
+        raise exception.InvalidTransition(
+            resource='volume', id=volume_id, target=target, actual=current,
+            expected=', '.join(allowed))
+
+
+def update(session, volume_id, values):
+    """Change fields that are not the status (name, description,
+    metadata)."""
+    values = dict(values, updated_at=models.utcnow())
+    result = session.execute(
+        sa.update(models.Volume)
+        .where(models.Volume.id == volume_id,
+               models.Volume.deleted.is_(False))
+        .values(**values)
+        .execution_options(synchronize_session=False))
+    if result.rowcount != 1:
+        raise exception.VolumeNotFound(volume_id=volume_id)
+
+
+def type_in_use(session, type_id):
+    return session.execute(_live(
+        sa.select(models.Volume.id).where(
+            models.Volume.volume_type_id == type_id)).limit(1)
+    ).first() is not None

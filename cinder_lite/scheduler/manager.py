@@ -1,0 +1,99 @@
+"""The scheduler: picks a backend for each new volume and hands the volume
+to it."""
+import logging
+
+import oslo_messaging as messaging
+
+from cinder_lite.common import exception
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import messages as db_messages
+from cinder_lite.db import volumes as db_volumes
+from cinder_lite.scheduler.filters import availability_zone_filter
+from cinder_lite.scheduler.filters import capabilities_filter
+from cinder_lite.scheduler.filters import capacity_filter
+from cinder_lite.scheduler import host_state
+from cinder_lite.scheduler import rpcapi
+from cinder_lite.scheduler import weighers
+from cinder_lite.volume import rpcapi as volume_rpcapi
+
+LOG = logging.getLogger(__name__)
+
+# Stable ids of user messages, as in Cinder's message API.
+EVENT_SCHEDULE_FAILED = 'VOLUME_VOLUME_001_003'
+
+FILTERS = (availability_zone_filter.AvailabilityZoneFilter(),
+           capacity_filter.CapacityFilter(),
+           capabilities_filter.CapabilitiesFilter())
+WEIGHERS = (weighers.CapacityWeigher(),)
+
+
+def choose_backend(backends, request_spec):
+    """The best backend for ``request_spec``, or NoValidBackend naming the
+    filter that removed the last candidates."""
+    candidates = list(backends)
+    if not candidates:
+        raise exception.NoValidBackend(reason='No volume service is up.')
+    for flt in FILTERS:
+        kept = flt.filter_all(candidates, request_spec)
+        if not kept:
+            raise exception.NoValidBackend(
+                reason='%s rejected every backend (%s).' % (
+                    type(flt).__name__,
+                    ', '.join(sorted(b.host for b in candidates))))
+        candidates = kept
+    return max(candidates, key=lambda b: (
+        sum(w.weigh(b, request_spec) for w in WEIGHERS), b.host))
+
+
+class SchedulerManager:
+
+    target = messaging.Target(version=rpcapi.RPC_API_VERSION)
+
+    def __init__(self, conf):
+        self.conf = conf
+        self.host_manager = host_state.HostManager(conf)
+        self.volume_rpcapi = volume_rpcapi.VolumeAPI(conf)
+
+    def update_backend_capabilities(self, ctxt, host, availability_zone,
+                                    capabilities, reported_at):
+        self.host_manager.update_from_report(host, availability_zone,
+                                             capabilities, reported_at)
+
+    def create_volume(self, ctxt, volume_id, request_spec):
+        try:
+            with db_api.reader() as session:
+                backends = self.host_manager.live_backends(session)
+            chosen = choose_backend(backends, request_spec)
+        except exception.NoValidBackend as e:
+            self._fail(ctxt, volume_id, e.message)
+            return
+        self.host_manager.consume(chosen, request_spec['size'])
+        try:
+            with db_api.writer() as session:
+                db_volumes.transition(session, volume_id, states.CREATING,
+                                      expected=(states.CREATING,),
+                                      values={'host': chosen.pool})
+        except (exception.InvalidTransition, exception.VolumeNotFound) as e:
+            LOG.warning('volume %s left creating before it was scheduled: '
+                        '%s', volume_id, e)
+            return
+        LOG.info('volume %s scheduled to %s', volume_id, chosen.pool)
+        self.volume_rpcapi.create_volume(ctxt, chosen.host, volume_id)
+
+    def _fail(self, ctxt, volume_id, reason):
+        LOG.warning('volume %s: creating -> error: %s', volume_id, reason)
+        with db_api.writer() as session:
+            try:
+                volume = db_volumes.get(session, volume_id)
+                db_volumes.transition(session, volume_id, states.ERROR,
+                                      expected=(states.CREATING,))
+            except (exception.InvalidTransition,
+                    exception.VolumeNotFound):
+                return
+            db_messages.create(session, volume.project_id,
+                               EVENT_SCHEDULE_FAILED,
+                               'schedule allocate volume: ' + reason,
+                               resource_type='VOLUME',
+                               resource_uuid=volume_id,
+                               request_id=ctxt.request_id)

@@ -1,0 +1,48 @@
+"""Client side of the scheduler RPC API.
+
+History:
+    1.0 - create_volume, update_backend_capabilities (fanout)
+"""
+from oslo_config import cfg
+
+from cinder_lite.common import rpc
+
+TOPIC = 'cinder-lite-scheduler'
+RPC_API_VERSION = '1.0'
+
+rpcapi_opts = [
+    cfg.StrOpt('scheduler_version_cap',
+               help='Highest scheduler RPC API version clients send, for '
+                    'rolling upgrades. Unset means the newest this code '
+                    'knows.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(rpcapi_opts, group='upgrade_levels')
+
+
+def list_opts():
+    return [('upgrade_levels', rpcapi_opts)]
+
+
+class SchedulerAPI:
+
+    def __init__(self, conf=None):
+        conf = conf or cfg.CONF
+        cap = conf.upgrade_levels.scheduler_version_cap
+        self.client = rpc.get_client(TOPIC, RPC_API_VERSION, version_cap=cap)
+        self.fanout_client = rpc.get_client(TOPIC, RPC_API_VERSION,
+                                            version_cap=cap, fanout=True)
+
+    def create_volume(self, ctxt, volume_id, request_spec):
+        cctxt = self.client.prepare(version='1.0')
+        cctxt.cast(ctxt, 'create_volume', volume_id=volume_id,
+                   request_spec=request_spec)
+
+    def update_backend_capabilities(self, ctxt, host, availability_zone,
+                                    capabilities, reported_at):
+        cctxt = self.fanout_client.prepare(version='1.0')
+        cctxt.cast(ctxt, 'update_backend_capabilities', host=host,
+                   availability_zone=availability_zone,
+                   capabilities=capabilities, reported_at=reported_at)

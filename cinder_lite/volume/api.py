@@ -1,0 +1,97 @@
+"""The service layer for volumes: what the REST handlers (and later the
+bus) call.  It checks policy and ownership, runs the flows and talks to
+the scheduler and volume services."""
+import logging
+
+from cinder_lite.common import exception
+from cinder_lite.common import policy
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import volume_types as db_types
+from cinder_lite.db import volumes as db_volumes
+from cinder_lite.scheduler import rpcapi as scheduler_rpcapi
+from cinder_lite.volume.flows import api_create
+from cinder_lite.volume import rpcapi as volume_rpcapi
+
+LOG = logging.getLogger(__name__)
+
+
+class VolumeService:
+
+    def __init__(self, conf):
+        self.conf = conf
+        self.scheduler_rpcapi = scheduler_rpcapi.SchedulerAPI(conf)
+        self.volume_rpcapi = volume_rpcapi.VolumeAPI(conf)
+
+    def _scope(self, context):
+        """The project whose volumes ``context`` sees; None = all."""
+        return None if context.is_admin else context.project_id
+
+    def create(self, context, request):
+        volume, _vtype = api_create.run(context, request, self.conf,
+                                        self.scheduler_rpcapi)
+        return self.get(context, volume.id)
+
+    def get(self, context, volume_id):
+        policy.authorize(context, policy.VOLUME_GET)
+        with db_api.reader() as session:
+            volume = db_volumes.get(session, volume_id,
+                                    self._scope(context))
+        policy.authorize(context, policy.VOLUME_GET,
+                         {'project_id': volume.project_id})
+        return volume
+
+    def list(self, context, filters, sort_keys, sort_dirs, limit, marker,
+             all_tenants=False, with_count=False):
+        policy.authorize(context, policy.VOLUME_GET_ALL)
+        project = context.project_id
+        if all_tenants:
+            policy.authorize(context, policy.VOLUME_ALL_TENANTS)
+            project = filters.pop('project_id', None)
+        else:
+            filters.pop('project_id', None)
+        with db_api.reader() as session:
+            rows = db_volumes.list_volumes(session, project, filters,
+                                           sort_keys, sort_dirs, limit,
+                                           marker)
+            total = (db_volumes.count(session, project, filters)
+                     if with_count else None)
+        return rows, total
+
+    def update(self, context, volume_id, values):
+        volume = self.get(context, volume_id)
+        policy.authorize(context, policy.VOLUME_UPDATE,
+                         {'project_id': volume.project_id})
+        if 'metadata' in values:
+            values['meta'] = values.pop('metadata')
+        with db_api.writer() as session:
+            db_volumes.update(session, volume_id, values)
+        return self.get(context, volume_id)
+
+    def delete(self, context, volume_id):
+        volume = self.get(context, volume_id)
+        policy.authorize(context, policy.VOLUME_DELETE,
+                         {'project_id': volume.project_id})
+        try:
+            with db_api.writer() as session:
+                db_volumes.transition(session, volume_id, states.DELETING)
+                if not volume.host:
+                    # never scheduled: no storage to remove
+                    db_volumes.transition(session, volume_id,
+                                          states.DELETED)
+        except exception.InvalidTransition as e:
+            raise exception.InvalidVolume(
+                reason='Volume status must be available or error or '
+                       'error_deleting, but current status is: %s.'
+                       % e.kwargs['actual'])
+        if volume.host:
+            self.volume_rpcapi.delete_volume(context, volume.host,
+                                             volume_id)
+        LOG.info('volume %s: %s -> deleting', volume_id, volume.status)
+
+    def type_names(self, volumes):
+        """Type id -> name for the views."""
+        ids = {v.volume_type_id for v in volumes}
+        with db_api.reader() as session:
+            return {t['id']: t['name'] for t in db_types.list_types(session)
+                    if t['id'] in ids}

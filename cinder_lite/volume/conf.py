@@ -1,0 +1,68 @@
+"""Options of a volume backend section.
+
+Each name in ``[DEFAULT] enabled_backends`` is a config section holding
+these options; a value missing there falls back to ``[backend_defaults]``.
+"""
+from oslo_config import cfg
+
+volume_opts = [
+    cfg.ListOpt('enabled_backends', default=['file'],
+                help='Config sections, one per backend this volume service '
+                     'runs. A section that does not exist uses the '
+                     'defaults of [backend_defaults].'),
+    cfg.IntOpt('volume_rpc_timeout', default=30, min=1,
+               help='Seconds the API waits for a volume service to answer '
+                    'a call before it gives up.'),
+]
+
+backend_opts = [
+    cfg.StrOpt('volume_driver',
+               default='cinder_lite.volume.drivers.file.FileDriver',
+               help='Driver class of this backend.'),
+    cfg.StrOpt('volume_backend_name',
+               help='Name types use to pin this backend '
+                    '(volume_backend_name extra spec). Defaults to the '
+                    'section name.'),
+    cfg.StrOpt('volumes_dir',
+               help='Directory of the file driver. Defaults to '
+                    '$state_path/volumes/<section>.'),
+    cfg.BoolOpt('multiattach', default=True,
+                help='Report the multiattach capability. Set false to keep '
+                     'shareable volume types off this backend.'),
+    cfg.IntOpt('reserved_percentage', default=0, min=0, max=100,
+               help='Percentage of the capacity kept free.'),
+]
+
+BACKEND_DEFAULTS = 'backend_defaults'
+
+
+def register_opts(conf):
+    conf.register_opts(volume_opts)
+    conf.register_opts(backend_opts, group=BACKEND_DEFAULTS)
+
+
+def list_opts():
+    return [('DEFAULT', volume_opts), (BACKEND_DEFAULTS, backend_opts)]
+
+
+class BackendConf:
+    """Read-only view of one backend section with [backend_defaults] as
+    fallback."""
+
+    def __init__(self, conf, section):
+        self._conf = conf
+        self.section = section
+        conf.register_opts(backend_opts, group=section)
+
+    def __getattr__(self, name):
+        if name.startswith('_'):
+            raise AttributeError(name)
+        location = self._conf.get_location(name, self.section)
+        if location is not None and \
+                location.location != cfg.Locations.opt_default:
+            return self._conf[self.section][name]
+        return self._conf[BACKEND_DEFAULTS][name]
+
+    @property
+    def state_path(self):
+        return self._conf.state_path

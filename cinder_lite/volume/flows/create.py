@@ -1,0 +1,41 @@
+"""Manager-side create: make the storage, then record the volume
+available.  If recording fails the storage is removed again."""
+import logging
+
+from taskflow import engines
+from taskflow.patterns import linear_flow
+from taskflow import task
+
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import volumes as db_volumes
+
+LOG = logging.getLogger(__name__)
+
+
+class CreateStorage(task.Task):
+    def execute(self, driver, volume):
+        driver.create_volume(volume)
+
+    def revert(self, driver, volume, **kwargs):
+        LOG.warning('reverting storage of volume %s', volume['id'])
+        driver.delete_volume(volume)
+
+
+class MarkAvailable(task.Task):
+    def execute(self, volume, service_uuid, shared_targets):
+        with db_api.writer() as session:
+            db_volumes.transition(session, volume['id'], states.AVAILABLE,
+                                  expected=(states.CREATING,),
+                                  values={'service_uuid': service_uuid,
+                                          'shared_targets': shared_targets})
+        LOG.info('volume %s: creating -> available', volume['id'])
+
+
+def run(driver, volume, service_uuid, shared_targets):
+    flow = linear_flow.Flow('volume_create_manager').add(
+        CreateStorage(), MarkAvailable())
+    engines.run(flow, engine='serial',
+                store={'driver': driver, 'volume': volume,
+                       'service_uuid': service_uuid,
+                       'shared_targets': shared_targets})

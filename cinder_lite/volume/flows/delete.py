@@ -1,0 +1,31 @@
+"""Manager-side delete: remove the storage, then the record."""
+import logging
+
+from taskflow import engines
+from taskflow.patterns import linear_flow
+from taskflow import task
+
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import volumes as db_volumes
+
+LOG = logging.getLogger(__name__)
+
+
+class DeleteStorage(task.Task):
+    def execute(self, driver, volume):
+        driver.delete_volume(volume)
+
+
+class MarkDeleted(task.Task):
+    def execute(self, volume):
+        with db_api.writer() as session:
+            db_volumes.transition(session, volume['id'], states.DELETED)
+        LOG.info('volume %s: deleting -> deleted', volume['id'])
+
+
+def run(driver, volume):
+    flow = linear_flow.Flow('volume_delete_manager').add(
+        DeleteStorage(), MarkDeleted())
+    engines.run(flow, engine='serial',
+                store={'driver': driver, 'volume': volume})

@@ -1,0 +1,53 @@
+"""Client side of the volume RPC API; the server is ``host@backend``.
+
+History:
+    1.0 - create_volume, delete_volume, get_capabilities
+"""
+from oslo_config import cfg
+
+from cinder_lite.common import rpc
+
+TOPIC = 'cinder-lite-volume'
+RPC_API_VERSION = '1.0'
+
+rpcapi_opts = [
+    cfg.StrOpt('volume_version_cap',
+               help='Highest volume RPC API version clients send, for '
+                    'rolling upgrades. Unset means the newest this code '
+                    'knows.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(rpcapi_opts, group='upgrade_levels')
+
+
+def list_opts():
+    return [('upgrade_levels', rpcapi_opts)]
+
+
+def backend_host(host):
+    """``node@backend#pool`` -> ``node@backend``, the RPC server name."""
+    return host.partition('#')[0]
+
+
+class VolumeAPI:
+
+    def __init__(self, conf=None):
+        conf = conf or cfg.CONF
+        self.client = rpc.get_client(
+            TOPIC, RPC_API_VERSION,
+            version_cap=conf.upgrade_levels.volume_version_cap,
+            timeout=conf.volume_rpc_timeout)
+
+    def _prepare(self, host, version='1.0'):
+        return self.client.prepare(server=backend_host(host), version=version)
+
+    def create_volume(self, ctxt, host, volume_id):
+        self._prepare(host).cast(ctxt, 'create_volume', volume_id=volume_id)
+
+    def delete_volume(self, ctxt, host, volume_id):
+        self._prepare(host).cast(ctxt, 'delete_volume', volume_id=volume_id)
+
+    def get_capabilities(self, ctxt, host):
+        return self._prepare(host).call(ctxt, 'get_capabilities')

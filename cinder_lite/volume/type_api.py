@@ -1,0 +1,116 @@
+"""The service layer for volume types, extra specs and type access."""
+import logging
+
+from cinder_lite.common import exception
+from cinder_lite.common import policy
+from cinder_lite.db import api as db_api
+from cinder_lite.db import volume_types as db_types
+from cinder_lite.db import volumes as db_volumes
+from cinder_lite.scheduler.filters import capabilities_filter
+from cinder_lite.scheduler.filters import extra_specs_ops
+
+LOG = logging.getLogger(__name__)
+
+
+def _check_specs(specs):
+    for key, value in specs.items():
+        if key in capabilities_filter.capability_requirements({key: value}):
+            extra_specs_ops.validate(value)
+    mode = specs.get('mode')
+    if mode is not None and str(mode).upper() not in ('RO', 'RW'):
+        raise exception.InvalidInput(reason="mode must be RO or RW")
+
+
+class TypeService:
+
+    def __init__(self, conf):
+        self.conf = conf
+
+    def _scope(self, context):
+        return None if context.is_admin else context.project_id
+
+    def create(self, context, name, description, is_public, extra_specs):
+        policy.authorize(context, policy.TYPE_MANAGE)
+        _check_specs(extra_specs or {})
+        with db_api.writer() as session:
+            vtype = db_types.create(session, name, description, is_public,
+                                    extra_specs)
+        LOG.info('volume type %s (%s) created', vtype['id'], name)
+        return vtype
+
+    def get(self, context, type_id):
+        policy.authorize(context, policy.TYPE_GET)
+        with db_api.reader() as session:
+            if type_id == 'default':
+                return db_types.get_by_name(session,
+                                            self.conf.default_volume_type)
+            return db_types.get(session, type_id, self._scope(context))
+
+    def list(self, context, is_public=True, name=None):
+        policy.authorize(context, policy.TYPE_GET_ALL)
+        if not context.is_admin:
+            is_public = None  # public ones plus those shared with us
+        with db_api.reader() as session:
+            return db_types.list_types(session, self._scope(context),
+                                       is_public, name)
+
+    def update(self, context, type_id, values):
+        policy.authorize(context, policy.TYPE_MANAGE)
+        with db_api.writer() as session:
+            current = db_types.get(session, type_id)
+            if (current['name'] == self.conf.default_volume_type
+                    and 'name' in values
+                    and values['name'] != current['name']):
+                raise exception.InvalidVolumeType(
+                    reason='The default volume type cannot be renamed.')
+            return db_types.update(session, type_id, values)
+
+    def delete(self, context, type_id):
+        policy.authorize(context, policy.TYPE_MANAGE)
+        with db_api.writer() as session:
+            vtype = db_types.get(session, type_id)
+            if vtype['name'] == self.conf.default_volume_type:
+                raise exception.InvalidVolumeType(
+                    reason='Default volume type can not be deleted.')
+            if db_volumes.type_in_use(session, type_id):
+                raise exception.VolumeTypeInUse(type_id=type_id)
+            db_types.delete(session, type_id)
+
+    def get_extra_specs(self, context, type_id):
+        policy.authorize(context, policy.TYPE_SPECS_READ)
+        return self.get(context, type_id)['extra_specs']
+
+    def set_extra_specs(self, context, type_id, specs):
+        policy.authorize(context, policy.TYPE_MANAGE)
+        _check_specs(specs)
+        with db_api.writer() as session:
+            return db_types.set_extra_specs(session, type_id, specs)
+
+    def delete_extra_spec(self, context, type_id, key):
+        policy.authorize(context, policy.TYPE_MANAGE)
+        with db_api.writer() as session:
+            db_types.delete_extra_spec(session, type_id, key)
+
+    def list_access(self, context, type_id):
+        policy.authorize(context, policy.TYPE_ACCESS)
+        with db_api.reader() as session:
+            vtype = db_types.get(session, type_id)
+            if vtype['is_public']:
+                raise exception.InvalidVolumeType(
+                    reason='Access list not available for public volume '
+                           'types.')
+            return db_types.list_access(session, type_id)
+
+    def add_access(self, context, type_id, project_id):
+        policy.authorize(context, policy.TYPE_ACCESS)
+        with db_api.writer() as session:
+            if db_types.get(session, type_id)['is_public']:
+                raise exception.InvalidVolumeType(
+                    reason='Type access modification is not applicable to '
+                           'public volume type.')
+            db_types.add_access(session, type_id, project_id)
+
+    def remove_access(self, context, type_id, project_id):
+        policy.authorize(context, policy.TYPE_ACCESS)
+        with db_api.writer() as session:
+            db_types.remove_access(session, type_id, project_id)
