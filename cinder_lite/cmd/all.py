@@ -8,13 +8,14 @@ import sys
 
 from cinder_lite.api import server
 from cinder_lite.common import config
+from cinder_lite.common import inproc_bus
 from cinder_lite.common import service
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
 from cinder_lite.scheduler import service as scheduler_service
 from cinder_lite.volume import service as volume_service
 
-EMBEDDED_TRANSPORT = 'kombu+memory:////'
+EMBEDDED_TRANSPORT = inproc_bus.URL
 
 
 def build(conf):

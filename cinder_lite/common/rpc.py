@@ -7,6 +7,7 @@ import oslo_messaging as messaging
 from oslo_messaging import serializer as om_serializer
 
 from cinder_lite.common import context as cl_context
+from cinder_lite.common import inproc_bus  # noqa: F401  (registers kombu+inproc)
 
 _lock = threading.Lock()
 _transport = None

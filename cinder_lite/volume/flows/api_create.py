@@ -33,12 +33,7 @@ class ResolveType(task.Task):
         name_or_id = request.get('volume_type') or conf.default_volume_type
         project = None if context.is_admin else context.project_id
         with db_api.reader() as session:
-            try:
-                return db_types.get_by_name_or_id(session, name_or_id,
-                                                  project)
-            except exception.VolumeTypeNotFound:
-                raise exception.InvalidInput(
-                    reason='Volume type %s could not be found.' % name_or_id)
+            return db_types.get_by_name_or_id(session, name_or_id, project)
 
 
 class CheckPolicy(task.Task):

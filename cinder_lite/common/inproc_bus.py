@@ -1,0 +1,69 @@
+"""An in-process message bus for the embedded mode: kombu's memory
+transport, made to sleep until a message arrives.
+
+kombu's memory transport has no blocking receive, so oslo.messaging polls
+it; for ``memory://`` URLs it even sets the polling interval to zero, which
+keeps a core busy per consumer while the service is idle.  Here every put
+bumps a generation counter under a condition variable and a consumer with
+nothing to read waits on it: no busy loop, and a message wakes its
+consumer at once.  Use it with ``transport_url = kombu+inproc:////``; like
+the memory transport it never leaves the process.
+"""
+import queue
+import socket
+import threading
+import time
+
+from kombu import transport as kombu_transport
+from kombu.transport import memory
+
+ALIAS = 'inproc'
+URL = 'kombu+%s:////' % ALIAS
+
+_changed = threading.Condition()
+_generation = 0
+
+
+def _bump():
+    global _generation
+    with _changed:
+        _generation += 1
+        _changed.notify_all()
+
+
+class Channel(memory.Channel):
+
+    def _put(self, queue, message, **kwargs):
+        super()._put(queue, message, **kwargs)
+        _bump()
+
+    def _put_fanout(self, exchange, message, routing_key=None, **kwargs):
+        super()._put_fanout(exchange, message, routing_key, **kwargs)
+        _bump()
+
+
+class Transport(memory.Transport):
+
+    Channel = Channel
+    driver_name = ALIAS
+
+    def drain_events(self, connection, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with _changed:
+                seen = _generation
+            try:
+                self.cycle.get(self._deliver, timeout=timeout)
+                return
+            except queue.Empty:
+                pass
+            remaining = None if deadline is None else \
+                deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise socket.timeout()
+            with _changed:
+                if _generation == seen:
+                    _changed.wait(remaining)
+
+
+kombu_transport.TRANSPORT_ALIASES[ALIAS] = __name__ + ':Transport'

@@ -1,0 +1,178 @@
+"""The whole of cinder_lite in this process, for functional tests.
+
+``Stack`` writes a config file, parses it into the global config (as the
+entry points do), migrates a fresh SQLite database and starts the
+scheduler, the volume backends and the API on an ephemeral port, all on
+the in-process bus.  ``Client`` talks to it over real HTTP.
+"""
+import os
+import time
+import uuid
+
+from oslo_config import cfg
+import requests
+
+from cinder_lite.api import server
+from cinder_lite.cmd import all as cmd_all
+from cinder_lite.common import config
+from cinder_lite.common import policy
+from cinder_lite.common import rpc
+from cinder_lite.db import api as db_api
+from cinder_lite.db import migration
+from cinder_lite.scheduler import service as scheduler_service
+from cinder_lite.volume import service as volume_service
+
+PROJECT = '0123456789abcdef0123456789abcdef'
+OTHER_PROJECT = 'fedcba9876543210fedcba9876543210'
+
+
+def wait_for(predicate, timeout=20.0, interval=0.05, what='condition'):
+    """Poll ``predicate`` until it returns something truthy (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError('timed out waiting for %s' % what)
+        time.sleep(interval)
+
+
+class Client:
+    """HTTP client speaking Cinder's noauth dialect."""
+
+    def __init__(self, base, project=PROJECT, user='admin', roles=None,
+                 version='3.71', project_in_url=True):
+        self.base = base.rstrip('/')
+        self.project = project
+        self.prefix = '/v3/%s' % project if project_in_url else '/v3'
+        self.headers = {'X-Auth-Token': '%s:%s' % (user, project)}
+        if roles:
+            self.headers['X-Roles'] = roles
+        if version:
+            self.headers['OpenStack-API-Version'] = 'volume %s' % version
+        self.session = requests.Session()
+
+    def request(self, method, path, json=None, data=None, headers=None,
+                raw_path=False):
+        url = self.base + (path if raw_path else self.prefix + path)
+        hdrs = dict(self.headers)
+        hdrs.update(headers or {})
+        return self.session.request(method, url, json=json, data=data,
+                                    headers=hdrs, timeout=30)
+
+    def get(self, path, **kw):
+        return self.request('GET', path, **kw)
+
+    def post(self, path, json=None, **kw):
+        return self.request('POST', path, json=json, **kw)
+
+    def put(self, path, json=None, **kw):
+        return self.request('PUT', path, json=json, **kw)
+
+    def delete(self, path, **kw):
+        return self.request('DELETE', path, **kw)
+
+    # -- conveniences -------------------------------------------------------
+    def create_type(self, name=None, specs=None, is_public=True):
+        body = {'volume_type': {'name': name or 'type-%s' % uuid.uuid4().hex,
+                                'os-volume-type-access:is_public':
+                                    is_public}}
+        if specs:
+            body['volume_type']['extra_specs'] = specs
+        resp = self.post('/types', json=body)
+        assert resp.status_code == 200, resp.text
+        return resp.json()['volume_type']
+
+    def create_volume(self, size=1, wait=True, status='available', **extra):
+        body = {'volume': dict(size=size, **extra)}
+        resp = self.post('/volumes', json=body)
+        assert resp.status_code == 202, resp.text
+        volume = resp.json()['volume']
+        if wait:
+            volume = self.wait_volume(volume['id'], status)
+        return volume
+
+    def wait_volume(self, volume_id, status):
+        def _check():
+            vol = self.get('/volumes/%s' % volume_id).json()['volume']
+            if vol['status'] == status:
+                return vol
+            assert vol['status'] not in ('error', 'error_deleting') or \
+                status.startswith('error'), vol
+            return None
+        return wait_for(_check, what='volume %s %s' % (volume_id, status))
+
+    def wait_deleted(self, volume_id):
+        wait_for(lambda: self.get('/volumes/%s' % volume_id).status_code
+                 == 404, what='volume %s deleted' % volume_id)
+
+
+class Stack:
+
+    def __init__(self, state_path, backends=None, extra=None):
+        """``backends``: section -> {option: value}; ``extra``: [DEFAULT]
+        options."""
+        self.state_path = str(state_path)
+        self.backends = backends or {'file': {}}
+        self.extra = extra or {}
+        self.services = []
+        self.api = None
+
+    def _write_config(self):
+        lines = ['[DEFAULT]',
+                 'state_path = %s' % self.state_path,
+                 'host = testnode',
+                 'osapi_volume_listen = 127.0.0.1',
+                 'osapi_volume_listen_port = 0',
+                 'enabled_backends = %s' % ','.join(self.backends),
+                 'report_interval = 1',
+                 'service_down_time = 3']
+        lines += ['%s = %s' % kv for kv in self.extra.items()]
+        for section, opts in self.backends.items():
+            lines.append('[%s]' % section)
+            lines += ['%s = %s' % kv for kv in opts.items()]
+        path = os.path.join(self.state_path, 'cinder-lite.conf')
+        with open(path, 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        return path
+
+    def start(self):
+        os.makedirs(self.state_path, exist_ok=True)
+        conf = cfg.CONF
+        conf.reset()
+        conf.clear()
+        policy.reset()
+        config.parse_args(['--config-file', self._write_config()], conf,
+                          default_transport_url=cmd_all.EMBEDDED_TRANSPORT)
+        conf.set_override('control_exchange', 'test-%s' % uuid.uuid4().hex)
+        self.conf = conf
+        db_api.configure(conf)
+        migration.upgrade()
+        self.scheduler = scheduler_service.build(conf)
+        self.volume_services = volume_service.build(conf)
+        self.api = server.APIServer(conf)
+        self.services = self.scheduler + self.volume_services + [self.api]
+        for svc in self.services:
+            svc.start()
+        self.url = 'http://127.0.0.1:%d' % self.api.port
+        return self
+
+    def volume_service(self, section):
+        for svc in self.volume_services:
+            if svc.backend == section:
+                return svc
+        raise KeyError(section)
+
+    def client(self, **kwargs):
+        return Client(self.url, **kwargs)
+
+    def stop(self):
+        for svc in reversed(self.services):
+            svc.stop()
+        for svc in reversed(self.services):
+            svc.wait()
+        rpc.cleanup()
+        db_api.dispose()
+        cfg.CONF.reset()
+        cfg.CONF.clear()
