@@ -17,6 +17,7 @@ from cinder_lite.cmd import all as cmd_all
 from cinder_lite.common import config
 from cinder_lite.common import policy
 from cinder_lite.common import rpc
+from cinder_lite.common import service
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
 from cinder_lite.scheduler import service as scheduler_service
@@ -127,7 +128,8 @@ class Stack:
                  'osapi_volume_listen_port = 0',
                  'enabled_backends = %s' % ','.join(self.backends),
                  'report_interval = 1',
-                 'service_down_time = 3']
+                 'service_down_time = 3',
+                 'volume_rpc_timeout = 2']
         lines += ['%s = %s' % kv for kv in self.extra.items()]
         for section, opts in self.backends.items():
             lines.append('[%s]' % section)
@@ -168,10 +170,7 @@ class Stack:
         return Client(self.url, **kwargs)
 
     def stop(self):
-        for svc in reversed(self.services):
-            svc.stop()
-        for svc in reversed(self.services):
-            svc.wait()
+        service.stop_all(self.services)
         rpc.cleanup()
         db_api.dispose()
         cfg.CONF.reset()

@@ -61,8 +61,8 @@ def parse_args(argv, conf=None, default_transport_url=None):
     oslo_messaging.TransportURL.parse(conf)
     if default_transport_url:
         location = conf.get_location('transport_url')
-        if location is None or \
-                location.location == cfg.Locations.opt_default:
+        if location is None or location.location in (
+                cfg.Locations.opt_default, cfg.Locations.set_default):
             conf.set_default('transport_url', default_transport_url)
     logging.setup(conf, 'cinder-lite')
     return conf

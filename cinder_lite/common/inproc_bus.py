@@ -12,7 +12,6 @@ the memory transport it never leaves the process.
 import queue
 import socket
 import threading
-import time
 
 from kombu import transport as kombu_transport
 from kombu.transport import memory
@@ -22,6 +21,11 @@ URL = 'kombu+%s:////' % ALIAS
 
 _changed = threading.Condition()
 _generation = 0
+
+
+def wake():
+    """Wake every waiting consumer (a put does this too)."""
+    _bump()
 
 
 def _bump():
@@ -48,22 +52,23 @@ class Transport(memory.Transport):
     driver_name = ALIAS
 
     def drain_events(self, connection, timeout=None):
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with _changed:
-                seen = _generation
-            try:
-                self.cycle.get(self._deliver, timeout=timeout)
-                return
-            except queue.Empty:
-                pass
-            remaining = None if deadline is None else \
-                deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                raise socket.timeout()
-            with _changed:
-                if _generation == seen:
-                    _changed.wait(remaining)
-
+        """Deliver one message, waiting for a put at most ``timeout``
+        seconds.  A wake-up without a message for this consumer raises a
+        timeout so the caller can look at its own state (a stopping
+        listener) before it waits again."""
+        with _changed:
+            seen = _generation
+        try:
+            self.cycle.get(self._deliver, timeout=timeout)
+            return
+        except queue.Empty:
+            pass
+        with _changed:
+            if _generation == seen:
+                _changed.wait(timeout)
+        try:
+            self.cycle.get(self._deliver, timeout=timeout)
+        except queue.Empty:
+            raise socket.timeout()
 
 kombu_transport.TRANSPORT_ALIASES[ALIAS] = __name__ + ':Transport'

@@ -12,6 +12,7 @@ import socket
 import threading
 
 from cinder_lite.common import context as cl_context
+from cinder_lite.common import inproc_bus
 from cinder_lite.common import rpc
 from cinder_lite.db import api as db_api
 from cinder_lite.db import services as db_services
@@ -84,12 +85,40 @@ class RPCService:
         self._stop.set()
         if self._server is not None:
             self._server.stop()
+            # consumers of the in-process bus sleep until woken
+            inproc_bus.wake()
 
     def wait(self):
         if self._server is not None:
-            self._server.wait()
+            # The listener notices the stop only between two receives;
+            # nudge in-process consumers so it does not sleep out its poll
+            # timeout.
+            done = threading.Event()
+            nudger = threading.Thread(target=_nudge, args=(done,),
+                                      daemon=True)
+            nudger.start()
+            try:
+                self._server.wait()
+            finally:
+                done.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+
+def _nudge(done):
+    while not done.wait(0.05):
+        inproc_bus.wake()
+
+
+def stop_all(services):
+    """Stop ``services`` together and wait until each is done."""
+    threads = [threading.Thread(target=svc.stop) for svc in services]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for svc in services:
+        svc.wait()
 
 
 def notify_systemd(state='READY=1'):
@@ -125,10 +154,7 @@ def run(conf, services):
     while not stop.wait(1):
         pass
     notify_systemd('STOPPING=1')
-    for svc in services:
-        svc.stop()
-    for svc in services:
-        svc.wait()
+    stop_all(services)
     rpc.cleanup()
 
 

@@ -58,8 +58,8 @@ class BackendConf:
         if name.startswith('_'):
             raise AttributeError(name)
         location = self._conf.get_location(name, self.section)
-        if location is not None and \
-                location.location != cfg.Locations.opt_default:
+        if location is not None and location.location not in (
+                cfg.Locations.opt_default, cfg.Locations.set_default):
             return self._conf[self.section][name]
         return self._conf[BACKEND_DEFAULTS][name]
 

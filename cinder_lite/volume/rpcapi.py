@@ -4,7 +4,9 @@ History:
     1.0 - create_volume, delete_volume, get_capabilities
 """
 from oslo_config import cfg
+import oslo_messaging as messaging
 
+from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
@@ -35,6 +37,7 @@ class VolumeAPI:
 
     def __init__(self, conf=None):
         conf = conf or cfg.CONF
+        self.timeout = conf.volume_rpc_timeout
         self.client = rpc.get_client(
             TOPIC, RPC_API_VERSION,
             version_cap=conf.upgrade_levels.volume_version_cap,
@@ -49,5 +52,14 @@ class VolumeAPI:
     def delete_volume(self, ctxt, host, volume_id):
         self._prepare(host).cast(ctxt, 'delete_volume', volume_id=volume_id)
 
+    def _call(self, ctxt, host, method, **kwargs):
+        try:
+            return self._prepare(host).call(ctxt, method, **kwargs)
+        except messaging.MessagingTimeout:
+            raise exception.ServiceUnavailable(
+                host=backend_host(host),
+                reason='no answer to %s within %d s' % (
+                    method, self.timeout))
+
     def get_capabilities(self, ctxt, host):
-        return self._prepare(host).call(ctxt, 'get_capabilities')
+        return self._call(ctxt, host, 'get_capabilities')

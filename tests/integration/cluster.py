@@ -1,0 +1,521 @@
+"""A distributed cinder_lite on this machine, for integration tests and
+benchmarks.
+
+``Cluster(kind)`` (kind is ``'mysql'`` or ``'postgresql'``) creates a fresh,
+uniquely named database, picks a unique ``control_exchange`` (so topics of
+concurrent runs never meet on the shared RabbitMQ), writes the config files
+into a temporary directory, runs ``db sync`` and starts the API, the
+scheduler and two volume nodes as separate processes:
+
+* ``ma``   -- host ``node-ma``,   backend ``ma``   (multiattach capable)
+* ``noma`` -- host ``node-noma``, backend ``noma`` (``multiattach = false``)
+
+Each process logs to ``<workdir>/<name>.log``.  ``stop()`` ends every
+process it started by pid (SIGTERM, then SIGKILL after a bound) and drops
+the database.
+
+This module imports no pytest so the benchmarks can use it too; the pytest
+glue (skip or fail when a service is missing) lives in conftest.py.  When
+RabbitMQ or the database is not reachable, ``check_services`` and
+``Cluster.start`` raise ``ServiceUnavailable``.
+
+Only loopback addresses are used.  Overrides (for CI): CINDER_LITE_RABBIT_URL,
+CINDER_LITE_MYSQL_URL, CINDER_LITE_POSTGRESQL_URL (server URLs without a
+database name), CINDER_LITE_PYTHON (interpreter of the services).
+"""
+import atexit
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import uuid
+
+import requests
+
+PROJECT = '0123456789abcdef0123456789abcdef'
+
+RABBIT_URL = os.environ.get('CINDER_LITE_RABBIT_URL',
+                            'rabbit://guest:guest@127.0.0.1:5672/')
+SERVER_URLS = {
+    'mysql': os.environ.get('CINDER_LITE_MYSQL_URL',
+                            'mysql+pymysql://root@127.0.0.1:3306'),
+    'postgresql': os.environ.get('CINDER_LITE_POSTGRESQL_URL',
+                                 'postgresql+psycopg://postgres@127.0.0.1:5432'),
+}
+KINDS = tuple(SERVER_URLS)
+
+# Volume nodes: name -> (host, backend section, extra backend options)
+NODES = {
+    'ma': ('node-ma', 'ma', {}),
+    'noma': ('node-noma', 'noma', {'multiattach': 'false'}),
+}
+
+STOP_TIMEOUT = 15.0      # seconds between SIGTERM and SIGKILL
+START_TIMEOUT = 60.0     # API answering and every service up
+LOG_TAIL_LINES = 40
+
+_live_clusters = set()
+
+
+class ServiceUnavailable(Exception):
+    """RabbitMQ or the database cannot be reached: skip (or fail in CI)."""
+
+
+class ClusterError(Exception):
+    """The cluster did not start or misbehaved; the message carries the
+    tails of the service logs."""
+
+
+# -- reachability ------------------------------------------------------------
+
+def _tcp_probe(host, port, what, timeout=2.0):
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as e:
+        raise ServiceUnavailable('%s is not reachable at %s:%s (%s)'
+                                 % (what, host, port, e))
+
+
+def check_rabbit(url=RABBIT_URL):
+    """Log in to RabbitMQ with the credentials and vhost of ``url``."""
+    import amqp
+    parts = urllib.parse.urlsplit(url)
+    host, port = parts.hostname or '127.0.0.1', parts.port or 5672
+    _tcp_probe(host, port, 'RabbitMQ')
+    vhost = urllib.parse.unquote(parts.path[1:]) or '/'
+    conn = amqp.Connection(host='%s:%d' % (host, port),
+                           userid=urllib.parse.unquote(parts.username or
+                                                       'guest'),
+                           password=urllib.parse.unquote(parts.password or
+                                                         'guest'),
+                           virtual_host=vhost, connect_timeout=3)
+    try:
+        conn.connect()
+    except Exception as e:
+        raise ServiceUnavailable('cannot log in to RabbitMQ at %s:%s vhost '
+                                 '%r: %s' % (host, port, vhost, e))
+    finally:
+        try:
+            conn.close()
+        except Exception:
+            pass
+
+
+def _admin_connect(kind):
+    """A DBAPI connection to the server (no particular database), in
+    autocommit mode."""
+    import sqlalchemy as sa
+    url = sa.engine.make_url(SERVER_URLS[kind])
+    _tcp_probe(url.host or '127.0.0.1',
+               url.port or (3306 if kind == 'mysql' else 5432), kind)
+    try:
+        if kind == 'mysql':
+            import pymysql
+            return pymysql.connect(host=url.host, port=url.port or 3306,
+                                   user=url.username,
+                                   password=url.password or '',
+                                   autocommit=True, connect_timeout=5)
+        import psycopg
+        return psycopg.connect(host=url.host, port=url.port or 5432,
+                               user=url.username, password=url.password,
+                               dbname='postgres', autocommit=True,
+                               connect_timeout=5)
+    except Exception as e:
+        raise ServiceUnavailable('cannot connect to %s at %s: %s'
+                                 % (kind, url.render_as_string(), e))
+
+
+def check_database(kind):
+    conn = _admin_connect(kind)
+    conn.close()
+
+
+def check_services(kind):
+    """Raise ServiceUnavailable unless RabbitMQ and database ``kind`` are
+    usable."""
+    if kind not in SERVER_URLS:
+        raise ValueError('unknown database kind %r' % (kind,))
+    check_rabbit()
+    check_database(kind)
+
+
+def create_database(kind, name):
+    conn = _admin_connect(kind)
+    try:
+        cur = conn.cursor()
+        if kind == 'mysql':
+            cur.execute('CREATE DATABASE `%s` CHARACTER SET utf8mb4' % name)
+        else:
+            cur.execute('CREATE DATABASE "%s"' % name)
+    finally:
+        conn.close()
+    return '%s/%s' % (SERVER_URLS[kind], name)
+
+
+def drop_database(kind, name):
+    conn = _admin_connect(kind)
+    try:
+        cur = conn.cursor()
+        if kind == 'mysql':
+            cur.execute('DROP DATABASE IF EXISTS `%s`' % name)
+        else:
+            # FORCE: a process killed with SIGKILL may leave a backend
+            # behind for a moment.
+            cur.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name)
+    finally:
+        conn.close()
+
+
+# -- helpers -----------------------------------------------------------------
+
+def free_port(host='127.0.0.1'):
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def python():
+    return os.environ.get('CINDER_LITE_PYTHON', sys.executable)
+
+
+def tail(path, lines=LOG_TAIL_LINES):
+    try:
+        with open(path, 'rb') as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read().decode('utf-8', 'replace')
+    except OSError as e:
+        return '(no log: %s)' % e
+    return '\n'.join(data.splitlines()[-lines:])
+
+
+def write_conf(path, sections):
+    """``sections``: {section: {option: value}} in order."""
+    with open(path, 'w') as f:
+        for section, opts in sections.items():
+            f.write('[%s]\n' % section)
+            for key, value in opts.items():
+                f.write('%s = %s\n' % (key, value))
+            f.write('\n')
+    return path
+
+
+def wait_until(predicate, timeout, interval=0.1, what='condition'):
+    """Poll ``predicate`` until truthy; returns its value or raises
+    TimeoutError."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError('timed out after %.1f s waiting for %s'
+                               % (timeout, what))
+        time.sleep(interval)
+
+
+class Process:
+    """One service process, logging to ``log_path``."""
+
+    def __init__(self, name, argv, log_path, cwd):
+        self.name = name
+        self.argv = argv
+        self.log_path = log_path
+        self.cwd = cwd
+        self.popen = None
+        self.term_sent = False
+
+    def start(self):
+        log = open(self.log_path, 'ab')
+        try:
+            self.popen = subprocess.Popen(
+                self.argv, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, cwd=self.cwd,
+                env=dict(os.environ, PYTHONUNBUFFERED='1'))
+        finally:
+            log.close()
+        return self
+
+    @property
+    def pid(self):
+        return self.popen.pid if self.popen else None
+
+    def alive(self):
+        return self.popen is not None and self.popen.poll() is None
+
+    def signal(self, signum):
+        if self.alive():
+            os.kill(self.popen.pid, signum)
+
+    def terminate(self):
+        """Send SIGTERM once.  (A second SIGTERM could hit the process
+        while the interpreter finalizes, after the handler is gone, and
+        kill it.)"""
+        if not self.term_sent and self.alive():
+            self.term_sent = True
+            self.signal(signal.SIGTERM)
+
+    def stop(self, timeout=STOP_TIMEOUT):
+        """SIGTERM, then SIGKILL if still running after ``timeout``.
+        Returns the exit code (negative: killed by that signal)."""
+        if self.popen is None:
+            return None
+        if self.popen.poll() is None:
+            self.terminate()
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.signal(signal.SIGKILL)
+                self.popen.wait(10)
+        return self.popen.returncode
+
+    def kill(self):
+        self.signal(signal.SIGKILL)
+        if self.popen is not None:
+            self.popen.wait(10)
+
+
+class Cluster:
+    """API + scheduler + volume nodes ma and noma over RabbitMQ and
+    ``kind``."""
+
+    def __init__(self, kind, workdir=None, api_workers=1, keep_workdir=False,
+                 report_interval=1, service_down_time=3, extra_default=None):
+        if kind not in SERVER_URLS:
+            raise ValueError('unknown database kind %r' % (kind,))
+        self.kind = kind
+        self.run_id = uuid.uuid4().hex[:12]
+        self.db_name = 'cl_it_%s' % self.run_id
+        self.control_exchange = 'cl-it-%s' % self.run_id
+        self._own_workdir = workdir is None
+        self.workdir = workdir or tempfile.mkdtemp(
+            prefix='cinder-lite-%s-' % kind)
+        self.keep_workdir = keep_workdir
+        self.api_workers = api_workers
+        self.report_interval = report_interval
+        self.service_down_time = service_down_time
+        self.extra_default = extra_default or {}
+        self.db_url = None
+        self.port = None
+        self.processes = {}
+        self._db_created = False
+
+    # -- config ---------------------------------------------------------------
+    @property
+    def url(self):
+        return 'http://127.0.0.1:%d' % self.port
+
+    @property
+    def common_conf(self):
+        return os.path.join(self.workdir, 'common.conf')
+
+    def node_conf(self, node):
+        return os.path.join(self.workdir, '%s.conf' % node)
+
+    def _write_configs(self):
+        default = {
+            'transport_url': RABBIT_URL,
+            'state_path': os.path.join(self.workdir, 'state'),
+            'osapi_volume_listen': '127.0.0.1',
+            'osapi_volume_listen_port': self.port,
+            'osapi_volume_workers': self.api_workers,
+            'report_interval': self.report_interval,
+            'service_down_time': self.service_down_time,
+            'control_exchange': self.control_exchange,
+            'host': 'node-ctl',
+        }
+        default.update(self.extra_default)
+        write_conf(self.common_conf, {'DEFAULT': default,
+                                      'database': {'connection':
+                                                   self.db_url}})
+        for node, (host, section, opts) in NODES.items():
+            backend = {'volume_backend_name': section}
+            backend.update(opts)
+            write_conf(self.node_conf(node), {
+                'DEFAULT': {'host': host, 'enabled_backends': section},
+                section: backend})
+
+    def argv(self, module, *extra_conf):
+        argv = [python(), '-m', module, '--config-file', self.common_conf]
+        for path in extra_conf:
+            argv += ['--config-file', path]
+        return argv
+
+    def manage(self, *args, timeout=60, check=True):
+        """Run cinder-lite-manage with the common config; returns the
+        CompletedProcess (text)."""
+        proc = subprocess.run(
+            self.argv('cinder_lite.cmd.manage') + list(args),
+            cwd=self.workdir, capture_output=True, text=True,
+            timeout=timeout)
+        if check and proc.returncode != 0:
+            raise ClusterError('manage %s failed (%d):\n%s\n%s' % (
+                ' '.join(args), proc.returncode, proc.stdout, proc.stderr))
+        return proc
+
+    # -- lifecycle ------------------------------------------------------------
+    def _process(self, name):
+        log = os.path.join(self.workdir, '%s.log' % name)
+        if name == 'api':
+            argv = self.argv('cinder_lite.cmd.api')
+        elif name == 'scheduler':
+            argv = self.argv('cinder_lite.cmd.scheduler')
+        elif name in NODES:
+            argv = self.argv('cinder_lite.cmd.volume', self.node_conf(name))
+        else:
+            raise KeyError(name)
+        return Process(name, argv, log, self.workdir)
+
+    def start_process(self, name):
+        """(Re)start one service: 'api', 'scheduler', 'ma' or 'noma'."""
+        old = self.processes.get(name)
+        if old is not None and old.alive():
+            raise ClusterError('%s is already running (pid %d)'
+                               % (name, old.pid))
+        proc = self._process(name).start()
+        self.processes[name] = proc
+        return proc
+
+    def start(self, timeout=START_TIMEOUT):
+        check_services(self.kind)
+        _live_clusters.add(self)
+        try:
+            os.makedirs(self.workdir, exist_ok=True)
+            self.db_url = create_database(self.kind, self.db_name)
+            self._db_created = True
+            self.port = free_port()
+            self._write_configs()
+            self.manage('db', 'sync')
+            for name in ('scheduler', 'ma', 'noma', 'api'):
+                self.start_process(name)
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def expected_services(self):
+        hosts = {('cinder-scheduler', 'node-ctl')}
+        for host, section, _opts in NODES.values():
+            hosts.add(('cinder-volume', '%s@%s' % (host, section)))
+        return hosts
+
+    def wait_ready(self, timeout=START_TIMEOUT):
+        """Until the API answers and os-services shows every service up."""
+        session = requests.Session()
+        expected = self.expected_services()
+
+        def _ready():
+            self.check_alive()
+            try:
+                resp = session.get(
+                    self.url + '/v3/%s/os-services' % PROJECT,
+                    headers={'X-Auth-Token': 'admin:%s' % PROJECT},
+                    timeout=5)
+            except requests.RequestException:
+                return False
+            if resp.status_code != 200:
+                return False
+            up = {(s['binary'], s['host'])
+                  for s in resp.json()['services'] if s['state'] == 'up'}
+            return expected <= up
+
+        try:
+            wait_until(_ready, timeout, what='API and %d services up on %s'
+                       % (len(expected), self.url))
+        except TimeoutError as e:
+            raise ClusterError('%s\n%s' % (e, self.logs()))
+
+    def check_alive(self):
+        """Raise ClusterError (with logs) if a started process exited."""
+        dead = [p for p in self.processes.values()
+                if p.popen is not None and not p.alive()
+                and not getattr(p, 'expected_dead', False)]
+        if dead:
+            raise ClusterError('%s exited unexpectedly:\n%s' % (
+                ', '.join('%s (rc %s)' % (p.name, p.popen.returncode)
+                          for p in dead), self.logs()))
+
+    def kill(self, name):
+        """SIGKILL one service (a crash); check_alive ignores it."""
+        proc = self.processes[name]
+        proc.expected_dead = True
+        proc.kill()
+        return proc
+
+    def logs(self, lines=LOG_TAIL_LINES):
+        out = []
+        for name, proc in self.processes.items():
+            out.append('----- %s (pid %s) %s -----\n%s' % (
+                name, proc.pid, proc.log_path, tail(proc.log_path, lines)))
+        return '\n'.join(out)
+
+    def stop_processes(self, timeout=STOP_TIMEOUT):
+        """SIGTERM to every process (API first), then wait; SIGKILL what is
+        left after ``timeout``.  Returns {name: exit code}."""
+        order = sorted(self.processes, key=lambda n: n != 'api')
+        for name in order:
+            try:
+                self.processes[name].terminate()
+            except OSError:
+                pass
+        deadline = time.monotonic() + timeout
+        codes = {}
+        for name in order:
+            proc = self.processes[name]
+            try:
+                codes[name] = proc.stop(max(0.1, deadline - time.monotonic()))
+            except Exception as e:   # keep tearing down the rest
+                codes[name] = e
+        return codes
+
+    def unclean_exits(self, codes):
+        """Processes that did not exit 0 although only SIGTERM asked them
+        to (killed ones excluded)."""
+        return {n: rc for n, rc in codes.items()
+                if rc not in (0, None)
+                and not getattr(self.processes[n], 'expected_dead', False)}
+
+    def cleanup(self):
+        """Drop the database and remove the work directory."""
+        if self._db_created:
+            try:
+                drop_database(self.kind, self.db_name)
+                self._db_created = False
+            except Exception as e:
+                print('cluster: could not drop %s database %s: %s'
+                      % (self.kind, self.db_name, e), file=sys.stderr)
+        if self._own_workdir and not self.keep_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        _live_clusters.discard(self)
+
+    def stop(self, timeout=STOP_TIMEOUT):
+        """Stop every process, drop the database, remove the work
+        directory.  Returns {name: exit code}."""
+        try:
+            return self.stop_processes(timeout)
+        finally:
+            self.cleanup()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+@atexit.register
+def _stop_leftovers():
+    # Last resort when the caller never reached its teardown.
+    for cluster in list(_live_clusters):
+        try:
+            cluster.stop()
+        except Exception:
+            pass

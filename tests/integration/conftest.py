@@ -1,0 +1,66 @@
+"""pytest glue for the distributed tests: one cluster per database kind per
+module, skipped with the reason when RabbitMQ or the database is missing
+(failed instead when CINDER_LITE_REQUIRE_SERVICES=1, as in CI)."""
+import os
+
+import pytest
+
+from tests.integration import cluster as cluster_mod
+
+REQUIRE_ENV = 'CINDER_LITE_REQUIRE_SERVICES'
+
+
+def services_required():
+    return os.environ.get(REQUIRE_ENV, '').strip().lower() in (
+        '1', 'true', 'yes', 'on')
+
+
+def require_services(kind):
+    """Skip (or fail under CINDER_LITE_REQUIRE_SERVICES=1) unless RabbitMQ
+    and database ``kind`` are reachable."""
+    try:
+        cluster_mod.check_services(kind)
+    except cluster_mod.ServiceUnavailable as e:
+        reason = 'integration (%s): %s' % (kind, e)
+        if services_required():
+            pytest.fail('%s, and %s=1 makes the services mandatory'
+                        % (reason, REQUIRE_ENV), pytrace=False)
+        pytest.skip(reason)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Attach the tails of the service logs to a failed test's report."""
+    outcome = yield
+    report = outcome.get_result()
+    cluster = getattr(item, 'funcargs', {}).get('cluster')
+    if report.failed and isinstance(cluster, cluster_mod.Cluster) and \
+            os.path.isdir(cluster.workdir):
+        report.sections.append(
+            ('cinder_lite %s cluster logs (%s)' % (cluster.kind,
+                                                   cluster.workdir),
+             cluster.logs()))
+
+
+@pytest.fixture(scope='module', params=cluster_mod.KINDS)
+def cluster(request):
+    """A running distributed cinder_lite (api, scheduler, volume nodes ma
+    and noma) on a fresh database of the parameter's kind."""
+    kind = request.param
+    require_services(kind)
+    keep = os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1'
+    c = cluster_mod.Cluster(kind, keep_workdir=keep)
+    try:
+        c.start()
+    except cluster_mod.ClusterError as e:
+        pytest.fail('cluster on %s did not start: %s' % (kind, e),
+                    pytrace=False)
+    yield c
+    try:
+        codes = c.stop_processes()
+        bad = c.unclean_exits(codes)
+        logs = c.logs() if bad else ''
+    finally:
+        c.cleanup()
+    assert not bad, 'services did not stop cleanly on SIGTERM: %r\n%s' % (
+        bad, logs)
