@@ -18,9 +18,20 @@ is at most about 10 % (plus one GET) above the true one while the polls stay
 few.  The polls are real API load and are counted (polls/op).
 
 Floor, against the same servers, in the same run: GET / (version document:
-HTTP + WSGI + routing, no DB), GET /v3/<p>/volumes/<id> (auth, policy, one
-DB read), and the database on its own (SELECT 1; one-row UPDATE + COMMIT;
-through SQLAlchemy Core without cinder_lite's pool pre-ping).
+HTTP + WSGI + routing, no DB) with bare http.client and with requests (the
+client the cycles use, so the difference is client overhead that every
+request of a cycle pays), GET /v3/<p>/volumes/<id> (auth, policy, DB
+reads), and the database on its own (SELECT 1; one-row UPDATE + COMMIT;
+SQLAlchemy Core without cinder_lite's pool pre-ping, or sqlite3 with
+cinder_lite's pragmas).
+
+The embedded server runs with report_interval = 1 like the cluster: with
+the default 10 s the scheduler's capacity view (free space minus what it
+placed since the last report, deletes not credited) runs out after about
+"free GiB" creates within one interval and volumes go to error.
+
+Exit status 1 when an operation failed; the work directories (configs and
+service logs) are then kept and the first ERROR lines printed.
 
     /tmp/venv/bin/python bench/volume_create.py                # both modes
     /tmp/venv/bin/python bench/volume_create.py --modes distributed \
@@ -28,6 +39,7 @@ through SQLAlchemy Core without cinder_lite's pool pre-ping).
 """
 import argparse
 import concurrent.futures
+import http.client
 import os
 import shutil
 import sqlite3
@@ -36,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 import requests
 
@@ -198,6 +211,17 @@ def run_cell(base, clients, seconds, ops):
 
 
 def http_floor(base, volume_id, n):
+    """GET / with requests (the client of the cycles) and with bare
+    http.client (what the server alone costs), GET volume with requests."""
+    parts = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port,
+                                      timeout=10)
+
+    def raw_root():
+        conn.request('GET', '/')
+        conn.getresponse().read()
+    raw = timed(raw_root, n)
+    conn.close()
     session = requests.Session()
     session.headers.update(HEADERS)
     root = timed(lambda: session.get(base + '/', timeout=10), n)
@@ -208,7 +232,8 @@ def http_floor(base, volume_id, n):
         assert r.status_code == 200, r.text
     show_lat = timed(show, n)
     session.close()
-    return {'GET /': statistics.median(root),
+    return {'GET / raw': statistics.median(raw),
+            'GET /': statistics.median(root),
             'GET volume': statistics.median(show_lat)}
 
 
@@ -283,7 +308,11 @@ class Embedded:
             {'DEFAULT': {'state_path': self.state,
                          'osapi_volume_listen': '127.0.0.1',
                          'osapi_volume_listen_port': self.port,
-                         'host': 'bench'}})
+                         'host': 'bench',
+                         # as the distributed cluster: the scheduler's
+                         # capacity view is refreshed every second
+                         'report_interval': 1,
+                         'service_down_time': 10}})
         self.proc = cluster_mod.Process(
             'all', [cluster_mod.python(), '-m', 'cinder_lite.cmd.all',
                     '--config-file', self.conf],
@@ -313,13 +342,17 @@ class Embedded:
             raise
         return self
 
+    def logs(self):
+        return [self.proc.log_path]
+
     def db_floor(self, n):
         return db_floor_sqlite(os.path.join(self.state, 'bench-floor.sqlite'),
                                n)
 
-    def stop(self):
+    def stop(self, keep=False):
         rc = self.proc.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
         return rc
 
 
@@ -332,17 +365,27 @@ class Distributed:
         self.url = self.cluster.url
         return self
 
+    @property
+    def workdir(self):
+        return self.cluster.workdir
+
+    def logs(self):
+        return [p.log_path for p in self.cluster.processes.values()]
+
     def db_floor(self, n):
         return db_floor_sqlalchemy(self.cluster.db_url, n)
 
-    def stop(self):
+    def stop(self, keep=False):
+        self.cluster.keep_workdir = keep
         return self.cluster.stop()
 
 
 # -- output ----------------------------------------------------------------
 
 def ms(value):
-    return '%.1f' % (value * 1000.0) if value == value else '-'
+    if value != value:   # NaN: no samples
+        return '-'
+    return ('%.2f' if value < 0.01 else '%.1f') % (value * 1000.0)
 
 
 def print_table(headers, rows):
@@ -388,9 +431,31 @@ def bench_mode(name, deployment, args):
             results.append(res)
             for err in res['errors'][:3]:
                 print('[%s] error: %s' % (name, err), file=sys.stderr)
+            if res['errors']:
+                print_service_errors(name, deployment)
     finally:
-        deployment.stop()
+        keep = args.keep or any(r['errors'] for r in results)
+        deployment.stop(keep=keep)
+        if keep:
+            print('[%s] logs kept in %s' % (name, deployment.workdir),
+                  file=sys.stderr)
     return floor, results
+
+
+def print_service_errors(name, deployment, limit=12):
+    """The first ERROR lines (with the line after) of the service logs."""
+    for path in deployment.logs():
+        try:
+            with open(path, errors='replace') as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        shown = 0
+        for i, line in enumerate(lines):
+            if ' ERROR ' in line and shown < limit:
+                shown += 1
+                print('[%s] %s: %s' % (name, os.path.basename(path),
+                                       line[:400]), file=sys.stderr)
 
 
 def parse_args(argv):
@@ -405,6 +470,9 @@ def parse_args(argv):
                    help='cycles per client instead of --seconds')
     p.add_argument('--db', default='mysql', choices=cluster_mod.KINDS,
                    help='database of the distributed mode')
+    p.add_argument('--keep', action='store_true',
+                   help='keep the work directories (configs, logs); they '
+                        'are kept anyway when an operation failed')
     p.add_argument('--floor-n', type=int, default=300,
                    help='samples per floor measurement')
     args = p.parse_args(argv)
@@ -453,8 +521,9 @@ def main(argv=None):
                  'p99', 'cycle p50', 'p95', 'p99', 'polls/op', 'errors'),
                 rows)
     print()
-    print('floor, same run (p50 ms, 1 client):')
-    keys = ('GET /', 'GET volume', 'DB SELECT 1', 'DB 1-row tx')
+    print('floor, same run (p50 ms, 1 client; "raw" = http.client, the '
+          'others through requests like the cycles):')
+    keys = ('GET / raw', 'GET /', 'GET volume', 'DB SELECT 1', 'DB 1-row tx')
     print_table(('mode',) + keys,
                 [(m,) + tuple(ms(f[k]) for k in keys)
                  for m, f in floors.items()])

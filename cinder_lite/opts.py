@@ -14,8 +14,22 @@ def register_all(conf):
         module.register_opts(conf)
 
 
+def _library_opts():
+    """The few library options every deployment sets, so the sample names
+    them; the libraries document the rest."""
+    from oslo_db import options as db_options
+    from oslo_messaging import opts as messaging_opts
+    bus = [o for group, opts in messaging_opts.list_opts() if group is None
+           for o in opts if o.name in ('transport_url', 'control_exchange')]
+    db = [o for o in db_options.database_opts
+          if o.name in ('connection', 'max_pool_size', 'max_overflow')]
+    return [('DEFAULT', bus), ('database', db)]
+
+
 def list_opts():
     merged = {}
+    for group, opts in _library_opts():
+        merged.setdefault(group, []).extend(opts)
     for module in _MODULES:
         for group, opts in module.list_opts():
             merged.setdefault(group, []).extend(opts)
