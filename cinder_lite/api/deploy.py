@@ -20,7 +20,9 @@ from cinder_lite.api.handlers import versions
 from cinder_lite.api import microversion
 from cinder_lite.api import router
 from cinder_lite.api import wsgi
+from cinder_lite.volume import actions
 from cinder_lite.volume import api as volume_api
+from cinder_lite.volume import attachment_api
 from cinder_lite.volume import type_api
 
 
@@ -30,6 +32,9 @@ class Services:
     def __init__(self, conf):
         self.volumes = volume_api.VolumeService(conf)
         self.types = type_api.TypeService(conf)
+        self.attachments = attachment_api.AttachmentService(
+            conf, self.volumes.volume_rpcapi)
+        self.actions = actions.VolumeActions(conf, self.attachments)
 
 
 class ServiceSetup:

@@ -9,8 +9,10 @@ import routes
 import webob.exc
 
 from cinder_lite.api.handlers import admin
+from cinder_lite.api.handlers import attachments
 from cinder_lite.api.handlers import messages
 from cinder_lite.api.handlers import types
+from cinder_lite.api.handlers import volume_actions
 from cinder_lite.api.handlers import volumes
 from cinder_lite.api import wsgi
 
@@ -23,6 +25,16 @@ ROUTE_DECLARATIONS = (
     ('/volumes/{volume_id}', {'GET': volumes.show_volume,
                               'PUT': volumes.update_volume,
                               'DELETE': volumes.delete_volume}),
+    ('/volumes/{volume_id}/action', {'POST': volume_actions.volume_action}),
+    ('/attachments', {'GET': attachments.list_attachments,
+                      'POST': attachments.create_attachment}),
+    ('/attachments/detail', {'GET': attachments.list_attachments_detail}),
+    ('/attachments/{attachment_id}', {
+        'GET': attachments.show_attachment,
+        'PUT': attachments.update_attachment,
+        'DELETE': attachments.delete_attachment}),
+    ('/attachments/{attachment_id}/action', {
+        'POST': attachments.attachment_action}),
     ('/types', {'GET': types.list_types, 'POST': types.create_type}),
     ('/types/{type_id}', {'GET': types.show_type,
                           'PUT': types.update_type,

@@ -35,6 +35,11 @@ core_opts = [
                     'report intervals.'),
     cfg.StrOpt('default_volume_type', default='__DEFAULT__',
                help='Volume type of volumes created without one.'),
+    cfg.BoolOpt('allow_multiattach', default=True,
+                help='Cloud-wide switch for multi-attach. When false, '
+                     'volumes of multiattach types cannot be created (or '
+                     'retyped to) and no volume gets a second attachment '
+                     'for another instance.'),
 ]
 
 

@@ -47,6 +47,10 @@ class TypeAccessNotFound(NotFound):
                '%(project_id)s combination.')
 
 
+class AttachmentNotFound(NotFound):
+    msg_fmt = 'Volume attachment %(attachment_id)s could not be found.'
+
+
 class ServiceNotFound(NotFound):
     msg_fmt = 'Service %(binary)s on host %(host)s could not be found.'
 
@@ -84,8 +88,24 @@ class InvalidTransition(Invalid):
                'is %(actual)s, expected one of %(expected)s.')
 
 
+class InvalidAttachMode(Invalid):
+    msg_fmt = 'Invalid attach mode: %(reason)s'
+
+
+class InvalidConnector(Invalid):
+    msg_fmt = 'Invalid connector: %(reason)s'
+
+
+class AttachmentRefused(Invalid):
+    msg_fmt = '%(reason)s'
+
+
 class NoValidBackend(Invalid):
     msg_fmt = 'No valid backend was found. %(reason)s'
+
+
+class ConnectFailed(CinderLiteError):
+    msg_fmt = 'The backend could not complete the connection: %(reason)s'
 
 
 class ServiceUnavailable(Invalid):
@@ -95,6 +115,12 @@ class ServiceUnavailable(Invalid):
 # -- conflicts --------------------------------------------------------------
 class Conflict(CinderLiteError):
     msg_fmt = 'Conflict with the current state of the resource.'
+
+
+class AttachmentInUse(Conflict):
+    msg_fmt = ('Attachment %(attachment_id)s is connected for instance '
+               '%(instance)s by a compute service; detach it through that '
+               'service (or as an administrator).')
 
 
 class VolumeTypeExists(Conflict):

@@ -46,6 +46,19 @@ SERVICES = 'volume_extension:services:index'
 SERVICES_UPDATE = 'volume_extension:services:update'
 POOLS = 'scheduler_extension:scheduler_stats:get_pools'
 CAPABILITIES = 'volume_extension:capabilities'
+ATTACHMENT_CREATE = 'volume:attachment_create'
+ATTACHMENT_UPDATE = 'volume:attachment_update'
+ATTACHMENT_COMPLETE = 'volume:attachment_complete'
+ATTACHMENT_DELETE = 'volume:attachment_delete'
+ATTACHMENT_GET = 'volume:attachment_get'
+ATTACHMENT_GET_ALL = 'volume:attachment_get_all'
+ATTACHMENT_ALL_TENANTS = 'volume:attachment_get_all_tenants'
+ATTACH_ACTIONS = 'volume_extension:volume_actions:attach'
+READONLY_FLAG = 'volume_extension:volume_actions:update_readonly_flag'
+RETYPE = 'volume:retype'
+EXTEND = 'volume:extend'
+FORCE_DETACH = 'volume_extension:volume_admin_actions:force_detach'
+RESET_STATUS = 'volume_extension:volume_admin_actions:reset_status'
 MESSAGES = 'message:get_all'
 MESSAGE_DELETE = 'message:delete'
 
@@ -93,6 +106,41 @@ _RULES = [
         ('GET', '/scheduler-stats/get_pools')),
     _op(CAPABILITIES, 'rule:admin_api', 'Show the capabilities of a host.',
         ('GET', '/capabilities/{host}')),
+    _op(ATTACHMENT_CREATE, ADMIN_OR_OWNER,
+        'Create an attachment (reserve, and connect with a connector).',
+        ('POST', '/attachments')),
+    _op(ATTACHMENT_UPDATE, ADMIN_OR_OWNER,
+        'Connect an attachment (give its connector).',
+        ('PUT', '/attachments/{attachment_id}')),
+    _op(ATTACHMENT_COMPLETE, ADMIN_OR_OWNER, 'Mark an attachment attached.',
+        ('POST', '/attachments/{attachment_id}/action')),
+    _op(ATTACHMENT_DELETE, ADMIN_OR_OWNER,
+        'Delete an attachment. A connected attachment made by a compute '
+        'service is also guarded: only a service or an admin may delete '
+        'it.', ('DELETE', '/attachments/{attachment_id}')),
+    _op(ATTACHMENT_GET, ADMIN_OR_OWNER, 'Show an attachment.',
+        ('GET', '/attachments/{attachment_id}')),
+    _op(ATTACHMENT_GET_ALL, ADMIN_OR_OWNER, 'List attachments.',
+        ('GET', '/attachments'), ('GET', '/attachments/detail')),
+    _op(ATTACHMENT_ALL_TENANTS, 'rule:admin_api',
+        'List attachments of every project (all_tenants=1).',
+        ('GET', '/attachments?all_tenants=1')),
+    _op(ATTACH_ACTIONS, ADMIN_OR_OWNER,
+        'Legacy attach actions: os-reserve, os-unreserve, os-attach, '
+        'os-detach, os-begin_detaching, os-roll_detaching, '
+        'os-initialize_connection, os-terminate_connection.',
+        ('POST', '/volumes/{volume_id}/action')),
+    _op(READONLY_FLAG, ADMIN_OR_OWNER, 'Set the read-only flag.',
+        ('POST', '/volumes/{volume_id}/action')),
+    _op(RETYPE, ADMIN_OR_OWNER, 'Change the type of a volume.',
+        ('POST', '/volumes/{volume_id}/action')),
+    _op(EXTEND, ADMIN_OR_OWNER, 'Grow a volume.',
+        ('POST', '/volumes/{volume_id}/action')),
+    _op(FORCE_DETACH, 'rule:admin_api',
+        'Detach one attachment whatever its state.',
+        ('POST', '/volumes/{volume_id}/action')),
+    _op(RESET_STATUS, 'rule:admin_api', 'Overwrite the status of a volume.',
+        ('POST', '/volumes/{volume_id}/action')),
     _op(MESSAGES, ADMIN_OR_OWNER, 'List and show user messages.',
         ('GET', '/messages'), ('GET', '/messages/{message_id}')),
     _op(MESSAGE_DELETE, ADMIN_OR_OWNER, 'Delete a user message.',
@@ -129,6 +177,11 @@ def authorize(context, action, target=None):
                                     context.to_policy_values(),
                                     do_raise=False):
         raise exception.PolicyNotAuthorized(action=action)
+
+
+def is_service(context):
+    """A compute service: the service role, or a caller on the bus."""
+    return 'service' in (getattr(context, 'service_roles', None) or [])
 
 
 def check(context, action, target=None):

@@ -7,6 +7,7 @@ import oslo_messaging as messaging
 from oslo_messaging import serializer as om_serializer
 
 from cinder_lite.common import context as cl_context
+from cinder_lite.common import exception
 from cinder_lite.common import inproc_bus  # noqa: F401  (registers kombu+inproc)
 
 _lock = threading.Lock()
@@ -30,7 +31,11 @@ def get_transport(conf=None):
     global _transport
     with _lock:
         if _transport is None:
-            _transport = messaging.get_rpc_transport(conf or cfg.CONF)
+            # Our domain errors cross the bus as themselves, so the API can
+            # answer a backend's refusal with the right status code.
+            _transport = messaging.get_rpc_transport(
+                conf or cfg.CONF,
+                allowed_remote_exmods=[exception.__name__])
         return _transport
 
 

@@ -76,6 +76,40 @@ class Volume(TimestampMixin, Base):
     shared_targets = sa.Column(sa.Boolean)
     service_uuid = sa.Column(sa.String(36))
     meta = sa.Column('metadata', sa.JSON, nullable=False, default=dict)
+    # Bumped by every attachment change: the UPDATE takes the volume's row
+    # lock, so changes to one volume's attachments happen one at a time.
+    attach_seq = sa.Column(sa.Integer, nullable=False, default=0,
+                           server_default='0')
+    readonly = sa.Column(sa.Boolean, nullable=False, default=False,
+                         server_default=sa.false())
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False)
+    deleted_at = sa.Column(DateTime)
+
+
+class VolumeAttachment(TimestampMixin, Base):
+    __tablename__ = 'volume_attachments'
+    __table_args__ = (
+        sa.Index('ix_attachments_volume_live', 'volume_id', 'deleted'),
+        sa.Index('ix_attachments_project', 'project_id'),
+    )
+    id = sa.Column(sa.String(36), primary_key=True)
+    volume_id = sa.Column(sa.String(36), sa.ForeignKey('volumes.id'),
+                          nullable=False)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    instance_uuid = sa.Column(sa.String(36))
+    attached_host = sa.Column(sa.String(255))
+    mountpoint = sa.Column(sa.String(255))
+    attach_status = sa.Column(sa.String(32), nullable=False)
+    # None until decided; shown as the default ('rw') it will get.
+    attach_mode = sa.Column(sa.String(2))
+    connector = sa.Column(sa.JSON)
+    connection_info = sa.Column(sa.JSON)
+    # Made by a compute service: only a service or an admin may delete it
+    # while it is connected.
+    service_owned = sa.Column(sa.Boolean, nullable=False, default=False)
+    status_reason = sa.Column(sa.String(1024))
+    attach_time = sa.Column(DateTime)
+    detach_time = sa.Column(DateTime)
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 

@@ -7,6 +7,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler import rpcapi as scheduler_rpcapi
@@ -74,6 +75,13 @@ class VolumeService:
                          {'project_id': volume.project_id})
         try:
             with db_api.writer() as session:
+                live = db_attachments.live_for_volume(session, volume_id)
+                if live:
+                    raise exception.InvalidVolume(
+                        reason='Volume %s still has attachments (%s); '
+                               'delete them first.' % (volume_id, ', '.join(
+                                   '%s %s' % (a.id, a.attach_status)
+                                   for a in live)))
                 db_volumes.transition(session, volume_id, states.DELETING)
                 if not volume.host:
                     # never scheduled: no storage to remove
@@ -82,12 +90,23 @@ class VolumeService:
         except exception.InvalidTransition as e:
             raise exception.InvalidVolume(
                 reason='Volume status must be available or error or '
-                       'error_deleting, but current status is: %s.'
+                       'error_deleting or error_extending, but current '
+                       'status is: %s.'
                        % e.kwargs['actual'])
         if volume.host:
             self.volume_rpcapi.delete_volume(context, volume.host,
                                              volume_id)
         LOG.info('volume %s: %s -> deleting', volume_id, volume.status)
+
+    def attachments_of(self, volumes):
+        """Volume id -> its attached attachments, for the views."""
+        with db_api.reader() as session:
+            rows = db_attachments.for_volumes(
+                session, [v.id for v in volumes], (states.ATTACHED,))
+        found = {}
+        for att in rows:
+            found.setdefault(att.volume_id, []).append(att)
+        return found
 
     def type_names(self, volumes):
         """Type id -> name for the views."""

@@ -9,17 +9,21 @@ import oslo_messaging as messaging
 from cinder_lite.common import exception
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import messages as db_messages
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import conf as volume_conf
+from cinder_lite.volume.flows import connect as connect_flow
 from cinder_lite.volume.flows import create as create_flow
 from cinder_lite.volume.flows import delete as delete_flow
+from cinder_lite.volume.flows import disconnect as disconnect_flow
 from cinder_lite.volume import rpcapi
 
 LOG = logging.getLogger(__name__)
 
 EVENT_CREATE_FAILED = 'VOLUME_VOLUME_002_002'
 EVENT_DELETE_FAILED = 'VOLUME_VOLUME_003_002'
+EVENT_EXTEND_FAILED = 'VOLUME_VOLUME_007_002'
 
 
 def volume_dict(volume):
@@ -81,6 +85,92 @@ class VolumeManager:
             self._record_failure(ctxt, volume, states.ERROR_DELETING,
                                  (states.DELETING,), EVENT_DELETE_FAILED,
                                  'delete volume: %s' % e)
+
+    def connect(self, ctxt, attachment_id, connector, mode):
+        """Export and initialize the connection of an ``attaching``
+        attachment; returns the connection info."""
+        with db_api.reader() as session:
+            attachment = db_attachments.get(session, attachment_id)
+            volume = volume_dict(db_volumes.get(session,
+                                                attachment.volume_id))
+            shared = bool(db_attachments.connections_on_host(
+                session, attachment.volume_id, connector.get('host'),
+                exclude=attachment_id))
+        try:
+            return connect_flow.run(self.driver, volume, attachment_id,
+                                    connector, mode, shared)
+        except Exception as e:
+            LOG.exception('attachment %s: attaching -> error_attaching',
+                          attachment_id)
+            self._attachment_failed(volume, attachment_id,
+                                    states.ERROR_ATTACHING,
+                                    (states.ATTACH_ATTACHING,),
+                                    'connect failed: %s' % e)
+            raise exception.ConnectFailed(reason=str(e))
+
+    def disconnect(self, ctxt, attachment_id):
+        """Terminate the connection of a ``detaching`` attachment and
+        record it detached; returns True when the host connection is still
+        shared by another attachment."""
+        with db_api.reader() as session:
+            attachment = db_attachments.get(session, attachment_id)
+            volume = volume_dict(db_volumes.get(session,
+                                                attachment.volume_id))
+            shared = bool(db_attachments.connections_on_host(
+                session, attachment.volume_id, attachment.attached_host,
+                exclude=attachment_id))
+            connector = attachment.connector
+        try:
+            disconnect_flow.run(self.driver, volume, attachment_id,
+                                connector, shared)
+        except Exception as e:
+            LOG.exception('attachment %s: detaching -> error_detaching',
+                          attachment_id)
+            self._attachment_failed(volume, attachment_id,
+                                    states.ERROR_DETACHING,
+                                    (states.ATTACH_DETACHING,),
+                                    'disconnect failed: %s' % e)
+            raise exception.ConnectFailed(reason=str(e))
+        return shared
+
+    def extend_volume(self, ctxt, volume_id, new_size):
+        with db_api.reader() as session:
+            volume = volume_dict(db_volumes.get(session, volume_id))
+        try:
+            self.driver.extend_volume(volume, new_size)
+        except Exception as e:
+            LOG.exception('volume %s: extend failed', volume_id)
+            self._record_failure(ctxt, volume, states.ERROR_EXTENDING,
+                                 (states.EXTENDING,), EVENT_EXTEND_FAILED,
+                                 'extend volume: %s' % e)
+            return
+        with db_api.writer() as session:
+            db_volumes.transition(session, volume_id, states.AVAILABLE,
+                                  expected=(states.EXTENDING,),
+                                  values={'size': new_size})
+        LOG.info('volume %s: extending -> available (%d GiB)', volume_id,
+                 new_size)
+
+    def extend_attached_volume(self, ctxt, volume_id, new_size):
+        """Grow a volume that is in use (3.42): no status change."""
+        with db_api.reader() as session:
+            volume = volume_dict(db_volumes.get(session, volume_id))
+        self.driver.extend_volume(volume, new_size)
+        with db_api.writer() as session:
+            db_volumes.update(session, volume_id, {'size': new_size})
+
+    def _attachment_failed(self, volume, attachment_id, target, expected,
+                           reason):
+        with db_api.writer() as session:
+            try:
+                db_attachments.lock_volume(session, volume['id'])
+                db_attachments.transition(
+                    session, attachment_id, target, expected=expected,
+                    values={'status_reason': reason[:1024]})
+            except (exception.InvalidTransition, exception.NotFound,
+                    exception.InvalidVolume):
+                return
+            db_attachments.sync_volume_status(session, volume['id'])
 
     def get_capabilities(self, ctxt):
         caps = self.capabilities()

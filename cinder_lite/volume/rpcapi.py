@@ -2,6 +2,8 @@
 
 History:
     1.0 - create_volume, delete_volume, get_capabilities
+    1.1 - connect, disconnect (calls), extend_volume (cast),
+          extend_attached_volume (call)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -10,7 +12,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.0'
+RPC_API_VERSION = '1.1'
 
 rpcapi_opts = [
     cfg.StrOpt('volume_version_cap',
@@ -52,9 +54,10 @@ class VolumeAPI:
     def delete_volume(self, ctxt, host, volume_id):
         self._prepare(host).cast(ctxt, 'delete_volume', volume_id=volume_id)
 
-    def _call(self, ctxt, host, method, **kwargs):
+    def _call(self, ctxt, host, method, version='1.0', **kwargs):
         try:
-            return self._prepare(host).call(ctxt, method, **kwargs)
+            return self._prepare(host, version).call(ctxt, method,
+                                                     **kwargs)
         except messaging.MessagingTimeout:
             raise exception.ServiceUnavailable(
                 host=backend_host(host),
@@ -63,3 +66,22 @@ class VolumeAPI:
 
     def get_capabilities(self, ctxt, host):
         return self._call(ctxt, host, 'get_capabilities')
+
+    def connect(self, ctxt, host, attachment_id, connector, mode):
+        return self._call(ctxt, host, 'connect', version='1.1',
+                          attachment_id=attachment_id, connector=connector,
+                          mode=mode)
+
+    def disconnect(self, ctxt, host, attachment_id):
+        return self._call(ctxt, host, 'disconnect', version='1.1',
+                          attachment_id=attachment_id)
+
+    def extend_volume(self, ctxt, host, volume_id, new_size):
+        self._prepare(host, '1.1').cast(ctxt, 'extend_volume',
+                                        volume_id=volume_id,
+                                        new_size=new_size)
+
+    def extend_attached_volume(self, ctxt, host, volume_id, new_size):
+        return self._call(ctxt, host, 'extend_attached_volume',
+                          version='1.1', volume_id=volume_id,
+                          new_size=new_size)

@@ -11,6 +11,7 @@ from cinder_lite.api import microversion
 from cinder_lite.api.schemas import common as schema_common
 from cinder_lite.api.schemas import volumes as schema
 from cinder_lite.api import validation
+from cinder_lite.api.views import attachments as attachment_views
 from cinder_lite.api.views import links
 from cinder_lite.api.views import volumes as views
 from cinder_lite.api import wsgi
@@ -32,11 +33,15 @@ def _conf(req):
     return req.environ['cinder_lite.conf']
 
 
-def _detail(req, volume, type_names=None):
+def _detail(req, volume, type_names=None, attached=None):
     svc = _service(req)
     names = type_names or svc.type_names([volume])
+    if attached is None:
+        attached = svc.attachments_of([volume])
     return views.detail(req, _conf(req), volume,
-                        names.get(volume.volume_type_id))
+                        names.get(volume.volume_type_id),
+                        [attachment_views.in_volume(req, a)
+                         for a in attached.get(volume.id, [])])
 
 
 @wsgi.expected_errors(400, 403, 404, 503)
@@ -119,7 +124,8 @@ def _list(req, detailed):
     conf = _conf(req)
     if detailed:
         names = _service(req).type_names(rows)
-        items = [_detail(req, v, names) for v in rows]
+        attached = _service(req).attachments_of(rows)
+        items = [_detail(req, v, names, attached) for v in rows]
     else:
         items = [views.summary(req, conf, v) for v in rows]
     body = {'volumes': items}

@@ -56,6 +56,25 @@ class FileDriver(base.VolumeDriver):
         with open(self.path(volume['id']), 'r+b') as f:
             f.truncate(new_size * GiB)
 
+    # -- connections: the local target ----------------------------------
+    # A consumer on this host opens the file itself; there is nothing to
+    # export.  Network targets (nbd, iscsi) come with their own exports.
+    def create_export(self, volume, connector, mode):
+        if not os.path.exists(self.path(volume['id'])):
+            raise exception.CinderLiteError(
+                'the file of volume %s is missing' % volume['id'])
+
+    def remove_export(self, volume, connector):
+        pass
+
+    def initialize_connection(self, volume, connector, mode):
+        return {'driver_volume_type': 'local',
+                'data': {'device_path': self.path(volume['id']),
+                         'access_mode': mode}}
+
+    def terminate_connection(self, volume, connector):
+        return None
+
     def get_volume_stats(self):
         st = os.statvfs(self.root)
         total = st.f_blocks * st.f_frsize / GiB

@@ -1,0 +1,115 @@
+"""Handler for POST /volumes/{id}/action.
+
+Success codes: 202 for every action except os-initialize_connection (200
+with ``{"connection_info": ...}``).
+"""
+import webob.exc
+
+from cinder_lite.api.schemas import common as schema_common
+from cinder_lite.api.schemas import volume_actions as schema
+from cinder_lite.api import validation
+from cinder_lite.api import wsgi
+
+
+def _actions(req):
+    return req.environ['cinder_lite.services'].actions
+
+
+def _accepted():
+    return wsgi.empty_response(202)
+
+
+def _reserve(req, vid, body):
+    _actions(req).reserve(req.context, vid)
+
+
+def _unreserve(req, vid, body):
+    _actions(req).unreserve(req.context, vid)
+
+
+def _begin_detaching(req, vid, body):
+    _actions(req).begin_detaching(req.context, vid)
+
+
+def _roll_detaching(req, vid, body):
+    _actions(req).roll_detaching(req.context, vid)
+
+
+def _attach(req, vid, body):
+    _actions(req).attach(req.context, vid, body.get('instance_uuid'),
+                         body.get('host_name'), body['mountpoint'],
+                         body.get('mode', 'rw'))
+
+
+def _detach(req, vid, body):
+    _actions(req).detach(req.context, vid,
+                         (body or {}).get('attachment_id'))
+
+
+def _initialize_connection(req, vid, body):
+    info = _actions(req).initialize_connection(req.context, vid,
+                                               body['connector'])
+    return wsgi.json_response({'connection_info': info})
+
+
+def _terminate_connection(req, vid, body):
+    _actions(req).terminate_connection(req.context, vid, body['connector'])
+
+
+def _force_detach(req, vid, body):
+    _actions(req).force_detach(req.context, vid,
+                               (body or {}).get('attachment_id'))
+
+
+def _reset_status(req, vid, body):
+    _actions(req).reset_status(req.context, vid, body.get('status'),
+                               body.get('attach_status'))
+
+
+def _update_readonly_flag(req, vid, body):
+    _actions(req).update_readonly_flag(
+        req.context, vid, schema_common.to_bool(body['readonly']))
+
+
+def _retype(req, vid, body):
+    _actions(req).retype(req.context, vid, body['new_type'],
+                         body.get('migration_policy') or 'never')
+
+
+def _extend(req, vid, body):
+    new_size = int(body['new_size'])
+    if new_size < 1:
+        raise webob.exc.HTTPBadRequest(
+            explanation='new_size must be a positive integer')
+    _actions(req).extend(req.context, vid, new_size, req.version)
+
+
+DISPATCH = {
+    'os-reserve': _reserve,
+    'os-unreserve': _unreserve,
+    'os-begin_detaching': _begin_detaching,
+    'os-roll_detaching': _roll_detaching,
+    'os-attach': _attach,
+    'os-detach': _detach,
+    'os-initialize_connection': _initialize_connection,
+    'os-terminate_connection': _terminate_connection,
+    'os-force_detach': _force_detach,
+    'os-reset_status': _reset_status,
+    'os-update_readonly_flag': _update_readonly_flag,
+    'os-retype': _retype,
+    'os-extend': _extend,
+}
+
+
+@wsgi.expected_errors(400, 403, 404, 409, 503)
+def volume_action(req):
+    body = req.json_body()
+    if isinstance(body, dict) and len(body) == 1:
+        name = next(iter(body))
+        if name not in DISPATCH:
+            raise webob.exc.HTTPBadRequest(
+                explanation='There is no such action: %s' % name)
+    validation.validate(schema.action, body)
+    name, args = next(iter(body.items()))
+    response = DISPATCH[name](req, req.urlvars['volume_id'], args)
+    return response or _accepted()

@@ -1,0 +1,53 @@
+"""Request bodies of /attachments."""
+import copy
+
+connector = {'type': ['object', 'null']}
+
+create = {
+    'type': 'object',
+    'properties': {
+        'attachment': {
+            'type': 'object',
+            'properties': {
+                'volume_uuid': {'type': 'string', 'format': 'uuid'},
+                'instance_uuid': {'type': ['string', 'null'],
+                                  'format': 'uuid'},
+                'connector': connector,
+            },
+            'required': ['volume_uuid'],
+            'additionalProperties': False,
+        },
+    },
+    'required': ['attachment'],
+    'additionalProperties': False,
+}
+
+# 3.54: the attach mode.
+create_v354 = copy.deepcopy(create)
+create_v354['properties']['attachment']['properties']['mode'] = {
+    'type': 'string', 'enum': ['rw', 'ro']}
+
+update = {
+    'type': 'object',
+    'properties': {
+        'attachment': {
+            'type': 'object',
+            'properties': {
+                'connector': {'type': 'object', 'minProperties': 1},
+            },
+            'required': ['connector'],
+            'additionalProperties': False,
+        },
+    },
+    'required': ['attachment'],
+    'additionalProperties': False,
+}
+
+complete = {
+    'type': 'object',
+    'properties': {'os-complete': {}},
+    'required': ['os-complete'],
+    'additionalProperties': False,
+}
+
+CREATE = (((None, (3, 53)), create), (((3, 54), None), create_v354))

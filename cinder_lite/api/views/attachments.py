@@ -1,0 +1,50 @@
+"""How an attachment looks on the wire.
+
+Cinder's names: requests say ``volume_uuid``/``instance_uuid``, responses
+``volume_id``/``instance``; unset timestamps are ``""``.  Unlike Cinder,
+``attach_mode`` is always ``rw`` or ``ro`` and responses show the state
+after the call.
+"""
+from cinder_lite.api import wsgi
+from cinder_lite.volume import attachment_api
+
+
+def _time(value):
+    return wsgi.isotime(value) or ''
+
+
+def mode(attachment):
+    return attachment.attach_mode or attachment_api.DEFAULT_MODE
+
+
+def summary(attachment):
+    return {'id': attachment.id, 'status': attachment.attach_status,
+            'instance': attachment.instance_uuid,
+            'volume_id': attachment.volume_id}
+
+
+def detail(attachment, shared_connections=None):
+    view = summary(attachment)
+    view.update(attached_at=_time(attachment.attach_time),
+                detached_at=_time(attachment.detach_time),
+                attach_mode=mode(attachment),
+                connection_info=attachment.connection_info or {})
+    if shared_connections is not None:
+        view['shared_connections'] = shared_connections
+    if attachment.status_reason:
+        view['status_reason'] = attachment.status_reason
+    return view
+
+
+def in_volume(req, attachment):
+    """An entry of a volume's ``attachments`` list (attached only)."""
+    context = req.context
+    see_host = context.is_admin or 'service' in (context.service_roles or [])
+    return {'id': attachment.volume_id,
+            'attachment_id': attachment.id,
+            'volume_id': attachment.volume_id,
+            'server_id': attachment.instance_uuid,
+            'host_name': attachment.attached_host if see_host else None,
+            'device': attachment.mountpoint,
+            'attached_at': wsgi.isotime(attachment.attach_time),
+            'attach_mode': mode(attachment)}

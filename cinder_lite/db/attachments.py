@@ -1,0 +1,182 @@
+"""SQL for attachments.
+
+Every change to a volume's attachments runs in one writer transaction that
+first calls ``lock_volume``: an UPDATE of the volume row (bumping
+``attach_seq``) under a status condition.  The row lock it takes makes
+changes to the attachments of one volume happen one after another, while
+other volumes proceed in parallel, and it is held only for the few
+statements of that transaction, never across an RPC.  At READ COMMITTED
+(MariaDB, PostgreSQL) a transaction that waited for the lock re-reads the
+committed rows, so the counts it makes are exact; SQLite's BEGIN IMMEDIATE
+serialises writers outright.  The volume status is then derived from the
+live attachments before commit.
+"""
+import sqlalchemy as sa
+
+from cinder_lite.common import exception
+from cinder_lite.common import states
+from cinder_lite.db import models
+from cinder_lite.db import query
+
+SORT_KEYS = ('id', 'volume_id', 'attach_status', 'instance_uuid',
+             'created_at', 'updated_at', 'attach_time')
+
+# Volume statuses during which attachments may change.
+ATTACHABLE = (states.AVAILABLE, states.RESERVED, states.ATTACHING,
+              states.IN_USE, states.DETACHING)
+
+A = models.VolumeAttachment
+
+
+def lock_volume(session, volume_id, allowed=ATTACHABLE, project_id=None):
+    """Take the volume's row lock if its status is in ``allowed``; return
+    the volume.  VolumeNotFound / InvalidVolume otherwise."""
+    stmt = (sa.update(models.Volume)
+            .where(models.Volume.id == volume_id,
+                   models.Volume.deleted.is_(False),
+                   models.Volume.status.in_(allowed))
+            .values(attach_seq=models.Volume.attach_seq + 1)
+            .execution_options(synchronize_session=False))
+    if project_id is not None:
+        stmt = stmt.where(models.Volume.project_id == project_id)
+    if session.execute(stmt).rowcount != 1:
+        current = session.execute(sa.select(models.Volume.status).where(
+            models.Volume.id == volume_id,
+            models.Volume.deleted.is_(False),
+            *([models.Volume.project_id == project_id]
+              if project_id is not None else []))).scalar_one_or_none()
+        if current is None:
+            raise exception.VolumeNotFound(volume_id=volume_id)
+        raise exception.InvalidVolume(
+            reason='Volume %s status must be one of %s to change its '
+                   'attachments, but the current status is %s.'
+                   % (volume_id, ', '.join(allowed), current))
+    volume = session.execute(sa.select(models.Volume).where(
+        models.Volume.id == volume_id)).scalar_one()
+    session.refresh(volume)
+    return volume
+
+
+def _live(stmt):
+    return stmt.where(A.deleted.is_(False))
+
+
+def live_for_volume(session, volume_id):
+    """Attachments of a volume that are not detached, oldest first."""
+    return session.execute(_live(sa.select(A).where(
+        A.volume_id == volume_id)).order_by(A.created_at, A.id)
+    ).scalars().all()
+
+
+def create(session, values):
+    attachment = A(**values)
+    session.add(attachment)
+    session.flush()
+    return attachment
+
+
+def get(session, attachment_id, project_id=None):
+    stmt = _live(sa.select(A).where(A.id == attachment_id))
+    if project_id is not None:
+        stmt = stmt.where(A.project_id == project_id)
+    attachment = session.execute(stmt).scalar_one_or_none()
+    if attachment is None:
+        raise exception.AttachmentNotFound(attachment_id=attachment_id)
+    return attachment
+
+
+def transition(session, attachment_id, target, expected=None, values=None):
+    """Compare-and-swap of an attachment's status."""
+    allowed = tuple(expected or states.sources_for(
+        target, states.ATTACHMENT_TRANSITIONS))
+    values = dict(values or {})
+    values.update(attach_status=target, updated_at=models.utcnow())
+    if target == states.DETACHED:
+        values.update(deleted=True, deleted_at=values['updated_at'],
+                      detach_time=values['updated_at'])
+    result = session.execute(
+        sa.update(A)
+        .where(A.id == attachment_id, A.deleted.is_(False),
+               A.attach_status.in_(allowed))
+        .values(**values)
+        .execution_options(synchronize_session=False))
+    if result.rowcount != 1:
+        current = session.execute(sa.select(A.attach_status).where(
+            A.id == attachment_id, A.deleted.is_(False))
+        ).scalar_one_or_none()
+        if current is None:
+            raise exception.AttachmentNotFound(attachment_id=attachment_id)
+        raise exception.InvalidTransition(
+            resource='attachment', id=attachment_id, target=target,
+            actual=current, expected=', '.join(allowed))
+
+
+def update(session, attachment_id, values):
+    values = dict(values, updated_at=models.utcnow())
+    session.execute(sa.update(A).where(A.id == attachment_id)
+                    .values(**values)
+                    .execution_options(synchronize_session=False))
+
+
+def sync_volume_status(session, volume_id):
+    """Set the volume status implied by its live attachments; returns
+    it.  Call inside the transaction that changed them (after
+    ``lock_volume``)."""
+    statuses = [a.attach_status for a in live_for_volume(session,
+                                                         volume_id)]
+    status = states.derive_volume_status(statuses)
+    session.execute(sa.update(models.Volume)
+                    .where(models.Volume.id == volume_id)
+                    .values(status=status, updated_at=models.utcnow())
+                    .execution_options(synchronize_session=False))
+    return status
+
+
+def list_attachments(session, project_id=None, filters=None,
+                     sort_keys=('created_at',), sort_dirs=('desc',),
+                     limit=None, marker=None):
+    stmt = _live(sa.select(A))
+    if project_id is not None:
+        stmt = stmt.where(A.project_id == project_id)
+    for key, value in (filters or {}).items():
+        stmt = stmt.where(getattr(A, key) == value)
+    marker_row = None
+    if marker is not None:
+        marker_row = session.execute(_live(sa.select(A).where(
+            A.id == marker))).scalar_one_or_none()
+        if marker_row is None:
+            raise exception.InvalidInput(
+                reason='Marker %s could not be found.' % marker)
+    stmt = query.paginate(stmt, A, sort_keys, sort_dirs, limit, marker_row)
+    return session.execute(stmt).scalars().all()
+
+
+def for_volumes(session, volume_ids, statuses=None):
+    """Live attachments of several volumes (for the volume views)."""
+    if not volume_ids:
+        return []
+    stmt = _live(sa.select(A).where(A.volume_id.in_(list(volume_ids))))
+    if statuses:
+        stmt = stmt.where(A.attach_status.in_(statuses))
+    return session.execute(stmt.order_by(A.created_at)).scalars().all()
+
+
+def connections_on_host(session, volume_id, host, exclude=None):
+    """Ids of the live attachments of a volume connected from ``host``
+    (other than ``exclude``): they share one host connection."""
+    if not host:
+        return []
+    rows = session.execute(_live(sa.select(A.id, A.connection_info).where(
+        A.volume_id == volume_id, A.attached_host == host,
+        A.id != (exclude or '')))).all()
+    return sorted(r.id for r in rows if r.connection_info)
+
+
+def sharing_connection(session, attachment):
+    """Ids of the other attachments sharing ``attachment``'s host
+    connection (none while it is not connected)."""
+    if not attachment.connection_info:
+        return []
+    return connections_on_host(session, attachment.volume_id,
+                               attachment.attached_host,
+                               exclude=attachment.id)

@@ -1,0 +1,322 @@
+"""The service layer behind ``POST /volumes/{id}/action``: Cinder's legacy
+attach actions expressed on attachments, and the admin actions.
+
+The legacy flow (os-reserve → os-initialize_connection → os-attach, then
+os-begin_detaching → os-terminate_connection → os-detach) works on the
+same attachment records as the attachments API, so the volume status is
+derived the same way whichever API a client uses.
+"""
+import logging
+
+from cinder_lite.common import exception
+from cinder_lite.common import policy
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import models
+from cinder_lite.db import services as db_services
+from cinder_lite.db import volume_types as db_types
+from cinder_lite.db import volumes as db_volumes
+from cinder_lite.scheduler.filters import capabilities_filter
+from cinder_lite.scheduler import host_state
+from cinder_lite.volume import attachment_api
+from cinder_lite.volume import rpcapi as volume_rpcapi
+from cinder_lite.volume import types as volume_types
+
+LOG = logging.getLogger(__name__)
+
+MULTIATTACH_KEYS = (volume_types.MULTIATTACH_KEY, 'mode')
+
+
+class VolumeActions:
+
+    def __init__(self, conf, attachments):
+        self.conf = conf
+        self.attachments = attachments
+        self.volume_rpcapi = attachments.volume_rpcapi
+
+    def _volume(self, context, volume_id, rule):
+        scope = None if context.is_admin else context.project_id
+        with db_api.reader() as session:
+            volume = db_volumes.get(session, volume_id, scope)
+        policy.authorize(context, rule, {'project_id': volume.project_id})
+        return volume
+
+    def _live(self, volume_id):
+        with db_api.reader() as session:
+            return db_attachments.live_for_volume(session, volume_id)
+
+    # -- attach ----------------------------------------------------------------
+    def reserve(self, context, volume_id):
+        volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
+        self.attachments.reserve(context, volume, None, None)
+
+    def unreserve(self, context, volume_id):
+        """Drop the newest reservation that os-reserve made (no instance,
+        never connected); nothing to do when there is none."""
+        volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
+        spare = [a for a in self._live(volume.id)
+                 if a.attach_status == states.ATTACH_RESERVED
+                 and a.instance_uuid is None and not a.connector]
+        if spare:
+            self.attachments.detach(context, spare[-1])
+
+    def initialize_connection(self, context, volume_id, connector):
+        """Connection info for ``connector``'s host: the existing
+        connection of that host, a pending reservation connected now, or
+        a new attachment."""
+        attachment_api.validate_connector(connector)
+        volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
+        live = self._live(volume.id)
+        for att in live:
+            if att.attached_host == connector['host'] and \
+                    att.connection_info:
+                return att.connection_info
+        pending = [a for a in live
+                   if a.attach_status in (states.ATTACH_RESERVED,
+                                          states.ERROR_ATTACHING)
+                   and not a.connection_info]
+        self.attachments._check_backend(volume)
+        if pending:
+            att_id = pending[0].id
+        else:
+            att_id = self.attachments.reserve(context, volume, None, None)
+        return self.attachments.connect(context, att_id,
+                                        connector).connection_info
+
+    def attach(self, context, volume_id, instance_uuid, host_name,
+               mountpoint, mode):
+        volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
+        if mode not in attachment_api.MODES:
+            raise exception.InvalidAttachMode(
+                reason="mode must be 'rw' or 'ro'")
+        live = self._live(volume.id)
+        candidates = [a for a in live
+                      if a.attach_status in (states.ATTACH_RESERVED,
+                                             states.ATTACH_ATTACHING)
+                      and a.instance_uuid in (None, instance_uuid)]
+        preferred = [a for a in candidates if host_name and
+                     a.attached_host == host_name]
+        chosen = (preferred or candidates or [None])[0]
+        if chosen is None:
+            chosen_id = self.attachments.reserve(context, volume,
+                                                 instance_uuid, mode)
+        else:
+            chosen_id = chosen.id
+        with db_api.writer() as session:
+            vol = db_attachments.lock_volume(session, volume.id)
+            att = db_attachments.get(session, chosen_id)
+            if att.attach_mode and att.attach_mode != mode:
+                raise exception.InvalidAttachMode(
+                    reason='attachment %s was set up %s' % (
+                        att.id, att.attach_mode))
+            if vol.readonly and mode == 'rw':
+                raise exception.InvalidAttachMode(
+                    reason='volume %s is read-only' % vol.id)
+            if mode == 'rw' and attachment_api.single_writer(session, vol):
+                if any(a.attach_mode == 'rw' and a.id != att.id for a in
+                       db_attachments.live_for_volume(session, vol.id)):
+                    raise exception.InvalidAttachMode(
+                        reason='volume %s already has its writer' % vol.id)
+            db_attachments.transition(
+                session, att.id, states.ATTACHED,
+                values={'instance_uuid': instance_uuid,
+                        'attached_host': att.attached_host or host_name,
+                        'mountpoint': mountpoint, 'attach_mode': mode,
+                        'attach_time': att.attach_time or models.utcnow()})
+            db_attachments.sync_volume_status(session, vol.id)
+
+    # -- detach ----------------------------------------------------------------
+    def _one_attachment(self, volume, attachment_id):
+        live = self._live(volume.id)
+        if attachment_id:
+            for att in live:
+                if att.id == attachment_id:
+                    return att
+            raise exception.AttachmentNotFound(attachment_id=attachment_id)
+        if len(live) > 1:
+            raise exception.InvalidVolume(
+                reason='Volume %s has %d attachments; name the one to '
+                       'detach with attachment_id.' % (volume.id,
+                                                       len(live)))
+        return live[0] if live else None
+
+    def begin_detaching(self, context, volume_id):
+        volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
+        attached = [a for a in self._live(volume.id)
+                    if a.attach_status == states.ATTACHED]
+        if volume.status != states.IN_USE or not attached:
+            raise exception.InvalidVolume(
+                reason='Volume %s status must be in-use to begin '
+                       'detaching, but it is %s.' % (volume.id,
+                                                     volume.status))
+        if len(attached) > 1:
+            raise exception.InvalidVolume(
+                reason='Volume %s has %d attachments; detach one with '
+                       'os-detach and its attachment_id.' % (
+                           volume.id, len(attached)))
+        self._move(volume.id, attached[0].id, states.ATTACH_DETACHING,
+                   (states.ATTACHED,))
+
+    def roll_detaching(self, context, volume_id):
+        volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
+        for att in self._live(volume.id):
+            if att.attach_status == states.ATTACH_DETACHING:
+                self._move(volume.id, att.id, states.ATTACHED,
+                           (states.ATTACH_DETACHING,))
+
+    def _move(self, volume_id, attachment_id, target, expected):
+        with db_api.writer() as session:
+            db_attachments.lock_volume(session, volume_id)
+            db_attachments.transition(session, attachment_id, target,
+                                      expected=expected)
+            db_attachments.sync_volume_status(session, volume_id)
+
+    def detach(self, context, volume_id, attachment_id=None):
+        volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
+        att = self._one_attachment(volume, attachment_id)
+        if att is not None:
+            self.attachments.delete(context, att.id)
+
+    def terminate_connection(self, context, volume_id, connector):
+        attachment_api.validate_connector(connector)
+        volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
+        on_host = [a for a in self._live(volume.id)
+                   if a.attached_host == connector['host']]
+        if len(on_host) > 1:
+            raise exception.InvalidVolume(
+                reason='Volume %s has %d attachments on host %s; delete '
+                       'them through the attachments API.' % (
+                           volume.id, len(on_host), connector['host']))
+        if on_host:
+            self.attachments.delete(context, on_host[0].id)
+
+    def force_detach(self, context, volume_id, attachment_id=None):
+        """Admin: detach exactly one attachment, whoever made it."""
+        volume = self._volume(context, volume_id, policy.FORCE_DETACH)
+        att = self._one_attachment(volume, attachment_id)
+        if att is None:
+            raise exception.InvalidVolume(
+                reason='Volume %s has no attachment.' % volume.id)
+        self.attachments.delete(context, att.id, force=True)
+
+    # -- admin and type actions ------------------------------------------------
+    def reset_status(self, context, volume_id, status=None,
+                     attach_status=None):
+        volume = self._volume(context, volume_id, policy.RESET_STATUS)
+        if attach_status is not None and attach_status not in (
+                states.ATTACHED, states.DETACHED):
+            raise exception.InvalidInput(
+                reason="attach_status must be 'attached' or 'detached'")
+        if status is not None and status not in \
+                states.VOLUME_RESET_STATUSES:
+            raise exception.InvalidInput(
+                reason='status must be one of %s' % ', '.join(
+                    sorted(states.VOLUME_RESET_STATUSES)))
+        if attach_status == states.DETACHED:
+            # Detach for real, through the backend: a reset never leaves
+            # an export behind.
+            for att in self._live(volume.id):
+                self.attachments.delete(context, att.id, force=True)
+        if status is None:
+            return
+        with db_api.writer() as session:
+            live = db_attachments.live_for_volume(session, volume.id)
+            if status == states.IN_USE and not any(
+                    a.attach_status == states.ATTACHED for a in live):
+                raise exception.InvalidVolume(
+                    reason='Volume %s has no attachment; it cannot be '
+                           'in-use.' % volume.id)
+            db_volumes.transition(session, volume.id, status,
+                                  expected=tuple(states.VOLUME_STATUSES -
+                                                 {states.DELETED}))
+        LOG.warning('volume %s: %s -> %s by os-reset_status', volume.id,
+                    volume.status, status)
+
+    def update_readonly_flag(self, context, volume_id, readonly):
+        volume = self._volume(context, volume_id, policy.READONLY_FLAG)
+        with db_api.writer() as session:
+            db_attachments.lock_volume(session, volume.id,
+                                       allowed=(states.AVAILABLE,))
+            db_volumes.update(session, volume.id, {'readonly': readonly})
+
+    def retype(self, context, volume_id, new_type, migration_policy):
+        volume = self._volume(context, volume_id, policy.RETYPE)
+        scope = None if context.is_admin else context.project_id
+        with db_api.reader() as session:
+            target = db_types.get_by_name_or_id(session, new_type, scope)
+            current = db_types.get(session, volume.volume_type_id)
+        if target['id'] == current['id']:
+            raise exception.InvalidInput(
+                reason='Volume %s is already of type %s.' % (
+                    volume.id, target['name']))
+        multiattach = volume_types.is_multiattach(target)
+        if multiattach:
+            policy.authorize(context, policy.MULTIATTACH,
+                             {'project_id': volume.project_id})
+            if not self.conf.allow_multiattach:
+                raise exception.InvalidVolumeType(
+                    reason='multi-attach is turned off in this cloud')
+        self._check_backend_holds(volume, target, migration_policy)
+        changes_sharing = any(
+            current['extra_specs'].get(k) != target['extra_specs'].get(k)
+            for k in MULTIATTACH_KEYS)
+        with db_api.writer() as session:
+            vol = db_attachments.lock_volume(
+                session, volume.id,
+                allowed=(states.AVAILABLE,) if changes_sharing
+                else db_attachments.ATTACHABLE)
+            if changes_sharing and db_attachments.live_for_volume(
+                    session, vol.id):
+                raise exception.InvalidVolume(
+                    reason='retypes affecting multiattach are only allowed '
+                           'on available volumes')
+            db_volumes.update(session, vol.id, {
+                'volume_type_id': target['id'], 'multiattach': multiattach})
+        LOG.info('volume %s retyped %s -> %s', volume.id, current['name'],
+                 target['name'])
+
+    def _check_backend_holds(self, volume, target, migration_policy):
+        with db_api.reader() as session:
+            try:
+                svc = db_services.get_by_host(
+                    session, volume_rpcapi.backend_host(volume.host or ''),
+                    host_state.VOLUME_BINARY)
+                caps = svc.capabilities or {}
+            except exception.ServiceNotFound:
+                caps = {}
+        if not capabilities_filter.satisfies(caps, target['extra_specs']):
+            if migration_policy == 'on-demand':
+                reason = ('its backend %s cannot hold type %s and '
+                          'migration is not supported' % (volume.host,
+                                                          target['name']))
+            else:
+                reason = ('its backend %s cannot hold type %s and the '
+                          'migration policy is never' % (volume.host,
+                                                         target['name']))
+            raise exception.InvalidVolume(
+                reason='Volume %s cannot be retyped: %s.' % (volume.id,
+                                                              reason))
+
+    def extend(self, context, volume_id, new_size, version):
+        volume = self._volume(context, volume_id, policy.EXTEND)
+        if new_size <= volume.size:
+            raise exception.InvalidInput(
+                reason='New size for extend must be greater than current '
+                       'size. (current: %d, extended: %d).' % (
+                           volume.size, new_size))
+        if volume.status == states.IN_USE and version >= (3, 42):
+            self.attachments._check_backend(volume)
+            self.volume_rpcapi.extend_attached_volume(context, volume.host,
+                                                      volume.id, new_size)
+            return
+        self.attachments._check_backend(volume)
+        with db_api.writer() as session:
+            try:
+                db_volumes.transition(session, volume.id, states.EXTENDING)
+            except exception.InvalidTransition as e:
+                raise exception.InvalidVolume(
+                    reason='Volume status must be available to extend, '
+                           'but it is %s.' % e.kwargs['actual'])
+        self.volume_rpcapi.extend_volume(context, volume.host, volume.id,
+                                         new_size)

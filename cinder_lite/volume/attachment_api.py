@@ -1,0 +1,361 @@
+"""The service layer for attachments, shared by the REST handlers, the
+legacy volume actions and the RPC endpoint compute nodes call.
+
+Reservation rules (DESIGN §4):
+* a plain volume has at most one live attachment, except that the same
+  instance may hold a second (live migration);
+* a multiattach volume takes any number of reservations, whatever the
+  state of the others: nothing waits for another attach to finish;
+* a single-writer type (extra spec ``mode = RO`` next to multiattach)
+  lets one live attachment be read-write and makes the others read-only;
+* a read-only volume (os-update_readonly_flag) gives read-only attachments.
+
+Every decision is made inside the transaction that holds the volume's row
+lock (``db.attachments.lock_volume``), so it is race-free on every database.
+"""
+import logging
+import uuid
+
+from cinder_lite.common import exception
+from cinder_lite.common import policy
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import models
+from cinder_lite.db import services as db_services
+from cinder_lite.db import volume_types as db_types
+from cinder_lite.db import volumes as db_volumes
+from cinder_lite.scheduler import host_state
+from cinder_lite.volume import rpcapi as volume_rpcapi
+
+LOG = logging.getLogger(__name__)
+
+MODES = ('rw', 'ro')
+DEFAULT_MODE = 'rw'
+CONNECTED = (states.ATTACH_ATTACHING, states.ATTACHED,
+             states.ATTACH_DETACHING, states.ERROR_DETACHING)
+
+
+def single_writer(session, volume):
+    """True for volumes of a type with ``mode = RO`` and multiattach."""
+    if not volume.multiattach:
+        return False
+    specs = db_types.get(session, volume.volume_type_id)['extra_specs']
+    return str(specs.get('mode', '')).strip().upper() == 'RO'
+
+
+class AttachmentService:
+
+    def __init__(self, conf, rpcapi=None):
+        self.conf = conf
+        self.volume_rpcapi = rpcapi or volume_rpcapi.VolumeAPI(conf)
+
+    # -- helpers -------------------------------------------------------------
+    def _scope(self, context):
+        return None if context.is_admin else context.project_id
+
+    def _volume(self, context, volume_id):
+        with db_api.reader() as session:
+            return db_volumes.get(session, volume_id, self._scope(context))
+
+    def get(self, context, attachment_id):
+        policy.authorize(context, policy.ATTACHMENT_GET)
+        with db_api.reader() as session:
+            return db_attachments.get(session, attachment_id,
+                                      self._scope(context))
+
+    def shared_with(self, attachment):
+        with db_api.reader() as session:
+            return db_attachments.sharing_connection(session, attachment)
+
+    def list(self, context, filters, sort_keys, sort_dirs, limit, marker,
+             all_tenants=False):
+        policy.authorize(context, policy.ATTACHMENT_GET_ALL)
+        project = context.project_id
+        if all_tenants:
+            policy.authorize(context, policy.ATTACHMENT_ALL_TENANTS)
+            project = filters.pop('project_id', None)
+        else:
+            filters.pop('project_id', None)
+        with db_api.reader() as session:
+            return db_attachments.list_attachments(
+                session, project, filters, sort_keys, sort_dirs, limit,
+                marker)
+
+    def _check_backend(self, volume):
+        """Fail fast when the volume's backend is down."""
+        if not volume.host:
+            raise exception.InvalidVolume(
+                reason='Volume %s has no backend.' % volume.id)
+        backend = volume_rpcapi.backend_host(volume.host)
+        with db_api.reader() as session:
+            try:
+                svc = db_services.get_by_host(session, backend,
+                                              host_state.VOLUME_BINARY)
+            except exception.ServiceNotFound:
+                raise exception.ServiceUnavailable(
+                    host=backend, reason='no such volume service')
+        if not db_services.is_up(svc, self.conf.service_down_time):
+            raise exception.ServiceUnavailable(
+                host=backend, reason='its heartbeat is older than %d s'
+                                     % self.conf.service_down_time)
+
+    # -- reserve -------------------------------------------------------------
+    def create(self, context, volume_id, instance_uuid=None, connector=None,
+               mode=None, service_owned=False):
+        """Reserve an attachment, and connect it when a connector is
+        given.  Returns the attachment as it is after the call."""
+        volume = self._volume(context, volume_id)
+        policy.authorize(context, policy.ATTACHMENT_CREATE,
+                         {'project_id': volume.project_id})
+        if connector is not None:
+            validate_connector(connector)
+            self._check_backend(volume)
+        attachment_id = self.reserve(context, volume, instance_uuid, mode,
+                                     service_owned)
+        if connector is None:
+            return self.get(context, attachment_id)
+        return self.connect(context, attachment_id, connector)
+
+    def reserve(self, context, volume, instance_uuid, mode,
+                service_owned=False, status=states.ATTACH_RESERVED):
+        if mode is not None and mode not in MODES:
+            raise exception.InvalidAttachMode(
+                reason="mode must be 'rw' or 'ro', not %r" % mode)
+        with db_api.writer() as session:
+            vol = db_attachments.lock_volume(session, volume.id)
+            live = db_attachments.live_for_volume(session, vol.id)
+            self._check_sharing(context, vol, live, instance_uuid)
+            mode = self._reserve_mode(session, vol, live, mode)
+            attachment = db_attachments.create(session, {
+                'id': str(uuid.uuid4()),
+                'volume_id': vol.id,
+                'project_id': vol.project_id,
+                'instance_uuid': instance_uuid,
+                'attach_status': status,
+                'attach_mode': mode,
+                'service_owned': bool(service_owned),
+                'deleted': False,
+                'created_at': models.utcnow(),
+            })
+            volume_status = db_attachments.sync_volume_status(session,
+                                                              vol.id)
+        LOG.info('attachment %s of volume %s: reserved (instance %s, mode '
+                 '%s); volume %s', attachment.id, vol.id, instance_uuid,
+                 mode or 'undecided', volume_status)
+        return attachment.id
+
+    def _check_sharing(self, context, vol, live, instance_uuid):
+        if not live:
+            return
+        if not vol.multiattach:
+            same = instance_uuid is not None and all(
+                a.instance_uuid == instance_uuid for a in live)
+            if not same:
+                raise exception.AttachmentRefused(
+                    reason='Volume %s is not multiattach and already has '
+                           'an attachment (%s, %s); only the same '
+                           'instance may attach it again.' % (
+                               vol.id, live[0].id, live[0].attach_status))
+            return
+        others = [a for a in live if a.instance_uuid != instance_uuid
+                  or instance_uuid is None]
+        if others and not self.conf.allow_multiattach:
+            raise exception.AttachmentRefused(
+                reason='Multi-attach is turned off in this cloud.')
+        if others and vol.bootable:
+            policy.authorize(context, policy.MULTIATTACH_BOOTABLE,
+                             {'project_id': vol.project_id})
+
+    def _reserve_mode(self, session, vol, live, mode):
+        if vol.readonly:
+            if mode == 'rw':
+                raise exception.InvalidAttachMode(
+                    reason='volume %s is read-only; attach it with mode '
+                           'ro' % vol.id)
+            return 'ro'
+        if single_writer(session, vol):
+            writers = [a.id for a in live if a.attach_mode == 'rw']
+            if mode == 'rw' and writers:
+                raise exception.InvalidAttachMode(
+                    reason='volume %s takes one writer and attachment %s '
+                           'is it; attach read-only or wait until it '
+                           'detaches' % (vol.id, writers[0]))
+            if mode is None:
+                mode = 'ro' if writers else 'rw'
+        return mode
+
+    # -- connect -------------------------------------------------------------
+    def update(self, context, attachment_id, connector):
+        """Connect a reserved attachment (PUT /attachments/{id})."""
+        validate_connector(connector)
+        attachment = self.get(context, attachment_id)
+        policy.authorize(context, policy.ATTACHMENT_UPDATE,
+                         {'project_id': attachment.project_id})
+        with db_api.reader() as session:
+            volume = db_volumes.get(session, attachment.volume_id)
+        self._check_backend(volume)
+        return self.connect(context, attachment_id, connector)
+
+    def connect(self, context, attachment_id, connector):
+        connector = dict(connector)
+        with db_api.writer() as session:
+            attachment = db_attachments.get(session, attachment_id)
+            vol = db_attachments.lock_volume(session, attachment.volume_id)
+            attachment = db_attachments.get(session, attachment_id)
+            if attachment.attach_status in CONNECTED:
+                raise exception.InvalidInput(
+                    reason='Attachment %s is already connected (%s); '
+                           'delete it and create a new one to connect '
+                           'again.' % (attachment_id,
+                                       attachment.attach_status))
+            mode = self._connect_mode(session, vol, attachment, connector)
+            connector['mode'] = mode
+            db_attachments.transition(
+                session, attachment_id, states.ATTACH_ATTACHING,
+                values={'attach_mode': mode, 'connector': connector,
+                        'attached_host': connector['host'],
+                        'mountpoint': connector.get('mountpoint'),
+                        'status_reason': None})
+            db_attachments.sync_volume_status(session, vol.id)
+            host = vol.host
+        try:
+            self.volume_rpcapi.connect(context, host, attachment_id,
+                                       connector, mode)
+        except exception.ConnectFailed:
+            raise
+        except Exception as e:
+            # The backend did not answer: record why, leave nothing
+            # pretending to be connected.
+            self._mark_failed(attachment_id, states.ERROR_ATTACHING,
+                              (states.ATTACH_ATTACHING,), str(e))
+            raise
+        return self.get(context, attachment_id)
+
+    def _connect_mode(self, session, vol, attachment, connector):
+        wanted = connector.get('mode')
+        if wanted is not None and wanted not in MODES:
+            raise exception.InvalidAttachMode(
+                reason="connector mode must be 'rw' or 'ro', not %r"
+                       % wanted)
+        mode = attachment.attach_mode or wanted or DEFAULT_MODE
+        if vol.readonly and mode == 'rw':
+            raise exception.InvalidAttachMode(
+                reason='volume %s is read-only' % vol.id)
+        if mode == 'rw' and single_writer(session, vol):
+            writers = [a.id for a in db_attachments.live_for_volume(
+                session, vol.id) if a.attach_mode == 'rw'
+                and a.id != attachment.id]
+            if writers:
+                raise exception.InvalidAttachMode(
+                    reason='volume %s takes one writer and attachment %s '
+                           'is it' % (vol.id, writers[0]))
+        return mode
+
+    def _mark_failed(self, attachment_id, target, expected, reason):
+        with db_api.writer() as session:
+            try:
+                attachment = db_attachments.get(session, attachment_id)
+                db_attachments.lock_volume(session, attachment.volume_id)
+                db_attachments.transition(
+                    session, attachment_id, target, expected=expected,
+                    values={'status_reason': reason[:1024]})
+                db_attachments.sync_volume_status(session,
+                                                  attachment.volume_id)
+            except (exception.NotFound, exception.InvalidTransition,
+                    exception.InvalidVolume):
+                pass
+
+    # -- complete ------------------------------------------------------------
+    def complete(self, context, attachment_id):
+        attachment = self.get(context, attachment_id)
+        policy.authorize(context, policy.ATTACHMENT_COMPLETE,
+                         {'project_id': attachment.project_id})
+        with db_api.writer() as session:
+            db_attachments.lock_volume(session, attachment.volume_id)
+            current = db_attachments.get(session, attachment_id)
+            if current.attach_status == states.ATTACHED:
+                return current
+            try:
+                db_attachments.transition(
+                    session, attachment_id, states.ATTACHED,
+                    values={'attach_time': current.attach_time
+                            or models.utcnow()})
+            except exception.InvalidTransition as e:
+                raise exception.InvalidInput(
+                    reason='Attachment %s cannot be completed while it is '
+                           '%s.' % (attachment_id, e.kwargs['actual']))
+            status = db_attachments.sync_volume_status(
+                session, attachment.volume_id)
+        LOG.info('attachment %s: -> attached; volume %s %s', attachment_id,
+                 attachment.volume_id, status)
+        return self.get(context, attachment_id)
+
+    # -- delete --------------------------------------------------------------
+    def delete(self, context, attachment_id, force=False):
+        """Detach and delete; returns the volume's remaining attachments.
+        ``force`` (admin actions) skips the compute-service guard."""
+        attachment = self.get(context, attachment_id)
+        policy.authorize(context, policy.ATTACHMENT_DELETE,
+                         {'project_id': attachment.project_id})
+        if (attachment.service_owned and attachment.instance_uuid
+                and attachment.connection_info and not force
+                and not (context.is_admin or policy.is_service(context))):
+            raise exception.AttachmentInUse(
+                attachment_id=attachment_id,
+                instance=attachment.instance_uuid)
+        self.detach(context, attachment)
+        with db_api.reader() as session:
+            return db_attachments.live_for_volume(session,
+                                                  attachment.volume_id)
+
+    def detach(self, context, attachment):
+        """Disconnect (through the backend when connected) and delete."""
+        # error_attaching holds no export: the connect flow reverted it.
+        connected = attachment.attach_status in CONNECTED
+        if connected:
+            with db_api.reader() as session:
+                self._check_backend(db_volumes.get(session,
+                                                   attachment.volume_id))
+        with db_api.writer() as session:
+            vol = db_attachments.lock_volume(session, attachment.volume_id)
+            current = db_attachments.get(session, attachment.id)
+            connected = current.attach_status in CONNECTED
+            target = (states.ATTACH_DETACHING if connected
+                      else states.DETACHED)
+            db_attachments.transition(session, attachment.id, target)
+            status = db_attachments.sync_volume_status(session, vol.id)
+            host = vol.host
+        if not connected:
+            LOG.info('attachment %s: -> detached (never connected); volume '
+                     '%s %s', attachment.id, vol.id, status)
+            return
+        try:
+            self.volume_rpcapi.disconnect(context, host, attachment.id)
+        except exception.ConnectFailed:
+            raise
+        except Exception as e:
+            self._mark_failed(attachment.id, states.ERROR_DETACHING,
+                              (states.ATTACH_DETACHING,), str(e))
+            raise
+
+
+def validate_connector(connector):
+    """The keys cinder_lite needs in a connector, with their types."""
+    if not isinstance(connector, dict):
+        raise exception.InvalidConnector(reason='it must be an object')
+    host = connector.get('host')
+    if not isinstance(host, str) or not host.strip() or len(host) > 255:
+        raise exception.InvalidConnector(
+            reason="'host' must be a non-empty string of at most 255 "
+                   "characters")
+    for key in ('initiator', 'ip', 'mountpoint', 'platform', 'os_type'):
+        value = connector.get(key)
+        if value is not None and (not isinstance(value, str)
+                                  or len(value) > 255):
+            raise exception.InvalidConnector(
+                reason="'%s' must be a string of at most 255 characters"
+                       % key)
+    if connector.get('mode') not in (None,) + MODES:
+        raise exception.InvalidAttachMode(
+            reason="connector mode must be 'rw' or 'ro'")

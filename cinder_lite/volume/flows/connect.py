@@ -1,0 +1,78 @@
+"""Manager-side connect: export the volume to the connector's host,
+initialize the connection with the attachment's mode, record the
+connection info.  A failure after the export removes it again (unless
+another attachment of the host shares it) and leaves the attachment in
+``error_attaching`` with the reason."""
+import logging
+
+from taskflow import engines
+from taskflow.patterns import linear_flow
+from taskflow import task
+
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
+
+LOG = logging.getLogger(__name__)
+
+
+def connection_info(driver_info, attachment_id, mode):
+    """Cinder's flattened connection info: the driver's ``data`` keys at
+    the top level with the common keys; ``access_mode`` is always the
+    attachment's mode."""
+    info = dict(driver_info.get('data') or {})
+    info.update(driver_volume_type=driver_info['driver_volume_type'],
+                attachment_id=attachment_id, access_mode=mode,
+                encrypted=False, cacheable=False, qos_specs=None,
+                enforce_multipath=False)
+    return info
+
+
+class CreateExport(task.Task):
+    def execute(self, driver, volume, connector, mode):
+        driver.create_export(volume, connector, mode)
+
+    def revert(self, driver, volume, connector, shared, **kwargs):
+        if not shared:
+            LOG.warning('removing the export of volume %s for %s after a '
+                        'failed connect', volume['id'],
+                        connector.get('host'))
+            driver.remove_export(volume, connector)
+
+
+class InitializeConnection(task.Task):
+    default_provides = 'connection_info'
+
+    def execute(self, driver, volume, connector, mode, attachment_id):
+        info = driver.initialize_connection(volume, connector, mode)
+        return connection_info(info, attachment_id, mode)
+
+    def revert(self, driver, volume, connector, shared, result, **kwargs):
+        if isinstance(result, dict) and not shared:
+            driver.terminate_connection(volume, connector)
+
+
+class RecordConnection(task.Task):
+    def execute(self, volume, attachment_id, connection_info):
+        with db_api.writer() as session:
+            db_attachments.lock_volume(session, volume['id'])
+            db_attachments.transition(
+                session, attachment_id, states.ATTACH_ATTACHING,
+                expected=(states.ATTACH_ATTACHING,),
+                values={'connection_info': connection_info,
+                        'attach_time': db_attachments.models.utcnow()})
+            db_attachments.sync_volume_status(session, volume['id'])
+        LOG.info('attachment %s of volume %s: connected (%s, %s)',
+                 attachment_id, volume['id'],
+                 connection_info['driver_volume_type'],
+                 connection_info['access_mode'])
+
+
+def run(driver, volume, attachment_id, connector, mode, shared):
+    flow = linear_flow.Flow('volume_connect').add(
+        CreateExport(), InitializeConnection(), RecordConnection())
+    engine = engines.load(flow, engine='serial', store={
+        'driver': driver, 'volume': volume, 'attachment_id': attachment_id,
+        'connector': connector, 'mode': mode, 'shared': shared})
+    engine.run()
+    return engine.storage.fetch('connection_info')

@@ -1,0 +1,47 @@
+"""Manager-side disconnect: terminate the connection, remove the host's
+export unless another attachment of that host still shares it, record the
+attachment detached."""
+import logging
+
+from taskflow import engines
+from taskflow.patterns import linear_flow
+from taskflow import task
+
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
+
+LOG = logging.getLogger(__name__)
+
+
+class TerminateConnection(task.Task):
+    def execute(self, driver, volume, connector):
+        if connector:
+            driver.terminate_connection(volume, connector)
+
+
+class RemoveExport(task.Task):
+    def execute(self, driver, volume, connector, shared):
+        if connector and not shared:
+            driver.remove_export(volume, connector)
+
+
+class RecordDetached(task.Task):
+    def execute(self, volume, attachment_id):
+        with db_api.writer() as session:
+            db_attachments.lock_volume(session, volume['id'])
+            db_attachments.transition(session, attachment_id,
+                                      states.DETACHED,
+                                      expected=(states.ATTACH_DETACHING,))
+            status = db_attachments.sync_volume_status(session,
+                                                       volume['id'])
+        LOG.info('attachment %s of volume %s: detaching -> detached '
+                 '(volume %s)', attachment_id, volume['id'], status)
+
+
+def run(driver, volume, attachment_id, connector, shared):
+    flow = linear_flow.Flow('volume_disconnect').add(
+        TerminateConnection(), RemoveExport(), RecordDetached())
+    engines.run(flow, engine='serial', store={
+        'driver': driver, 'volume': volume, 'attachment_id': attachment_id,
+        'connector': connector, 'shared': shared})
