@@ -153,8 +153,10 @@ class Stack:
         migration.upgrade()
         self.scheduler = scheduler_service.build(conf)
         self.volume_services = volume_service.build(conf)
-        self.api = server.APIServer(conf)
-        self.services = self.scheduler + self.volume_services + [self.api]
+        self.api_services = server.build(conf)
+        self.api = self.api_services[-1]
+        self.services = (self.scheduler + self.volume_services
+                         + self.api_services)
         for svc in self.services:
             svc.start()
         self.url = 'http://127.0.0.1:%d' % self.api.port

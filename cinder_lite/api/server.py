@@ -12,7 +12,10 @@ import threading
 from cheroot import wsgi as cheroot_wsgi
 
 from cinder_lite.api import deploy
+from cinder_lite.api import rpc_endpoint
+from cinder_lite.api import rpcapi
 from cinder_lite.common import rpc
+from cinder_lite.common import service
 from cinder_lite.db import api as db_api
 
 LOG = logging.getLogger(__name__)
@@ -86,13 +89,26 @@ def run_workers(conf, run_one):
         children.discard(pid)
 
 
+def build(conf, reuse_port=False):
+    """The API's services: the WSGI server and the RPC endpoint compute
+    nodes send attach requests to; both share one service layer."""
+    services = deploy.Services(conf)
+    return [
+        service.RPCService(conf, 'cinder-lite-api', rpcapi.TOPIC, conf.host,
+                           [rpc_endpoint.AttachmentEndpoint(
+                               services.attachments)],
+                           conf.storage_availability_zone, register=False),
+        APIServer(conf, deploy.make_app(conf, services),
+                  reuse_port=reuse_port),
+    ]
+
+
 def worker_main(conf):
     """Body of one API worker process."""
-    from cinder_lite.common import service
     db_api.configure(conf)
     try:
-        service.run(conf, [APIServer(
-            conf, reuse_port=conf.osapi_volume_workers > 1)])
+        service.run(conf, build(conf,
+                                reuse_port=conf.osapi_volume_workers > 1))
     finally:
         rpc.cleanup()
         db_api.dispose()

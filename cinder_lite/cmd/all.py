@@ -21,7 +21,7 @@ EMBEDDED_TRANSPORT = inproc_bus.URL
 def build(conf):
     """The services of the embedded mode, in start order."""
     return (scheduler_service.build(conf) + volume_service.build(conf)
-            + [server.APIServer(conf)])
+            + server.build(conf))
 
 
 def main():

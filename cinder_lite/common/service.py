@@ -27,7 +27,7 @@ class RPCService:
 
     def __init__(self, conf, binary, topic, host, endpoints,
                  availability_zone, backend=None, report=None,
-                 rpc_version=None, on_registered=None):
+                 rpc_version=None, on_registered=None, register=True):
         self.conf = conf
         self.binary = binary
         self.topic = topic
@@ -38,6 +38,9 @@ class RPCService:
         self.report = report
         self.rpc_version = rpc_version
         self.on_registered = on_registered
+        # False for RPC servers that are not services of their own (the
+        # API's attach endpoint): no row in the services table.
+        self.register = register
         self.service_id = None
         self.service_uuid = None
         self._stop = threading.Event()
@@ -45,6 +48,11 @@ class RPCService:
         self._server = None
 
     def start(self):
+        if not self.register:
+            self._server = rpc.get_server(self.topic, self.host,
+                                          self.endpoints)
+            self._server.start()
+            return
         with db_api.writer() as session:
             row = db_services.register(
                 session, self.host, self.binary, self.topic,

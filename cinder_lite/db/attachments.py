@@ -58,7 +58,10 @@ def lock_volume(session, volume_id, allowed=ATTACHABLE, project_id=None):
 
 
 def _live(stmt):
-    return stmt.where(A.deleted.is_(False))
+    # Status changes are Core UPDATEs; re-read rows the session already
+    # holds instead of trusting its identity map.
+    return stmt.where(A.deleted.is_(False)).execution_options(
+        populate_existing=True)
 
 
 def live_for_volume(session, volume_id):

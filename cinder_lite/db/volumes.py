@@ -18,7 +18,10 @@ def create(session, values):
 
 
 def _live(stmt):
-    return stmt.where(models.Volume.deleted.is_(False))
+    # Status changes are Core UPDATEs; re-read rows the session already
+    # holds instead of trusting its identity map.
+    return stmt.where(models.Volume.deleted.is_(False)).execution_options(
+        populate_existing=True)
 
 
 def get(session, volume_id, project_id=None):

@@ -37,9 +37,13 @@ class ResolveType(task.Task):
 
 
 class CheckPolicy(task.Task):
-    def execute(self, context, volume_type):
+    def execute(self, context, volume_type, conf):
         policy.authorize(context, policy.VOLUME_CREATE)
         if volume_types.is_multiattach(volume_type):
+            if not conf.allow_multiattach:
+                raise exception.InvalidVolumeType(
+                    reason='multi-attach is turned off in this cloud, so '
+                           'type %s cannot be used' % volume_type['name'])
             policy.authorize(context, policy.MULTIATTACH)
 
 

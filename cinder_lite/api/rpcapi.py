@@ -1,0 +1,69 @@
+"""Client side of the API service's RPC API, for compute nodes that send
+attach requests over the bus instead of REST.
+
+Callers on the bus are services: the attachments they make are guarded
+like those a compute service makes over REST with the service role.
+
+History:
+    1.0 - attachment_create, attachment_update, attachment_complete,
+          attachment_delete, attachment_get
+"""
+from oslo_config import cfg
+
+from cinder_lite.common import rpc
+
+TOPIC = 'cinder-lite-api'
+RPC_API_VERSION = '1.0'
+
+rpcapi_opts = [
+    cfg.StrOpt('api_version_cap',
+               help='Highest API-service RPC version clients send, for '
+                    'rolling upgrades.'),
+    cfg.IntOpt('api_rpc_timeout', default=60, min=1,
+               help='Seconds a compute node waits for the API service to '
+                    'answer an attach request on the bus.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(rpcapi_opts, group='upgrade_levels')
+
+
+def list_opts():
+    return [('upgrade_levels', rpcapi_opts)]
+
+
+class AttachmentAPI:
+
+    def __init__(self, conf=None):
+        conf = conf or cfg.CONF
+        self.client = rpc.get_client(
+            TOPIC, RPC_API_VERSION,
+            version_cap=conf.upgrade_levels.api_version_cap,
+            timeout=conf.upgrade_levels.api_rpc_timeout)
+
+    def _call(self, ctxt, method, **kwargs):
+        return self.client.prepare(version='1.0').call(ctxt, method,
+                                                       **kwargs)
+
+    def attachment_create(self, ctxt, volume_id, instance_uuid=None,
+                          connector=None, mode=None):
+        return self._call(ctxt, 'attachment_create', volume_id=volume_id,
+                          instance_uuid=instance_uuid, connector=connector,
+                          mode=mode)
+
+    def attachment_update(self, ctxt, attachment_id, connector):
+        return self._call(ctxt, 'attachment_update',
+                          attachment_id=attachment_id, connector=connector)
+
+    def attachment_complete(self, ctxt, attachment_id):
+        return self._call(ctxt, 'attachment_complete',
+                          attachment_id=attachment_id)
+
+    def attachment_delete(self, ctxt, attachment_id):
+        return self._call(ctxt, 'attachment_delete',
+                          attachment_id=attachment_id)
+
+    def attachment_get(self, ctxt, attachment_id):
+        return self._call(ctxt, 'attachment_get',
+                          attachment_id=attachment_id)

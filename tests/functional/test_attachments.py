@@ -1,0 +1,437 @@
+"""The attachments API: lifecycle, modes, reservations, views, bad input."""
+import os
+import uuid
+
+import pytest
+
+from tests import stack as stack_mod
+
+I1 = '11111111-1111-4111-8111-111111111111'
+I2 = '22222222-2222-4222-8222-222222222222'
+I3 = '33333333-3333-4333-8333-333333333333'
+
+
+def connector(host='compute-1', **extra):
+    conn = {'host': host, 'ip': '127.0.0.2', 'initiator':
+            'iqn.2026-11.org.example:%s' % host, 'platform': 'x86_64',
+            'os_type': 'linux', 'multipath': False}
+    conn.update(extra)
+    return conn
+
+
+def create(api, volume_id, instance=None, conn=None, mode=None,
+           expect=200, **headers):
+    body = {'volume_uuid': volume_id}
+    if instance:
+        body['instance_uuid'] = instance
+    if conn is not None:
+        body['connector'] = conn
+    if mode is not None:
+        body['mode'] = mode
+    resp = api.post('/attachments', json={'attachment': body},
+                    headers=headers or None)
+    assert resp.status_code == expect, resp.text
+    return resp.json().get('attachment', resp.json())
+
+
+def volume(api, vid):
+    return api.get('/volumes/%s' % vid).json()['volume']
+
+
+@pytest.fixture
+def ma(api):
+    api.create_type('ma', {'multiattach': '<is> True'})
+    return api.create_volume(volume_type='ma')
+
+
+@pytest.fixture
+def plain(api):
+    return api.create_volume()
+
+
+def test_reserve_update_complete_delete(api, ma):
+    att = create(api, ma['id'], I1)
+    assert att['status'] == 'reserved'
+    assert att['attach_mode'] == 'rw'
+    assert att['connection_info'] == {}
+    assert att['attached_at'] == '' and att['detached_at'] == ''
+    assert att['instance'] == I1 and att['volume_id'] == ma['id']
+    assert volume(api, ma['id'])['status'] == 'reserved'
+
+    resp = api.put('/attachments/%s' % att['id'], json={
+        'attachment': {'connector': connector()}})
+    assert resp.status_code == 200
+    upd = resp.json()['attachment']
+    assert upd['status'] == 'attaching'          # not stale
+    info = upd['connection_info']
+    assert info['driver_volume_type'] == 'local'
+    assert info['access_mode'] == 'rw'
+    assert info['attachment_id'] == att['id']
+    assert os.path.exists(info['device_path'])
+    assert upd['attached_at']
+    assert volume(api, ma['id'])['status'] == 'attaching'
+
+    resp = api.post('/attachments/%s/action' % att['id'],
+                    json={'os-complete': None})
+    assert resp.status_code == 204 and resp.content == b''
+    vol = volume(api, ma['id'])
+    assert vol['status'] == 'in-use'
+    (entry,) = vol['attachments']
+    assert entry['attachment_id'] == att['id']
+    assert entry['server_id'] == I1
+    assert entry['host_name'] == 'compute-1'
+    assert entry['attach_mode'] == 'rw'
+    assert entry['id'] == ma['id'] and entry['volume_id'] == ma['id']
+
+    shown = api.get('/attachments/%s' % att['id']).json()['attachment']
+    assert shown['status'] == 'attached'
+    resp = api.delete('/attachments/%s' % att['id'])
+    assert resp.status_code == 200
+    assert resp.json() == {'attachments': []}
+    assert volume(api, ma['id'])['status'] == 'available'
+    assert api.get('/attachments/%s' % att['id']).status_code == 404
+    assert api.delete('/attachments/%s' % att['id']).status_code == 404
+
+
+def test_create_with_connector_connects_at_once(api, ma):
+    att = create(api, ma['id'], I1, connector(), mode='ro')
+    assert att['status'] == 'attaching'
+    assert att['attach_mode'] == 'ro'
+    assert att['connection_info']['access_mode'] == 'ro'
+
+
+def test_connector_mode_sets_an_undecided_mode(api, ma):
+    att = create(api, ma['id'], I1)
+    upd = api.put('/attachments/%s' % att['id'], json={'attachment': {
+        'connector': connector(mode='ro')}}).json()['attachment']
+    assert upd['attach_mode'] == 'ro'
+    assert upd['connection_info']['access_mode'] == 'ro'
+    # an explicit mode wins over the connector's
+    att2 = create(api, ma['id'], I2, mode='rw')
+    upd2 = api.put('/attachments/%s' % att2['id'], json={'attachment': {
+        'connector': connector('compute-2', mode='ro')}}).json()[
+        'attachment']
+    assert upd2['attach_mode'] == 'rw'
+    assert upd2['connection_info']['access_mode'] == 'rw'
+
+
+def test_mode_needs_3_54_and_a_known_value(api, ma):
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': ma['id'], 'mode': 'ro'}},
+        headers={'OpenStack-API-Version': 'volume 3.53'})
+    assert resp.status_code == 400
+    assert 'mode' in resp.json()['badRequest']['message']
+    for bad in ('null', 'wo', '', 'RW'):
+        resp = api.post('/attachments', json={'attachment': {
+            'volume_uuid': ma['id'], 'mode': bad}})
+        assert resp.status_code == 400, bad
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': ma['id'], 'connector': connector(mode='x')}})
+    assert resp.status_code == 400
+    assert api.get('/attachments').json()['attachments'] == []
+    assert volume(api, ma['id'])['status'] == 'available'
+
+
+def test_plain_volume_takes_one_instance(api, plain):
+    first = create(api, plain['id'], I1)
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': plain['id'], 'instance_uuid': I2}})
+    assert resp.status_code == 400
+    assert 'not multiattach' in resp.json()['badRequest']['message']
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': plain['id']}})
+    assert resp.status_code == 400
+    # the same instance may hold a second one (live migration)
+    second = create(api, plain['id'], I1, connector('compute-2'))
+    assert second['status'] == 'attaching'
+    ids = {a['id'] for a in api.get('/attachments?volume_id=%s'
+                                    % plain['id']).json()['attachments']}
+    assert ids == {first['id'], second['id']}
+
+
+def test_multiattach_reserves_while_others_are_in_flight(api, ma):
+    a = create(api, ma['id'], I1)                       # reserved
+    b = create(api, ma['id'], I2, connector('c2'))      # attaching
+    assert volume(api, ma['id'])['status'] == 'attaching'
+    c = create(api, ma['id'], I3, connector('c3'))
+    api.post('/attachments/%s/action' % c['id'], json={'os-complete': 1})
+    d = create(api, ma['id'])                            # no instance
+    assert volume(api, ma['id'])['status'] == 'in-use'
+    listed = api.get('/attachments/detail?volume_id=%s' % ma['id']).json()
+    assert sorted(x['status'] for x in listed['attachments']) == [
+        'attached', 'attaching', 'reserved', 'reserved']
+    for att in (a, b, c, d):
+        assert api.delete('/attachments/%s' % att['id']).status_code == 200
+    assert volume(api, ma['id'])['status'] == 'available'
+
+
+def test_single_writer_type(api):
+    api.create_type('cluster', {'multiattach': '<is> True', 'mode': 'RO'})
+    vol = api.create_volume(volume_type='cluster')
+    writer = create(api, vol['id'], I1, connector('n1'))
+    assert writer['attach_mode'] == 'rw'
+    reader = create(api, vol['id'], I2, connector('n2'))
+    assert reader['attach_mode'] == 'ro'
+    assert reader['connection_info']['access_mode'] == 'ro'
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'instance_uuid': I3, 'mode': 'rw'}})
+    assert resp.status_code == 400
+    assert 'one writer' in resp.json()['badRequest']['message']
+    api.delete('/attachments/%s' % writer['id'])
+    # no automatic promotion of the reader ...
+    shown = api.get('/attachments/%s' % reader['id']).json()['attachment']
+    assert shown['attach_mode'] == 'ro'
+    # ... but a new writer may attach
+    new_writer = create(api, vol['id'], I3, connector('n3'), mode='rw')
+    assert new_writer['attach_mode'] == 'rw'
+
+
+def test_shared_connections_on_one_host(api, ma):
+    a = create(api, ma['id'], I1, connector('shared-host'))
+    b = create(api, ma['id'], I2, connector('shared-host'))
+    c = create(api, ma['id'], I3, connector('other-host'))
+    show = lambda x: api.get('/attachments/%s' % x['id']).json()[
+        'attachment']
+    assert show(a)['shared_connections'] == [b['id']]
+    assert show(b)['shared_connections'] == [a['id']]
+    assert show(c)['shared_connections'] == []
+    api.delete('/attachments/%s' % a['id'])
+    assert show(b)['shared_connections'] == []
+
+
+def test_list_filters_sort_and_paging(api, ma):
+    a = create(api, ma['id'], I1)
+    b = create(api, ma['id'], I2, connector())
+    api.post('/attachments/%s/action' % b['id'], json={'os-complete': None})
+    ids = lambda q: sorted(x['id'] for x in api.get(
+        '/attachments' + q).json()['attachments'])
+    assert ids('') == sorted([a['id'], b['id']])
+    assert ids('?instance_id=%s' % I1) == [a['id']]
+    assert ids('?attach_status=attached') == [b['id']]
+    assert ids('?status=attached') == [b['id']]      # Cinder returns []
+    assert ids('?volume_id=%s' % uuid.uuid4()) == []
+    summary = api.get('/attachments').json()['attachments'][0]
+    assert set(summary) == {'id', 'status', 'instance', 'volume_id'}
+    page = api.get('/attachments?limit=1&sort=created_at:asc').json()
+    assert [x['id'] for x in page['attachments']] == [a['id']]
+    assert page['attachments_links'][0]['rel'] == 'next'
+    page2 = api.get('/attachments?limit=1&sort=created_at:asc&marker=%s'
+                    % a['id']).json()
+    assert [x['id'] for x in page2['attachments']] == [b['id']]
+    assert api.get('/attachments?bogus=1').status_code == 400
+
+
+def test_versions_gate_the_api(api, ma):
+    old = {'OpenStack-API-Version': 'volume 3.26'}
+    assert api.get('/attachments', headers=old).status_code == 404
+    att = create(api, ma['id'], I1)
+    resp = api.post('/attachments/%s/action' % att['id'],
+                    json={'os-complete': None},
+                    headers={'OpenStack-API-Version': 'volume 3.43'})
+    assert resp.status_code == 404
+
+
+@pytest.mark.parametrize('body', [
+    {},
+    {'attachment': {}},
+    {'attachment': {'volume_uuid': 'not-a-uuid'}},
+    {'attachment': {'volume_uuid': I1, 'instance_uuid': 'nope'}},
+    {'attachment': {'volume_uuid': I1, 'bogus': 1}},
+    {'attachment': {'volume_uuid': I1, 'connector': 'x'}},
+    {'attachment': {'volume_uuid': I1}, 'more': 1},
+])
+def test_bad_create_bodies(api, body):
+    resp = api.post('/attachments', json=body)
+    assert resp.status_code == 400, resp.text
+
+
+@pytest.mark.parametrize('conn', [
+    {'ip': '1.2.3.4'},
+    {'host': ''},
+    {'host': 5},
+    {'host': 'h', 'initiator': 7},
+    {'host': 'x' * 256},
+    {'host': 'h', 'mode': 'rwx'},
+])
+def test_bad_connectors_change_nothing(api, ma, conn):
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': ma['id'], 'connector': conn}})
+    assert resp.status_code == 400, resp.text
+    att = create(api, ma['id'], I1)
+    resp = api.put('/attachments/%s' % att['id'], json={
+        'attachment': {'connector': conn}})
+    assert resp.status_code == 400
+    shown = api.get('/attachments/%s' % att['id']).json()['attachment']
+    assert shown['status'] == 'reserved'
+    assert volume(api, ma['id'])['status'] == 'reserved'
+
+
+def test_bad_update_and_action_bodies(api, ma):
+    att = create(api, ma['id'], I1)
+    path = '/attachments/%s' % att['id']
+    for body in ({}, {'attachment': {}},
+                 {'attachment': {'connector': {}}},
+                 {'attachment': {'connector': connector(), 'x': 1}}):
+        assert api.put(path, json=body).status_code == 400, body
+    for body in ({}, {'os-bogus': None}, {'os-complete': 1, 'x': 2}):
+        assert api.post(path + '/action', json=body).status_code == 400
+    assert api.put(path, data='{bad').status_code == 400
+
+
+def test_unknown_ids(api):
+    missing = str(uuid.uuid4())
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': missing}})
+    assert resp.status_code == 404
+    for method, path, body in (
+            ('GET', '/attachments/%s' % missing, None),
+            ('PUT', '/attachments/%s' % missing,
+             {'attachment': {'connector': connector()}}),
+            ('DELETE', '/attachments/%s' % missing, None),
+            ('POST', '/attachments/%s/action' % missing,
+             {'os-complete': None})):
+        resp = api.request(method, path, json=body)
+        assert resp.status_code == 404, (method, path)
+
+
+def test_connect_twice_is_refused(api, ma):
+    att = create(api, ma['id'], I1, connector())
+    resp = api.put('/attachments/%s' % att['id'], json={
+        'attachment': {'connector': connector()}})
+    assert resp.status_code == 400
+    assert 'already connected' in resp.json()['badRequest']['message']
+
+
+def test_complete_idempotent_and_needs_live_attachment(api, ma):
+    att = create(api, ma['id'], I1, connector())
+    path = '/attachments/%s/action' % att['id']
+    assert api.post(path, json={'os-complete': None}).status_code == 204
+    assert api.post(path, json={'os-complete': att['id']}).status_code \
+        == 204
+
+
+def test_error_attaching_is_visible_and_deletable(api, stack, ma):
+    # take the backing file away: exporting fails
+    path = os.path.join(stack.state_path, 'volumes', 'file',
+                        'volume-%s' % ma['id'])
+    os.rename(path, path + '.away')
+    try:
+        resp = api.post('/attachments', json={'attachment': {
+            'volume_uuid': ma['id'], 'instance_uuid': I1,
+            'connector': connector()}})
+        assert resp.status_code == 503
+        assert 'missing' in resp.json()['serviceUnavailable']['message']
+    finally:
+        os.rename(path + '.away', path)
+    (att,) = api.get('/attachments/detail').json()['attachments']
+    assert att['status'] == 'error_attaching'
+    assert 'missing' in att['status_reason']
+    assert volume(api, ma['id'])['status'] == 'available'
+    # the volume cannot be deleted while the failed attachment is there
+    assert api.delete('/volumes/%s' % ma['id']).status_code == 400
+    # a retry of the same attachment works
+    upd = api.put('/attachments/%s' % att['id'], json={'attachment': {
+        'connector': connector()}})
+    assert upd.status_code == 200
+    assert upd.json()['attachment']['status'] == 'attaching'
+    assert api.delete('/attachments/%s' % att['id']).status_code == 200
+    assert api.delete('/volumes/%s' % ma['id']).status_code == 202
+
+
+def test_backend_down_fails_fast_and_changes_nothing(api, stack, ma):
+    att = create(api, ma['id'], I1)
+    svc = stack.volume_service('file')
+    svc.stop()
+    svc.wait()
+    stack_mod.wait_for(lambda: {s['host']: s['state'] for s in api.get(
+        '/os-services').json()['services']}['testnode@file'] == 'down',
+        timeout=10, what='backend down')
+    resp = api.put('/attachments/%s' % att['id'], json={
+        'attachment': {'connector': connector()}})
+    assert resp.status_code == 503
+    assert 'is down' in resp.json()['serviceUnavailable']['message']
+    shown = api.get('/attachments/%s' % att['id']).json()['attachment']
+    assert shown['status'] == 'reserved'
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': ma['id'], 'connector': connector()}})
+    assert resp.status_code == 503
+    assert len(api.get('/attachments').json()['attachments']) == 1
+    # a reservation is only a record: it can still be dropped
+    assert api.delete('/attachments/%s' % att['id']).status_code == 200
+
+
+def test_in_use_volume_cannot_be_deleted(api, ma):
+    att = create(api, ma['id'], I1, connector())
+    api.post('/attachments/%s/action' % att['id'], json={'os-complete': 1})
+    resp = api.delete('/volumes/%s' % ma['id'])
+    assert resp.status_code == 400
+    assert volume(api, ma['id'])['status'] == 'in-use'
+
+
+def test_other_projects_cannot_see_or_touch(stack):
+    owner = stack.client(project='a' * 32, roles='member')
+    other = stack.client(project='b' * 32, roles='member')
+    vol = owner.create_volume()
+    resp = other.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id']}})
+    assert resp.status_code == 404
+    att = create(owner, vol['id'], I1)
+    for method, path, body in (
+            ('GET', '/attachments/%s' % att['id'], None),
+            ('PUT', '/attachments/%s' % att['id'],
+             {'attachment': {'connector': connector()}}),
+            ('POST', '/attachments/%s/action' % att['id'],
+             {'os-complete': None}),
+            ('DELETE', '/attachments/%s' % att['id'], None)):
+        assert other.request(method, path, json=body).status_code == 404
+    assert other.get('/attachments').json()['attachments'] == []
+    assert other.get('/attachments?all_tenants=1').status_code == 403
+    assert owner.get('/attachments/%s' % att['id']).status_code == 200
+    for action in ({'os-reserve': None}, {'os-detach': None},
+                   {'os-attach': {'mountpoint': '/dev/vdb',
+                                  'instance_uuid': I2}}):
+        resp = other.post('/volumes/%s/action' % vol['id'], json=action)
+        assert resp.status_code == 404, action
+
+
+def test_service_attachment_is_guarded_against_members(stack):
+    member = stack.client(project='a' * 32, roles='member')
+    service = stack.client(project='a' * 32, roles='member')
+    service.headers['X-Service-Roles'] = 'service'
+    member.create_type
+    vol = member.create_volume()
+    att = create(service, vol['id'], I1, connector())
+    resp = member.delete('/attachments/%s' % att['id'])
+    assert resp.status_code == 409
+    assert 'compute service' in resp.json()['conflictingRequest'][
+        'message']
+    assert member.get('/attachments/%s' % att['id']).status_code == 200
+    # the member's own attachments are theirs to delete
+    vol2 = member.create_volume()
+    mine = create(member, vol2['id'], I2, connector())
+    assert member.delete('/attachments/%s' % mine['id']).status_code == 200
+    # a service (or an admin) may delete the guarded one
+    assert service.delete('/attachments/%s' % att['id']).status_code == 200
+
+
+def test_admin_may_delete_guarded_attachment(stack):
+    service = stack.client(roles='member')
+    service.headers['X-Service-Roles'] = 'service'
+    vol = service.create_volume()
+    att = create(service, vol['id'], I1, connector())
+    admin = stack.client()
+    assert admin.delete('/attachments/%s' % att['id']).status_code == 200
+
+
+def test_multiattach_switched_off(tmp_path):
+    s = stack_mod.Stack(tmp_path / 'st', extra={
+        'allow_multiattach': 'false'}).start()
+    try:
+        api = s.client()
+        api.create_type('ma', {'multiattach': '<is> True'})
+        resp = api.post('/volumes', json={'volume': {
+            'size': 1, 'volume_type': 'ma'}})
+        assert resp.status_code == 400
+        assert 'turned off' in resp.json()['badRequest']['message']
+    finally:
+        s.stop()
