@@ -21,14 +21,17 @@ from cinder_lite.db import query
 SORT_KEYS = ('id', 'volume_id', 'attach_status', 'instance_uuid',
              'created_at', 'updated_at', 'attach_time')
 
-# Volume statuses during which attachments may change.
+# Volume statuses in which new attachments may be made or connected.
 ATTACHABLE = (states.AVAILABLE, states.RESERVED, states.ATTACHING,
               states.IN_USE, states.DETACHING)
+# Detaching and recording failures work in any status of a live volume
+# (an operator may have reset it to error).
+ANY_LIVE = tuple(sorted(states.VOLUME_STATUSES - {states.DELETED}))
 
 A = models.VolumeAttachment
 
 
-def lock_volume(session, volume_id, allowed=ATTACHABLE, project_id=None):
+def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None):
     """Take the volume's row lock if its status is in ``allowed``; return
     the volume.  VolumeNotFound / InvalidVolume otherwise."""
     stmt = (sa.update(models.Volume)
@@ -48,8 +51,8 @@ def lock_volume(session, volume_id, allowed=ATTACHABLE, project_id=None):
         if current is None:
             raise exception.VolumeNotFound(volume_id=volume_id)
         raise exception.InvalidVolume(
-            reason='Volume %s status must be one of %s to change its '
-                   'attachments, but the current status is %s.'
+            reason='Volume %s status must be one of %s for this request, '
+                   'but the current status is %s.'
                    % (volume_id, ', '.join(allowed), current))
     volume = session.execute(sa.select(models.Volume).where(
         models.Volume.id == volume_id)).scalar_one()

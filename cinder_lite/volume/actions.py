@@ -261,16 +261,23 @@ class VolumeActions:
         changes_sharing = any(
             current['extra_specs'].get(k) != target['extra_specs'].get(k)
             for k in MULTIATTACH_KEYS)
+        refusal = exception.InvalidVolume(
+            reason='retypes affecting multiattach are only allowed on '
+                   'available volumes without attachments; volume %s is '
+                   'not' % volume.id)
         with db_api.writer() as session:
-            vol = db_attachments.lock_volume(
-                session, volume.id,
-                allowed=(states.AVAILABLE,) if changes_sharing
-                else db_attachments.ATTACHABLE)
+            try:
+                vol = db_attachments.lock_volume(
+                    session, volume.id,
+                    allowed=(states.AVAILABLE,) if changes_sharing
+                    else db_attachments.ATTACHABLE)
+            except exception.InvalidVolume:
+                if changes_sharing:
+                    raise refusal
+                raise
             if changes_sharing and db_attachments.live_for_volume(
                     session, vol.id):
-                raise exception.InvalidVolume(
-                    reason='retypes affecting multiattach are only allowed '
-                           'on available volumes')
+                raise refusal
             db_volumes.update(session, vol.id, {
                 'volume_type_id': target['id'], 'multiattach': multiattach})
         LOG.info('volume %s retyped %s -> %s', volume.id, current['name'],

@@ -123,7 +123,8 @@ class AttachmentService:
             raise exception.InvalidAttachMode(
                 reason="mode must be 'rw' or 'ro', not %r" % mode)
         with db_api.writer() as session:
-            vol = db_attachments.lock_volume(session, volume.id)
+            vol = db_attachments.lock_volume(session, volume.id,
+                                             db_attachments.ATTACHABLE)
             live = db_attachments.live_for_volume(session, vol.id)
             self._check_sharing(context, vol, live, instance_uuid)
             mode = self._reserve_mode(session, vol, live, mode)
@@ -201,7 +202,8 @@ class AttachmentService:
         connector = dict(connector)
         with db_api.writer() as session:
             attachment = db_attachments.get(session, attachment_id)
-            vol = db_attachments.lock_volume(session, attachment.volume_id)
+            vol = db_attachments.lock_volume(session, attachment.volume_id,
+                                             db_attachments.ATTACHABLE)
             attachment = db_attachments.get(session, attachment_id)
             if attachment.attach_status in CONNECTED:
                 raise exception.InvalidInput(

@@ -19,9 +19,21 @@ glue (skip or fail when a service is missing) lives in conftest.py.  When
 RabbitMQ or the database is not reachable, ``check_services`` and
 ``Cluster.start`` raise ``ServiceUnavailable``.
 
+RabbitMQ isolation: oslo.messaging names its queues after the topic only
+(``cinder-lite-scheduler``, ``cinder-lite-volume.node-ma@ma``) and its
+fanout exchanges after the topic too, so a unique ``control_exchange`` alone
+does not keep two clusters running at the same time apart (a scheduler of
+one run would consume the other's casts, as both queues of the same name
+are bound to both exchanges).  Each cluster therefore gets its own RabbitMQ
+vhost, made with ``rabbitmqctl`` (vhosts are reused by later clusters of the
+same process and deleted when it exits).  Without rabbitmqctl, or with
+CINDER_LITE_RABBIT_VHOSTS=0, the vhost of the URL is used and
+``Cluster.isolated`` is False.
+
 Only loopback addresses are used.  Overrides (for CI): CINDER_LITE_RABBIT_URL,
 CINDER_LITE_MYSQL_URL, CINDER_LITE_POSTGRESQL_URL (server URLs without a
-database name), CINDER_LITE_PYTHON (interpreter of the services).
+database name), CINDER_LITE_PYTHON (interpreter of the services),
+CINDER_LITE_RABBITMQCTL (path of rabbitmqctl).
 """
 import atexit
 import os
@@ -31,6 +43,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import uuid
@@ -54,6 +67,11 @@ NODES = {
     'ma': ('node-ma', 'ma', {}),
     'noma': ('node-noma', 'noma', {'multiattach': 'false'}),
 }
+
+RABBITMQCTL = os.environ.get('CINDER_LITE_RABBITMQCTL') or \
+    shutil.which('rabbitmqctl')
+VHOSTS_ENABLED = os.environ.get('CINDER_LITE_RABBIT_VHOSTS', '1') != '0'
+VHOST_PREFIX = 'cl-it-'
 
 STOP_TIMEOUT = 15.0      # seconds between SIGTERM and SIGKILL
 START_TIMEOUT = 60.0     # API answering and every service up
@@ -172,6 +190,89 @@ def drop_database(kind, name):
         conn.close()
 
 
+# -- RabbitMQ vhosts ----------------------------------------------------------
+
+_vhost_lock = threading.Lock()
+_free_vhosts = []
+_created_vhosts = []
+_swept = False
+
+
+def _rabbitmqctl(*args, timeout=60):
+    return subprocess.run([RABBITMQCTL] + list(args), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _sweep_stale_vhosts():
+    """Delete cl-it-<pid>-* vhosts of processes that no longer exist
+    (left behind by a run that was killed)."""
+    proc = _rabbitmqctl('list_vhosts', '--quiet', '--no-table-headers')
+    for name in proc.stdout.split():
+        if not name.startswith(VHOST_PREFIX):
+            continue
+        try:
+            pid = int(name[len(VHOST_PREFIX):].split('-')[0])
+        except ValueError:
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            _rabbitmqctl('delete_vhost', name)
+        except PermissionError:
+            pass
+
+
+def acquire_vhost(user):
+    """A vhost only this process uses, or None when they cannot be made."""
+    global _swept
+    if not (VHOSTS_ENABLED and RABBITMQCTL):
+        return None
+    with _vhost_lock:
+        if _free_vhosts:
+            return _free_vhosts.pop()
+        try:
+            if not _swept:
+                _swept = True
+                _sweep_stale_vhosts()
+            name = '%s%d-%s' % (VHOST_PREFIX, os.getpid(),
+                                uuid.uuid4().hex[:8])
+            proc = _rabbitmqctl('add_vhost', name)
+            if proc.returncode != 0:
+                raise OSError(proc.stderr.strip() or proc.stdout.strip())
+            _created_vhosts.append(name)
+            proc = _rabbitmqctl('set_permissions', '-p', name, user,
+                                '.*', '.*', '.*')
+            if proc.returncode != 0:
+                raise OSError(proc.stderr.strip() or proc.stdout.strip())
+        except (OSError, subprocess.SubprocessError) as e:
+            print('cluster: no private RabbitMQ vhost (%s); clusters of '
+                  'concurrent runs may see each other\'s messages' % e,
+                  file=sys.stderr)
+            return None
+        return name
+
+
+def release_vhost(name):
+    if name:
+        with _vhost_lock:
+            _free_vhosts.append(name)
+
+
+@atexit.register
+def _delete_vhosts():
+    for name in _created_vhosts:
+        try:
+            _rabbitmqctl('delete_vhost', name)
+        except Exception:
+            pass
+
+
+def with_vhost(url, vhost):
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(
+        path='/' + urllib.parse.quote(vhost, safe='')))
+
+
 # -- helpers -----------------------------------------------------------------
 
 def free_port(host='127.0.0.1'):
@@ -231,6 +332,7 @@ class Process:
         self.cwd = cwd
         self.popen = None
         self.term_sent = False
+        self.expected_dead = False   # killed on purpose (Cluster.kill)
 
     def start(self):
         log = open(self.log_path, 'ab')
@@ -303,9 +405,16 @@ class Cluster:
         self.service_down_time = service_down_time
         self.extra_default = extra_default or {}
         self.db_url = None
+        self.vhost = None
+        self.transport_url = RABBIT_URL
         self.port = None
         self.processes = {}
         self._db_created = False
+
+    @property
+    def isolated(self):
+        """True when this cluster has a RabbitMQ vhost of its own."""
+        return self.vhost is not None
 
     # -- config ---------------------------------------------------------------
     @property
@@ -321,7 +430,7 @@ class Cluster:
 
     def _write_configs(self):
         default = {
-            'transport_url': RABBIT_URL,
+            'transport_url': self.transport_url,
             'state_path': os.path.join(self.workdir, 'state'),
             'osapi_volume_listen': '127.0.0.1',
             'osapi_volume_listen_port': self.port,
@@ -390,6 +499,10 @@ class Cluster:
             os.makedirs(self.workdir, exist_ok=True)
             self.db_url = create_database(self.kind, self.db_name)
             self._db_created = True
+            self.vhost = acquire_vhost(urllib.parse.unquote(
+                urllib.parse.urlsplit(RABBIT_URL).username or 'guest'))
+            if self.vhost:
+                self.transport_url = with_vhost(RABBIT_URL, self.vhost)
             self.port = free_port()
             self._write_configs()
             self.manage('db', 'sync')
@@ -437,7 +550,7 @@ class Cluster:
         """Raise ClusterError (with logs) if a started process exited."""
         dead = [p for p in self.processes.values()
                 if p.popen is not None and not p.alive()
-                and not getattr(p, 'expected_dead', False)]
+                and not p.expected_dead]
         if dead:
             raise ClusterError('%s exited unexpectedly:\n%s' % (
                 ', '.join('%s (rc %s)' % (p.name, p.popen.returncode)
@@ -481,7 +594,7 @@ class Cluster:
         to (killed ones excluded)."""
         return {n: rc for n, rc in codes.items()
                 if rc not in (0, None)
-                and not getattr(self.processes[n], 'expected_dead', False)}
+                and not self.processes[n].expected_dead}
 
     def cleanup(self):
         """Drop the database and remove the work directory."""
@@ -494,6 +607,8 @@ class Cluster:
                       % (self.kind, self.db_name, e), file=sys.stderr)
         if self._own_workdir and not self.keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        release_vhost(self.vhost)
+        self.vhost = None
         _live_clusters.discard(self)
 
     def stop(self, timeout=STOP_TIMEOUT):

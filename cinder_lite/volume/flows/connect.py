@@ -55,7 +55,8 @@ class InitializeConnection(task.Task):
 class RecordConnection(task.Task):
     def execute(self, volume, attachment_id, connection_info):
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume['id'])
+            db_attachments.lock_volume(session, volume['id'],
+                                       db_attachments.ATTACHABLE)
             db_attachments.transition(
                 session, attachment_id, states.ATTACH_ATTACHING,
                 expected=(states.ATTACH_ATTACHING,),

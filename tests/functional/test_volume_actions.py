@@ -1,0 +1,224 @@
+"""Legacy volume actions on /volumes/{id}/action, on the same attachment
+records as the attachments API."""
+import uuid
+
+import pytest
+
+from tests.functional.test_attachments import I1, I2, connector, create
+from tests.functional.test_attachments import volume
+
+
+def act(api, vid, body, expect=202, **kw):
+    resp = api.post('/volumes/%s/action' % vid, json=body, **kw)
+    assert resp.status_code == expect, resp.text
+    return resp
+
+
+@pytest.fixture
+def plain(api):
+    return api.create_volume()
+
+
+@pytest.fixture
+def ma(api):
+    api.create_type('ma', {'multiattach': '<is> True'})
+    return api.create_volume(volume_type='ma')
+
+
+def test_legacy_attach_detach_cycle(api, plain):
+    vid = plain['id']
+    act(api, vid, {'os-reserve': None})
+    assert volume(api, vid)['status'] == 'reserved'
+    resp = act(api, vid, {'os-initialize_connection': {
+        'connector': connector()}}, expect=200)
+    info = resp.json()['connection_info']
+    assert info['driver_volume_type'] == 'local'
+    assert info['access_mode'] == 'rw'
+    # same host again: the same connection, no second attachment
+    again = act(api, vid, {'os-initialize_connection': {
+        'connector': connector()}}, expect=200).json()['connection_info']
+    assert again == info
+    act(api, vid, {'os-attach': {'instance_uuid': I1,
+                                 'mountpoint': '/dev/vdb', 'mode': 'rw'}})
+    vol = volume(api, vid)
+    assert vol['status'] == 'in-use'
+    (entry,) = vol['attachments']
+    assert (entry['server_id'], entry['device']) == (I1, '/dev/vdb')
+    act(api, vid, {'os-begin_detaching': None})
+    assert volume(api, vid)['status'] == 'detaching'
+    act(api, vid, {'os-roll_detaching': None})
+    assert volume(api, vid)['status'] == 'in-use'
+    act(api, vid, {'os-begin_detaching': {}})
+    act(api, vid, {'os-terminate_connection': {'connector': connector()}})
+    act(api, vid, {'os-detach': {'attachment_id': None}})
+    vol = volume(api, vid)
+    assert vol['status'] == 'available' and vol['attachments'] == []
+    assert api.get('/attachments').json()['attachments'] == []
+
+
+def test_reserve_unreserve(api, plain):
+    act(api, plain['id'], {'os-reserve': {}})
+    assert volume(api, plain['id'])['status'] == 'reserved'
+    act(api, plain['id'], {'os-unreserve': None})
+    assert volume(api, plain['id'])['status'] == 'available'
+    act(api, plain['id'], {'os-unreserve': None})   # nothing to do
+
+
+def test_reserve_on_plain_attached_volume_refused(api, plain):
+    create(api, plain['id'], I1)
+    resp = act(api, plain['id'], {'os-reserve': None}, expect=400)
+    assert 'not multiattach' in resp.json()['badRequest']['message']
+
+
+def test_os_attach_without_reservation_and_modes(api, ma):
+    act(api, ma['id'], {'os-attach': {'host_name': 'h1',
+                                      'mountpoint': '/mnt', 'mode': 'ro'}})
+    (att,) = api.get('/attachments/detail').json()['attachments']
+    assert att['attach_mode'] == 'ro' and att['status'] == 'attached'
+    for bad in ({'os-attach': {'mountpoint': '/x'}},
+                {'os-attach': {'instance_uuid': I1}},
+                {'os-attach': {'instance_uuid': I1, 'mountpoint': '/x',
+                               'mode': 'wo'}},
+                {'os-attach': {'instance_uuid': 'x', 'mountpoint': '/x'}}):
+        act(api, ma['id'], bad, expect=400)
+
+
+def test_detach_needs_an_id_when_several(api, ma):
+    a = create(api, ma['id'], I1, connector('h1'))
+    b = create(api, ma['id'], I2, connector('h2'))
+    resp = act(api, ma['id'], {'os-detach': {}}, expect=400)
+    assert 'attachment_id' in resp.json()['badRequest']['message']
+    act(api, ma['id'], {'os-detach': {'attachment_id': a['id']}})
+    left = api.get('/attachments').json()['attachments']
+    assert [x['id'] for x in left] == [b['id']]
+    act(api, ma['id'], {'os-detach': {'attachment_id': str(uuid.uuid4())}},
+        expect=404)
+
+
+def test_force_detach_touches_only_the_named_attachment(api, ma):
+    a = create(api, ma['id'], I1, connector('h1'))
+    b = create(api, ma['id'], I2, connector('h2'))
+    api.post('/attachments/%s/action' % b['id'], json={'os-complete': 1})
+    act(api, ma['id'], {'os-force_detach': {'attachment_id': a['id'],
+                                            'connector': None}})
+    (left,) = api.get('/attachments/detail').json()['attachments']
+    assert left['id'] == b['id'] and left['status'] == 'attached'
+    assert volume(api, ma['id'])['status'] == 'in-use'
+    act(api, ma['id'], {'os-force_detach': {}})       # the only one left
+    assert volume(api, ma['id'])['status'] == 'available'
+    act(api, ma['id'], {'os-force_detach': {}}, expect=400)
+
+
+def test_force_detach_and_reset_are_admin_only(stack):
+    member = stack.client(roles='member')
+    vol = member.create_volume()
+    act(member, vol['id'], {'os-force_detach': {}}, expect=403)
+    act(member, vol['id'], {'os-reset_status': {'status': 'error'}},
+        expect=403)
+
+
+def test_reset_status(api, ma):
+    a = create(api, ma['id'], I1, connector())
+    assert volume(api, ma['id'])['status'] == 'attaching'
+    act(api, ma['id'], {'os-reset_status': {'status': 'deleting'}},
+        expect=400)
+    act(api, ma['id'], {'os-reset_status': {'status': 'bogus'}},
+        expect=400)
+    act(api, ma['id'], {'os-reset_status': {'attach_status': 'weird'}},
+        expect=400)
+    act(api, ma['id'], {'os-reset_status': {'status': 'in-use'}},
+        expect=400)   # nothing is attached
+    act(api, ma['id'], {'os-reset_status': {'status': 'error'}})
+    assert volume(api, ma['id'])['status'] == 'error'
+    # detached for real: the attachment goes, through the backend
+    act(api, ma['id'], {'os-reset_status': {'status': 'available',
+                                            'attach_status': 'detached'}})
+    assert volume(api, ma['id'])['status'] == 'available'
+    assert api.get('/attachments/%s' % a['id']).status_code == 404
+
+
+def test_readonly_flag(api, ma):
+    act(api, ma['id'], {'os-update_readonly_flag': {'readonly': True}})
+    att = create(api, ma['id'], I1, connector())
+    assert att['attach_mode'] == 'ro'
+    assert att['connection_info']['access_mode'] == 'ro'
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': ma['id'], 'mode': 'rw'}})
+    assert resp.status_code == 400
+    # only an available volume changes its flag
+    act(api, ma['id'], {'os-update_readonly_flag': {'readonly': False}},
+        expect=400)
+    api.delete('/attachments/%s' % att['id'])
+    act(api, ma['id'], {'os-update_readonly_flag': {'readonly': 'false'}})
+    assert create(api, ma['id'], I1)['attach_mode'] == 'rw'
+    act(api, ma['id'], {'os-update_readonly_flag': {'readonly': 'maybe'}},
+        expect=400)
+
+
+def test_retype(api, plain):
+    api.create_type('ma', {'multiattach': '<is> True'})
+    api.create_type('plain2')
+    act(api, plain['id'], {'os-retype': {'new_type': 'ma',
+                                         'migration_policy': 'never'}})
+    vol = volume(api, plain['id'])
+    assert vol['volume_type'] == 'ma' and vol['multiattach'] is True
+    att = create(api, vol['id'], I1, connector())
+    resp = act(api, vol['id'], {'os-retype': {'new_type': 'plain2'}},
+               expect=400)
+    assert 'only allowed on available volumes' in resp.json()[
+        'badRequest']['message']
+    # a retype that keeps the multiattach keys is fine while in use
+    api.create_type('ma2', {'multiattach': '<is> True'})
+    act(api, vol['id'], {'os-retype': {'new_type': 'ma2'}})
+    api.delete('/attachments/%s' % att['id'])
+    act(api, vol['id'], {'os-retype': {'new_type': 'plain2'}})
+    assert volume(api, vol['id'])['multiattach'] is False
+    api.create_type('elsewhere', {'volume_backend_name': 'nowhere'})
+    resp = act(api, vol['id'], {'os-retype': {
+        'new_type': 'elsewhere', 'migration_policy': 'on-demand'}},
+        expect=400)
+    assert 'migration is not supported' in resp.json()['badRequest'][
+        'message']
+    act(api, vol['id'], {'os-retype': {'new_type': 'nope'}}, expect=404)
+    act(api, vol['id'], {'os-retype': {'new_type': 'plain2',
+                                       'migration_policy': 'x'}},
+        expect=400)
+
+
+def test_extend(api, stack, plain):
+    import os
+    act(api, plain['id'], {'os-extend': {'new_size': 3}})
+    stack_size = lambda: volume(api, plain['id'])
+    from tests import stack as stack_mod
+    stack_mod.wait_for(lambda: stack_size()['size'] == 3 and
+                       stack_size()['status'] == 'available',
+                       what='extended')
+    path = os.path.join(stack.state_path, 'volumes', 'file',
+                        'volume-%s' % plain['id'])
+    assert os.path.getsize(path) == 3 * 1024 ** 3
+    act(api, plain['id'], {'os-extend': {'new_size': 2}}, expect=400)
+    act(api, plain['id'], {'os-extend': {'new_size': 'x'}}, expect=400)
+    att = create(api, plain['id'], I1, connector())
+    api.post('/attachments/%s/action' % att['id'], json={'os-complete': 1})
+    act(api, plain['id'], {'os-extend': {'new_size': 4}}, expect=400,
+        headers={'OpenStack-API-Version': 'volume 3.41'})
+    act(api, plain['id'], {'os-extend': {'new_size': 4}})
+    assert volume(api, plain['id'])['size'] == 4
+    assert os.path.getsize(path) == 4 * 1024 ** 3
+
+
+@pytest.mark.parametrize('body', [
+    {}, {'os-bogus': None}, {'os-reserve': None, 'os-unreserve': None},
+    {'os-reserve': 'x'}, {'os-initialize_connection': {}},
+    {'os-initialize_connection': {'connector': {'ip': '1.2.3.4'}}},
+    {'os-terminate_connection': {'connector': 'x'}},
+    {'os-detach': {'attachment_id': 'nope'}},
+    {'os-reset_status': {}},
+])
+def test_bad_action_bodies(api, plain, body):
+    act(api, plain['id'], body, expect=400)
+    assert volume(api, plain['id'])['status'] == 'available'
+
+
+def test_unknown_volume_action_404(api):
+    act(api, str(uuid.uuid4()), {'os-reserve': None}, expect=404)
