@@ -39,8 +39,7 @@ class NoAuthMiddleware:
             user_id=user_id, project_id=project_id, roles=roles,
             is_admin='admin' in roles,
             service_roles=_roles(environ.get('HTTP_X_SERVICE_ROLES')),
-            request_id=environ.get('openstack.request_id'),
-            overwrite=False)
+            request_id=environ.get('openstack.request_id'))
         return self.app(environ, start_response)
 
 
@@ -61,6 +60,5 @@ class KeystoneContextMiddleware:
             project_id=environ.get('HTTP_X_PROJECT_ID'),
             roles=roles, is_admin='admin' in roles,
             service_roles=_roles(environ.get('HTTP_X_SERVICE_ROLES')),
-            request_id=environ.get('openstack.request_id'),
-            overwrite=False)
+            request_id=environ.get('openstack.request_id'))
         return self.app(environ, start_response)

@@ -8,16 +8,38 @@ from cinder_lite.common import exception
 from cinder_lite.db import models
 
 
-def _to_dict(session, vtype):
-    specs = session.execute(
-        sa.select(models.VolumeTypeExtraSpec.key,
+def _specs_of(session, type_ids):
+    rows = session.execute(
+        sa.select(models.VolumeTypeExtraSpec.volume_type_id,
+                  models.VolumeTypeExtraSpec.key,
                   models.VolumeTypeExtraSpec.value).where(
-            models.VolumeTypeExtraSpec.volume_type_id == vtype.id)).all()
+            models.VolumeTypeExtraSpec.volume_type_id.in_(list(type_ids))))
+    specs = {type_id: {} for type_id in type_ids}
+    for type_id, key, value in rows:
+        specs[type_id][key] = value
+    return specs
+
+
+def _view(vtype, specs):
     return {'id': vtype.id, 'name': vtype.name,
             'description': vtype.description,
             'is_public': vtype.is_public,
-            'extra_specs': {k: v for k, v in specs},
+            'extra_specs': specs,
             'created_at': vtype.created_at, 'updated_at': vtype.updated_at}
+
+
+def _to_dict(session, vtype):
+    return _view(vtype, _specs_of(session, [vtype.id])[vtype.id])
+
+
+def names(session, type_ids):
+    """Type id -> name, for volume views."""
+    if not type_ids:
+        return {}
+    rows = session.execute(sa.select(models.VolumeType.id,
+                                     models.VolumeType.name).where(
+        models.VolumeType.id.in_(list(type_ids))))
+    return dict(rows.all())
 
 
 def _visible(stmt, project_id):
@@ -90,7 +112,9 @@ def list_types(session, project_id=None, is_public=None, name=None):
         stmt = stmt.where(models.VolumeType.name == name)
     stmt = stmt.order_by(models.VolumeType.created_at,
                          models.VolumeType.name)
-    return [_to_dict(session, t) for t in session.execute(stmt).scalars()]
+    types = session.execute(stmt).scalars().all()
+    specs = _specs_of(session, [t.id for t in types])
+    return [_view(t, specs[t.id]) for t in types]
 
 
 def update(session, type_id, values):

@@ -30,6 +30,11 @@ class BackendState:
             self.capabilities.get('free_capacity_gb') or 0)
         self.reserved_percentage = float(
             self.capabilities.get('reserved_percentage') or 0)
+        self.thin = bool(self.capabilities.get('thin_provisioning_support'))
+        self.provisioned_capacity_gb = float(
+            self.capabilities.get('provisioned_capacity_gb') or 0)
+        self.max_over_subscription_ratio = float(
+            self.capabilities.get('max_over_subscription_ratio') or 1)
 
     @property
     def pool(self):
@@ -38,8 +43,12 @@ class BackendState:
                           or self.host.partition('@')[2])
 
     def consume(self, size_gb):
-        """Account for a volume just placed here until the next report."""
-        self.free_capacity_gb -= size_gb
+        """Account for a volume just placed here until the next report:
+        thin backends provision it, thick ones use it up."""
+        if self.thin:
+            self.provisioned_capacity_gb += size_gb
+        else:
+            self.free_capacity_gb -= size_gb
 
 
 class HostManager:

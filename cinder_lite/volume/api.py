@@ -29,18 +29,25 @@ class VolumeService:
         return None if context.is_admin else context.project_id
 
     def create(self, context, request):
-        volume, _vtype = api_create.run(context, request, self.conf,
-                                        self.scheduler_rpcapi)
-        return self.get(context, volume.id)
+        """Returns the new volume (``creating``) and its type."""
+        return api_create.run(context, request, self.conf,
+                              self.scheduler_rpcapi)
 
     def get(self, context, volume_id):
-        policy.authorize(context, policy.VOLUME_GET)
+        return self.show(context, volume_id)[0]
+
+    def show(self, context, volume_id):
+        """The volume with what its view needs (type name, attached
+        attachments), read in one transaction."""
         with db_api.reader() as session:
             volume = db_volumes.get(session, volume_id,
                                     self._scope(context))
-        policy.authorize(context, policy.VOLUME_GET,
-                         {'project_id': volume.project_id})
-        return volume
+            policy.authorize(context, policy.VOLUME_GET,
+                             {'project_id': volume.project_id})
+            type_name = db_types.names(session, [volume.volume_type_id])
+            attached = db_attachments.for_volumes(session, [volume.id],
+                                                  (states.ATTACHED,))
+        return volume, type_name, {volume.id: attached}
 
     def list(self, context, filters, sort_keys, sort_dirs, limit, marker,
              all_tenants=False, with_count=False):
@@ -110,7 +117,6 @@ class VolumeService:
 
     def type_names(self, volumes):
         """Type id -> name for the views."""
-        ids = {v.volume_type_id for v in volumes}
         with db_api.reader() as session:
-            return {t['id']: t['name'] for t in db_types.list_types(session)
-                    if t['id'] in ids}
+            return db_types.names(session,
+                                  {v.volume_type_id for v in volumes})

@@ -31,6 +31,9 @@ backend_opts = [
                      'shareable volume types off this backend.'),
     cfg.IntOpt('reserved_percentage', default=0, min=0, max=100,
                help='Percentage of the capacity kept free.'),
+    cfg.FloatOpt('max_over_subscription_ratio', default=20.0, min=1.0,
+                 help='For thin backends: how many times the capacity may '
+                      'be provisioned.'),
 ]
 
 BACKEND_DEFAULTS = 'backend_defaults'

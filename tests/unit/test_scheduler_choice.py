@@ -66,3 +66,36 @@ def test_consume_lowers_free_until_next_report():
                  NOW)
     assert state.free_capacity_gb == 10
     assert state.pool == 'a@x#x'
+
+
+def thin(host, free, provisioned, total=100, ratio=2.0, reserved=0):
+    return host_state.BackendState(host, 'nova', {
+        'free_capacity_gb': free, 'total_capacity_gb': total,
+        'reserved_percentage': reserved,
+        'thin_provisioning_support': True,
+        'provisioned_capacity_gb': provisioned,
+        'max_over_subscription_ratio': ratio}, NOW)
+
+
+def test_thin_backends_count_provisioned_space():
+    # 100 GiB x 2 may be provisioned; 150 already are
+    state = thin('a@x', free=90, provisioned=150)
+    assert manager.choose_backend([state], spec(size=50)).host == 'a@x'
+    with pytest.raises(exception.NoValidBackend):
+        manager.choose_backend([state], spec(size=51))
+    # placing a volume provisions it and leaves free space alone
+    state.consume(50)
+    assert (state.provisioned_capacity_gb, state.free_capacity_gb) == (
+        200, 90)
+    with pytest.raises(exception.NoValidBackend):
+        manager.choose_backend([state], spec(size=1))
+    # a full filesystem takes nothing, however little is provisioned
+    with pytest.raises(exception.NoValidBackend):
+        manager.choose_backend([thin('b@y', free=0, provisioned=0)],
+                               spec(size=1))
+
+
+def test_thin_backend_with_more_room_wins():
+    roomy = thin('a@x', free=10, provisioned=0)
+    crowded = thin('b@y', free=90, provisioned=190)
+    assert manager.choose_backend([roomy, crowded], spec()).host == 'a@x'

@@ -72,8 +72,9 @@ def create_volume(req):
     request['name'] = request.get('name') or request.get('display_name')
     request['description'] = (request.get('description')
                               or request.get('display_description'))
-    volume = _service(req).create(req.context, request)
-    return wsgi.json_response({'volume': _detail(req, volume)}, 202)
+    volume, vtype = _service(req).create(req.context, request)
+    return wsgi.json_response({'volume': _detail(
+        req, volume, {vtype['id']: vtype['name']}, {})}, 202)
 
 
 def _list_params(req):
@@ -150,8 +151,10 @@ def list_volumes_detail(req):
 
 @wsgi.expected_errors(403, 404)
 def show_volume(req):
-    volume = _service(req).get(req.context, req.urlvars['volume_id'])
-    return wsgi.json_response({'volume': _detail(req, volume)})
+    volume, names, attached = _service(req).show(req.context,
+                                                 req.urlvars['volume_id'])
+    return wsgi.json_response({'volume': _detail(req, volume, names,
+                                                 attached)})
 
 
 @wsgi.expected_errors(400, 403, 404)

@@ -79,6 +79,12 @@ class FileDriver(base.VolumeDriver):
         st = os.statvfs(self.root)
         total = st.f_blocks * st.f_frsize / GiB
         free = st.f_bavail * st.f_frsize / GiB
+        provisioned = 0
+        with os.scandir(self.root) as entries:
+            for entry in entries:
+                if entry.name.startswith('volume-'):
+                    provisioned += entry.stat().st_size
+        provisioned /= GiB
         return {
             'volume_backend_name': self.backend_name,
             'vendor_name': 'cinder_lite',
@@ -86,6 +92,9 @@ class FileDriver(base.VolumeDriver):
             'storage_protocol': 'file',
             'total_capacity_gb': round(total, 2),
             'free_capacity_gb': round(free, 2),
+            'provisioned_capacity_gb': round(provisioned, 2),
+            'max_over_subscription_ratio':
+                self.conf.max_over_subscription_ratio,
             'reserved_percentage': self.conf.reserved_percentage,
             'thin_provisioning_support': True,
             'thick_provisioning_support': False,
