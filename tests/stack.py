@@ -111,12 +111,13 @@ class Client:
 
 class Stack:
 
-    def __init__(self, state_path, backends=None, extra=None):
+    def __init__(self, state_path, backends=None, extra=None, sections=None):
         """``backends``: section -> {option: value}; ``extra``: [DEFAULT]
-        options."""
+        options; ``sections``: other config sections."""
         self.state_path = str(state_path)
         self.backends = backends or {'file': {}}
         self.extra = extra or {}
+        self.sections = sections or {}
         self.services = []
         self.api = None
 
@@ -131,7 +132,8 @@ class Stack:
                  'service_down_time = 3',
                  'volume_rpc_timeout = 2']
         lines += ['%s = %s' % kv for kv in self.extra.items()]
-        for section, opts in self.backends.items():
+        for section, opts in list(self.backends.items()) + list(
+                self.sections.items()):
             lines.append('[%s]' % section)
             lines += ['%s = %s' % kv for kv in opts.items()]
         path = os.path.join(self.state_path, 'cinder-lite.conf')

@@ -13,6 +13,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
+from cinder_lite.db import models
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.scheduler.filters import capabilities_filter
@@ -151,8 +152,8 @@ def show_capabilities(req):
         except exception.ServiceNotFound:
             raise exception.HostNotFound(host=host)
     if not db_services.is_up(row, conf.service_down_time):
-        age = datetime.datetime.utcnow() - (row.heartbeat_at or
-                                            datetime.datetime.min)
+        age = models.utcnow() - (row.heartbeat_at or
+                                 datetime.datetime.min)
         raise exception.ServiceUnavailable(
             host=row.host, reason='no heartbeat for %d s'
                                   % age.total_seconds())
