@@ -170,6 +170,19 @@ class Stack:
                 return svc
         raise KeyError(section)
 
+    def stop_backend(self, section):
+        """Stop one volume service and wait until the API shows it down."""
+        svc = self.volume_service(section)
+        svc.stop()
+        svc.wait()
+        api = self.client()
+
+        def down():
+            states = {s['host']: s['state'] for s in
+                      api.get('/os-services').json()['services']}
+            return states['testnode@%s' % section] == 'down'
+        wait_for(down, timeout=10, what='%s down' % section)
+
     def client(self, **kwargs):
         return Client(self.url, **kwargs)
 

@@ -62,6 +62,12 @@ class Request(webob.Request):
             explanation="Invalid value '%s' for %s: expected a boolean."
                         % (value, name))
 
+    def page_limit(self, conf):
+        """``limit``, capped by ``osapi_max_limit``."""
+        limit = self.int_param('limit', 0)
+        return conf.osapi_max_limit if limit is None else min(
+            limit, conf.osapi_max_limit)
+
     def int_param(self, name, minimum=0):
         value = self.GET.get(name)
         if value is None:

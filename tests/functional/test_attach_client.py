@@ -63,12 +63,7 @@ def test_bus_errors_are_domain_errors(stack, api):
 def test_failed_connect_leaves_nothing(stack, api):
     """The client deletes its reservation when connecting fails."""
     vol = api.create_volume()
-    svc = stack.volume_service('file')
-    svc.stop()
-    svc.wait()
-    stack_mod.wait_for(lambda: {s['host']: s['state'] for s in api.get(
-        '/os-services').json()['services']}['testnode@file'] == 'down',
-        timeout=10, what='backend down')
+    stack.stop_backend('file')
     rest = client.RestTransport(stack.url + '/v3', stack_mod.PROJECT)
     attacher = client.AttachClient(rest, host.get_connector(host='c1'))
     with pytest.raises(exception.CinderLiteError) as e:

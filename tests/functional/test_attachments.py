@@ -340,12 +340,7 @@ def test_error_attaching_is_visible_and_deletable(api, stack, ma):
 
 def test_backend_down_fails_fast_and_changes_nothing(api, stack, ma):
     att = create(api, ma['id'], I1)
-    svc = stack.volume_service('file')
-    svc.stop()
-    svc.wait()
-    stack_mod.wait_for(lambda: {s['host']: s['state'] for s in api.get(
-        '/os-services').json()['services']}['testnode@file'] == 'down',
-        timeout=10, what='backend down')
+    stack.stop_backend('file')
     resp = api.put('/attachments/%s' % att['id'], json={
         'attachment': {'connector': connector()}})
     assert resp.status_code == 503

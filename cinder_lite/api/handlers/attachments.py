@@ -105,9 +105,7 @@ def _list(req, detailed):
         req.GET.get('sort'), req.GET.get('sort_key'),
         req.GET.get('sort_dir'), allowed=db_attachments.SORT_KEYS)
     conf = req.environ['cinder_lite.conf']
-    limit = req.int_param('limit', 0)
-    limit = conf.osapi_max_limit if limit is None else min(
-        limit, conf.osapi_max_limit)
+    limit = req.page_limit(conf)
     rows = _service(req).list(req.context, filters, sort_keys, sort_dirs,
                               limit, req.GET.get('marker'),
                               all_tenants=req.bool_param('all_tenants'))

@@ -110,9 +110,7 @@ def _list_params(req):
     sort_keys, sort_dirs = query.parse_sort(
         req.GET.get('sort'), req.GET.get('sort_key'),
         req.GET.get('sort_dir'), allowed=db_volumes.SORT_KEYS)
-    limit = req.int_param('limit', 0)
-    limit = conf.osapi_max_limit if limit is None else min(
-        limit, conf.osapi_max_limit)
+    limit = req.page_limit(conf)
     return filters, sort_keys, sort_dirs, limit, req.GET.get('marker')
 
 
