@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import threading
+import time
 
 from cheroot import wsgi as cheroot_wsgi
 
@@ -19,6 +20,9 @@ from cinder_lite.common import service
 from cinder_lite.db import api as db_api
 
 LOG = logging.getLogger(__name__)
+
+# A worker that dies sooner than this after its start is not restarted.
+MIN_WORKER_LIFE = 5.0
 
 
 class APIServer:
@@ -60,33 +64,65 @@ class APIServer:
 
 
 def run_workers(conf, run_one):
-    """Fork ``osapi_volume_workers`` children running ``run_one()``; stop
-    them on SIGTERM/SIGINT and return when all are gone."""
-    children = set()
-    for _ in range(conf.osapi_volume_workers):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                run_one()
-            finally:
-                os._exit(0)
-        children.add(pid)
+    """Fork ``osapi_volume_workers`` children running ``run_one()``.
 
-    def _forward(signum, _frame):
+    SIGTERM/SIGINT stop them all.  A worker that dies unasked is started
+    again, unless it died within ``MIN_WORKER_LIFE`` seconds of its start
+    (a worker that cannot start, e.g. because the port is taken, would
+    otherwise be restarted forever): then every worker is stopped.  Returns
+    the exit status for the parent: 0 after a requested stop, 1 otherwise.
+    """
+    stopping = []
+    children = {}
+
+    def _terminate(signum, _frame):
+        stopping.append(signum)
         for child in list(children):
             try:
                 os.kill(child, signal.SIGTERM)
             except ProcessLookupError:
                 pass
 
-    signal.signal(signal.SIGTERM, _forward)
-    signal.signal(signal.SIGINT, _forward)
+    # Handlers first: a signal between two forks must not orphan workers.
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+
+    def _spawn():
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            status = 0
+            try:
+                run_one()
+            except BaseException:
+                LOG.exception('API worker %d failed', os.getpid())
+                status = 1
+            finally:
+                logging.shutdown()
+                os._exit(status)
+        children[pid] = time.monotonic()
+
+    for _ in range(conf.osapi_volume_workers):
+        _spawn()
+    failed = False
     while children:
         try:
-            pid, _status = os.wait()
+            pid, status = os.wait()
         except ChildProcessError:
             break
-        children.discard(pid)
+        except InterruptedError:
+            continue
+        started = children.pop(pid, None)
+        if started is None or stopping:
+            continue
+        LOG.error('API worker %d exited unasked (status %d)', pid, status)
+        if time.monotonic() - started < MIN_WORKER_LIFE:
+            failed = True
+            _terminate(signal.SIGTERM, None)
+        else:
+            _spawn()
+    return 1 if failed else 0
 
 
 def build(conf, reuse_port=False):

@@ -8,9 +8,8 @@ from cinder_lite.common import config
 def main():
     conf = config.parse_args(sys.argv[1:])
     if conf.osapi_volume_workers > 1:
-        server.run_workers(conf, lambda: server.worker_main(conf))
-    else:
-        server.worker_main(conf)
+        sys.exit(server.run_workers(conf, lambda: server.worker_main(conf)))
+    server.worker_main(conf)
 
 
 if __name__ == '__main__':

@@ -1,11 +1,13 @@
 """A distributed cinder_lite on this machine, for integration tests and
 benchmarks.
 
-``Cluster(kind)`` (kind is ``'mysql'`` or ``'postgresql'``) creates a fresh,
-uniquely named database, picks a unique ``control_exchange`` (so topics of
-concurrent runs never meet on the shared RabbitMQ), writes the config files
-into a temporary directory, runs ``db sync`` and starts the API, the
-scheduler and two volume nodes as separate processes:
+``Cluster(kind)`` (kind is ``'mysql'``, ``'postgresql'`` or ``'sqlite'``)
+creates a fresh, uniquely named database (for ``'sqlite'`` a file in the
+work directory that every process shares), picks a unique
+``control_exchange`` (so topics of concurrent runs never meet on the shared
+RabbitMQ), writes the config files into a temporary directory, runs ``db
+sync`` and starts the API, the scheduler and two volume nodes as separate
+processes:
 
 * ``ma``   -- host ``node-ma``,   backend ``ma``   (multiattach capable)
 * ``noma`` -- host ``node-noma``, backend ``noma`` (``multiattach = false``)
@@ -13,6 +15,15 @@ scheduler and two volume nodes as separate processes:
 Each process logs to ``<workdir>/<name>.log``.  ``stop()`` ends every
 process it started by pid (SIGTERM, then SIGKILL after a bound) and drops
 the database.
+
+``Cluster(kind, api_workers=N)`` with N > 1 runs the API as a parent that
+forks N worker processes sharing the port (SO_REUSEPORT).  ``wait_ready``
+then also waits until N workers are children of the API process and each
+has logged ``API listening on ... (pid N)``; ``api_worker_pids()`` returns
+them.  The workers are not our children, so they are watched through
+/proc: ``check_alive`` reports a worker that died, and stopping or killing
+the API also ends (by pid, after checking it is still the same process)
+any worker its parent left behind.
 
 This module imports no pytest so the benchmarks can use it too; the pytest
 glue (skip or fail when a service is missing) lives in conftest.py.  When
@@ -37,6 +48,7 @@ CINDER_LITE_RABBITMQCTL (path of rabbitmqctl).
 """
 import atexit
 import os
+import re
 import shutil
 import signal
 import socket
@@ -60,7 +72,11 @@ SERVER_URLS = {
     'postgresql': os.environ.get('CINDER_LITE_POSTGRESQL_URL',
                                  'postgresql+psycopg://postgres@127.0.0.1:5432'),
 }
+# Database servers the tests use by default; 'sqlite' needs no server.
 KINDS = tuple(SERVER_URLS)
+SQLITE = 'sqlite'
+ALL_KINDS = (SQLITE,) + KINDS
+SQLITE_FILE = 'cinder-lite.sqlite'
 
 # Volume nodes: name -> (host, backend section, extra backend options)
 NODES = {
@@ -157,10 +173,11 @@ def check_database(kind):
 def check_services(kind):
     """Raise ServiceUnavailable unless RabbitMQ and database ``kind`` are
     usable."""
-    if kind not in SERVER_URLS:
+    if kind not in ALL_KINDS:
         raise ValueError('unknown database kind %r' % (kind,))
     check_rabbit()
-    check_database(kind)
+    if kind != SQLITE:
+        check_database(kind)
 
 
 def create_database(kind, name):
@@ -188,6 +205,19 @@ def drop_database(kind, name):
             cur.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name)
     finally:
         conn.close()
+
+
+def sqlite_url(path):
+    """``sqlite:////abs/path``: every process opens the same file."""
+    return 'sqlite:///' + os.path.abspath(path)
+
+
+def remove_sqlite(path):
+    for suffix in ('', '-wal', '-shm', '-journal'):
+        try:
+            os.unlink(path + suffix)
+        except FileNotFoundError:
+            pass
 
 
 # -- RabbitMQ vhosts ----------------------------------------------------------
@@ -322,6 +352,58 @@ def wait_until(predicate, timeout, interval=0.1, what='condition'):
         time.sleep(interval)
 
 
+def proc_stat(pid):
+    """(state, ppid, starttime) of ``pid`` from /proc, or None when there
+    is no such process."""
+    try:
+        with open('/proc/%d/stat' % pid, 'rb') as f:
+            data = f.read().decode('ascii', 'replace')
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # comm (field 2) may contain spaces and parentheses: split after the
+    # last ')'.  Fields from 3 on: state, ppid, ..., starttime (22).
+    fields = data[data.rindex(')') + 2:].split()
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def child_pids(ppid):
+    """Pids of the live (not zombie) children of ``ppid``."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        stat = proc_stat(int(entry))
+        if stat and stat[1] == ppid and stat[0] != 'Z':
+            found.append(int(entry))
+    return sorted(found)
+
+
+class Worker:
+    """A process we did not start ourselves (an API worker forked by the
+    API parent), identified by pid and start time so a recycled pid is
+    never mistaken for it."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        stat = proc_stat(pid)
+        self.starttime = stat[2] if stat else None
+
+    def alive(self):
+        stat = proc_stat(self.pid)
+        return (stat is not None and stat[0] != 'Z'
+                and stat[2] == self.starttime)
+
+    def kill(self, signum=signal.SIGKILL):
+        if self.alive():
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def __repr__(self):
+        return 'Worker(%d)' % self.pid
+
+
 class Process:
     """One service process, logging to ``log_path``."""
 
@@ -333,9 +415,12 @@ class Process:
         self.popen = None
         self.term_sent = False
         self.expected_dead = False   # killed on purpose (Cluster.kill)
+        self.log_offset = 0          # where this run's log lines begin
+        self.workers = []            # Worker objects (API with workers)
 
     def start(self):
         log = open(self.log_path, 'ab')
+        self.log_offset = log.tell()
         try:
             self.popen = subprocess.Popen(
                 self.argv, stdout=log, stderr=subprocess.STDOUT,
@@ -382,6 +467,36 @@ class Process:
         self.signal(signal.SIGKILL)
         if self.popen is not None:
             self.popen.wait(10)
+        self.kill_workers()
+
+    def read_log(self):
+        """This run's part of the log."""
+        try:
+            with open(self.log_path, 'rb') as f:
+                f.seek(self.log_offset)
+                return f.read().decode('utf-8', 'replace')
+        except OSError:
+            return ''
+
+    def dead_workers(self):
+        return [w for w in self.workers if not w.alive()]
+
+    def kill_workers(self, timeout=0.0):
+        """Wait up to ``timeout`` for the workers to go (their parent
+        stops them), then SIGKILL those left.  Returns the killed ones."""
+        deadline = time.monotonic() + timeout
+        while any(w.alive() for w in self.workers) and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [w for w in self.workers if w.alive()]
+        for worker in left:
+            worker.kill()
+        # SIGKILL is delivered asynchronously: wait (bounded) until they
+        # are gone or zombies.
+        deadline = time.monotonic() + 10
+        while any(w.alive() for w in left) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return left
 
 
 class Cluster:
@@ -390,7 +505,7 @@ class Cluster:
 
     def __init__(self, kind, workdir=None, api_workers=1, keep_workdir=False,
                  report_interval=1, service_down_time=3, extra_default=None):
-        if kind not in SERVER_URLS:
+        if kind not in ALL_KINDS:
             raise ValueError('unknown database kind %r' % (kind,))
         self.kind = kind
         self.run_id = uuid.uuid4().hex[:12]
@@ -410,6 +525,7 @@ class Cluster:
         self.port = None
         self.processes = {}
         self._db_created = False
+        self.leftover_workers = []   # API workers we had to SIGKILL
 
     @property
     def isolated(self):
@@ -497,7 +613,10 @@ class Cluster:
         _live_clusters.add(self)
         try:
             os.makedirs(self.workdir, exist_ok=True)
-            self.db_url = create_database(self.kind, self.db_name)
+            if self.kind == SQLITE:
+                self.db_url = sqlite_url(self.sqlite_path)
+            else:
+                self.db_url = create_database(self.kind, self.db_name)
             self._db_created = True
             self.vhost = acquire_vhost(urllib.parse.unquote(
                 urllib.parse.urlsplit(RABBIT_URL).username or 'guest'))
@@ -513,6 +632,50 @@ class Cluster:
             self.stop()
             raise
         return self
+
+    @property
+    def sqlite_path(self):
+        return os.path.join(self.workdir, SQLITE_FILE)
+
+    # -- API workers ------------------------------------------------------------
+    LISTENING = re.compile(r'API listening on (\S+):(\d+) \(pid (\d+)\)')
+
+    def listening_pids(self):
+        """Pids that logged 'API listening on <address>:<port> (pid N)'
+        for this cluster's port since the API last started."""
+        proc = self.processes.get('api')
+        if proc is None:
+            return set()
+        return {int(m.group(3)) for m in
+                self.LISTENING.finditer(proc.read_log())
+                if int(m.group(2)) == self.port}
+
+    def _api_workers_ready(self):
+        """With api_workers > 1: True once that many children of the API
+        process exist and each logged that it listens (then remembered in
+        ``processes['api'].workers``)."""
+        proc = self.processes.get('api')
+        if self.api_workers <= 1 or proc is None:
+            return True
+        if len(proc.workers) == self.api_workers:
+            return True
+        children = child_pids(proc.pid)
+        if len(children) > self.api_workers:
+            raise ClusterError('API process %d has %d children, expected %d'
+                               % (proc.pid, len(children), self.api_workers))
+        if len(children) < self.api_workers or \
+                not set(children) <= self.listening_pids():
+            return False
+        proc.workers = [Worker(pid) for pid in children]
+        return True
+
+    def api_worker_pids(self):
+        """Pids of the API worker processes (the API process itself when it
+        runs without workers)."""
+        proc = self.processes['api']
+        if self.api_workers <= 1:
+            return [proc.pid]
+        return [w.pid for w in proc.workers]
 
     def expected_services(self):
         hosts = {('cinder-scheduler', 'node-ctl')}
@@ -538,7 +701,7 @@ class Cluster:
                 return False
             up = {(s['binary'], s['host'])
                   for s in resp.json()['services'] if s['state'] == 'up'}
-            return expected <= up
+            return expected <= up and self._api_workers_ready()
 
         try:
             wait_until(_ready, timeout, what='API and %d services up on %s'
@@ -548,13 +711,17 @@ class Cluster:
 
     def check_alive(self):
         """Raise ClusterError (with logs) if a started process exited."""
-        dead = [p for p in self.processes.values()
+        dead = ['%s (rc %s)' % (p.name, p.popen.returncode)
+                for p in self.processes.values()
                 if p.popen is not None and not p.alive()
                 and not p.expected_dead]
+        dead += ['%s worker %d' % (p.name, w.pid)
+                 for p in self.processes.values()
+                 if p.alive() and not p.term_sent
+                 for w in p.dead_workers()]
         if dead:
             raise ClusterError('%s exited unexpectedly:\n%s' % (
-                ', '.join('%s (rc %s)' % (p.name, p.popen.returncode)
-                          for p in dead), self.logs()))
+                ', '.join(dead), self.logs()))
 
     def kill(self, name):
         """SIGKILL one service (a crash); check_alive ignores it."""
@@ -587,6 +754,18 @@ class Cluster:
                 codes[name] = proc.stop(max(0.1, deadline - time.monotonic()))
             except Exception as e:   # keep tearing down the rest
                 codes[name] = e
+            # A parent that exited (or was killed) without its workers
+            # leaves them running: end them too.
+            try:
+                left = proc.kill_workers(
+                    max(0.1, min(2.0, deadline - time.monotonic())))
+            except Exception as e:
+                codes[name] = e
+                continue
+            if left:
+                self.leftover_workers += left
+                if codes[name] == 0:
+                    codes[name] = 'left workers %s' % left
         return codes
 
     def unclean_exits(self, codes):
@@ -598,6 +777,10 @@ class Cluster:
 
     def cleanup(self):
         """Drop the database and remove the work directory."""
+        if self._db_created and self.kind == SQLITE:
+            if not self.keep_workdir:
+                remove_sqlite(self.sqlite_path)
+            self._db_created = False
         if self._db_created:
             try:
                 drop_database(self.kind, self.db_name)

@@ -42,14 +42,25 @@ def pytest_runtest_makereport(item, call):
              cluster.logs()))
 
 
-@pytest.fixture(scope='module', params=cluster_mod.KINDS)
+def pytest_generate_tests(metafunc):
+    """One ``cluster`` per database kind per module.  A test module may
+    set ``CLUSTER_KINDS`` (default: cluster.KINDS, the database servers)
+    and ``CLUSTER_OPTIONS`` (keyword arguments of ``Cluster``, e.g.
+    ``{'api_workers': 2}``)."""
+    if 'cluster' in metafunc.fixturenames:
+        kinds = getattr(metafunc.module, 'CLUSTER_KINDS', cluster_mod.KINDS)
+        metafunc.parametrize('cluster', kinds, indirect=True, scope='module')
+
+
+@pytest.fixture(scope='module')
 def cluster(request):
     """A running distributed cinder_lite (api, scheduler, volume nodes ma
     and noma) on a fresh database of the parameter's kind."""
     kind = request.param
     require_services(kind)
     keep = os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1'
-    c = cluster_mod.Cluster(kind, keep_workdir=keep)
+    options = dict(getattr(request.module, 'CLUSTER_OPTIONS', {}))
+    c = cluster_mod.Cluster(kind, keep_workdir=keep, **options)
     try:
         c.start()
     except cluster_mod.ClusterError as e:
