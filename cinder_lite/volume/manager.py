@@ -65,7 +65,7 @@ class VolumeManager:
             return
         try:
             create_flow.run(self.driver, volume, self.service_uuid,
-                            self.capabilities().get('shared_targets'))
+                            self.driver.shares_targets())
         except Exception as e:
             LOG.exception('volume %s: creating -> error', volume_id)
             self._record_failure(ctxt, volume, states.ERROR,

@@ -49,6 +49,11 @@ class VolumeDriver(metaclass=abc.ABCMeta):
     def get_volume_stats(self):
         """The capability dict described in the module docstring."""
 
+    def shares_targets(self):
+        """True when attachments of one volume on one host share a target
+        connection (consumers then serialise their connects)."""
+        return True
+
     def create_export(self, volume, connector, mode):
         """Make ``volume`` reachable for ``connector``; default: nothing to
         do."""

@@ -82,8 +82,12 @@ class FileDriver(base.VolumeDriver):
         provisioned = 0
         with os.scandir(self.root) as entries:
             for entry in entries:
-                if entry.name.startswith('volume-'):
+                if not entry.name.startswith('volume-'):
+                    continue
+                try:
                     provisioned += entry.stat().st_size
+                except FileNotFoundError:  # deleted meanwhile
+                    continue
         provisioned /= GiB
         return {
             'volume_backend_name': self.backend_name,
@@ -99,5 +103,8 @@ class FileDriver(base.VolumeDriver):
             'thin_provisioning_support': True,
             'thick_provisioning_support': False,
             'multiattach': bool(self.conf.multiattach),
-            'shared_targets': False,
+            'shared_targets': self.shares_targets(),
         }
+
+    def shares_targets(self):
+        return False
