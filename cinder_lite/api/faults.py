@@ -26,6 +26,7 @@ STATUS_OF = ((exception.NotFound, 404),
              (exception.NotAuthorized, 403),
              (exception.ServiceUnavailable, 503),
              (exception.ConnectFailed, 503),
+             (exception.BackendError, 503),
              (exception.Conflict, 409),
              (exception.Invalid, 400))
 

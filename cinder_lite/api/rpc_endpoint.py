@@ -21,9 +21,12 @@ def _uuid(value, name, nullable=False):
 
 
 def _as_service(ctxt):
-    """Callers on the bus are services."""
+    """Callers on the bus are services acting for the context's project
+    (only services hold credentials for the bus)."""
     if 'service' not in ctxt.service_roles:
         ctxt.service_roles.append('service')
+    if 'member' not in ctxt.roles:
+        ctxt.roles.append('member')
     return ctxt
 
 

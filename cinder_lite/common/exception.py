@@ -108,6 +108,10 @@ class ConnectFailed(CinderLiteError):
     msg_fmt = 'The backend could not complete the connection: %(reason)s'
 
 
+class BackendError(CinderLiteError):
+    msg_fmt = 'The backend failed: %(reason)s'
+
+
 class ServiceUnavailable(Invalid):
     msg_fmt = 'Service %(host)s is down: %(reason)s'
 

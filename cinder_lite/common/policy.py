@@ -10,7 +10,9 @@ from cinder_lite.common import exception
 
 ADMIN = 'role:admin or is_admin:True'
 OWNER = 'project_id:%(project_id)s'
+# Reads: any role in the owning project.  Writes: a member of it.
 ADMIN_OR_OWNER = 'rule:admin_api or rule:owner'
+ADMIN_OR_MEMBER = 'rule:admin_api or (role:member and rule:owner)'
 
 _BASE = [
     policy.RuleDefault('admin_api', ADMIN,
@@ -20,6 +22,9 @@ _BASE = [
                                    'owns the resource.'),
     policy.RuleDefault('admin_or_owner', ADMIN_OR_OWNER,
                        description='An administrator or the owner.'),
+    policy.RuleDefault('admin_or_member', ADMIN_OR_MEMBER,
+                       description='An administrator or a member of the '
+                                   'owning project (not a reader).'),
 ]
 
 
@@ -63,23 +68,23 @@ MESSAGES = 'message:get_all'
 MESSAGE_DELETE = 'message:delete'
 
 _RULES = [
-    _op(VOLUME_CREATE, ADMIN_OR_OWNER, 'Create a volume.',
+    _op(VOLUME_CREATE, ADMIN_OR_MEMBER, 'Create a volume.',
         ('POST', '/volumes')),
     _op(VOLUME_GET, ADMIN_OR_OWNER, 'Show a volume.',
         ('GET', '/volumes/{volume_id}')),
     _op(VOLUME_GET_ALL, ADMIN_OR_OWNER, 'List volumes.',
         ('GET', '/volumes'), ('GET', '/volumes/detail')),
-    _op(VOLUME_UPDATE, ADMIN_OR_OWNER, 'Update a volume.',
+    _op(VOLUME_UPDATE, ADMIN_OR_MEMBER, 'Update a volume.',
         ('PUT', '/volumes/{volume_id}')),
-    _op(VOLUME_DELETE, ADMIN_OR_OWNER, 'Delete a volume.',
+    _op(VOLUME_DELETE, ADMIN_OR_MEMBER, 'Delete a volume.',
         ('DELETE', '/volumes/{volume_id}')),
     _op(VOLUME_ALL_TENANTS, 'rule:admin_api',
         'List volumes of every project (all_tenants=1).',
         ('GET', '/volumes?all_tenants=1')),
-    _op(MULTIATTACH, ADMIN_OR_OWNER,
+    _op(MULTIATTACH, ADMIN_OR_MEMBER,
         'Create a volume of a multiattach type, or retype to one.',
         ('POST', '/volumes')),
-    _op(MULTIATTACH_BOOTABLE, ADMIN_OR_OWNER,
+    _op(MULTIATTACH_BOOTABLE, ADMIN_OR_MEMBER,
         'Attach a bootable multiattach volume to more than one host.',
         ('POST', '/attachments')),
     _op(TYPE_MANAGE, 'rule:admin_api',
@@ -106,15 +111,15 @@ _RULES = [
         ('GET', '/scheduler-stats/get_pools')),
     _op(CAPABILITIES, 'rule:admin_api', 'Show the capabilities of a host.',
         ('GET', '/capabilities/{host}')),
-    _op(ATTACHMENT_CREATE, ADMIN_OR_OWNER,
+    _op(ATTACHMENT_CREATE, ADMIN_OR_MEMBER,
         'Create an attachment (reserve, and connect with a connector).',
         ('POST', '/attachments')),
-    _op(ATTACHMENT_UPDATE, ADMIN_OR_OWNER,
+    _op(ATTACHMENT_UPDATE, ADMIN_OR_MEMBER,
         'Connect an attachment (give its connector).',
         ('PUT', '/attachments/{attachment_id}')),
-    _op(ATTACHMENT_COMPLETE, ADMIN_OR_OWNER, 'Mark an attachment attached.',
+    _op(ATTACHMENT_COMPLETE, ADMIN_OR_MEMBER, 'Mark an attachment attached.',
         ('POST', '/attachments/{attachment_id}/action')),
-    _op(ATTACHMENT_DELETE, ADMIN_OR_OWNER,
+    _op(ATTACHMENT_DELETE, ADMIN_OR_MEMBER,
         'Delete an attachment. A connected attachment made by a compute '
         'service is also guarded: only a service or an admin may delete '
         'it.', ('DELETE', '/attachments/{attachment_id}')),
@@ -125,16 +130,16 @@ _RULES = [
     _op(ATTACHMENT_ALL_TENANTS, 'rule:admin_api',
         'List attachments of every project (all_tenants=1).',
         ('GET', '/attachments?all_tenants=1')),
-    _op(ATTACH_ACTIONS, ADMIN_OR_OWNER,
+    _op(ATTACH_ACTIONS, ADMIN_OR_MEMBER,
         'Legacy attach actions: os-reserve, os-unreserve, os-attach, '
         'os-detach, os-begin_detaching, os-roll_detaching, '
         'os-initialize_connection, os-terminate_connection.',
         ('POST', '/volumes/{volume_id}/action')),
-    _op(READONLY_FLAG, ADMIN_OR_OWNER, 'Set the read-only flag.',
+    _op(READONLY_FLAG, ADMIN_OR_MEMBER, 'Set the read-only flag.',
         ('POST', '/volumes/{volume_id}/action')),
-    _op(RETYPE, ADMIN_OR_OWNER, 'Change the type of a volume.',
+    _op(RETYPE, ADMIN_OR_MEMBER, 'Change the type of a volume.',
         ('POST', '/volumes/{volume_id}/action')),
-    _op(EXTEND, ADMIN_OR_OWNER, 'Grow a volume.',
+    _op(EXTEND, ADMIN_OR_MEMBER, 'Grow a volume.',
         ('POST', '/volumes/{volume_id}/action')),
     _op(FORCE_DETACH, 'rule:admin_api',
         'Detach one attachment whatever its state.',
@@ -143,7 +148,7 @@ _RULES = [
         ('POST', '/volumes/{volume_id}/action')),
     _op(MESSAGES, ADMIN_OR_OWNER, 'List and show user messages.',
         ('GET', '/messages'), ('GET', '/messages/{message_id}')),
-    _op(MESSAGE_DELETE, ADMIN_OR_OWNER, 'Delete a user message.',
+    _op(MESSAGE_DELETE, ADMIN_OR_MEMBER, 'Delete a user message.',
         ('DELETE', '/messages/{message_id}')),
 ]
 

@@ -131,11 +131,15 @@ def sync_volume_status(session, volume_id):
     statuses = [a.attach_status for a in live_for_volume(session,
                                                          volume_id)]
     status = states.derive_volume_status(statuses)
+    # Only statuses that attachments drive: an extend, a delete or an
+    # operator's reset owns the status while it lasts.
     session.execute(sa.update(models.Volume)
-                    .where(models.Volume.id == volume_id)
+                    .where(models.Volume.id == volume_id,
+                           models.Volume.status.in_(ATTACHABLE))
                     .values(status=status, updated_at=models.utcnow())
                     .execution_options(synchronize_session=False))
-    return status
+    return session.execute(sa.select(models.Volume.status).where(
+        models.Volume.id == volume_id)).scalar_one()
 
 
 def list_attachments(session, project_id=None, filters=None,

@@ -126,6 +126,17 @@ def update(session, volume_id, values):
         raise exception.VolumeNotFound(volume_id=volume_id)
 
 
+def swap_size(session, volume_id, old_size, new_size):
+    """Compare-and-swap of the size; True when it changed."""
+    return session.execute(
+        sa.update(models.Volume)
+        .where(models.Volume.id == volume_id,
+               models.Volume.deleted.is_(False),
+               models.Volume.size == old_size)
+        .values(size=new_size, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False)).rowcount == 1
+
+
 def type_in_use(session, type_id):
     return session.execute(_live(
         sa.select(models.Volume.id).where(

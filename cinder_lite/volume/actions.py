@@ -25,8 +25,6 @@ from cinder_lite.volume import types as volume_types
 
 LOG = logging.getLogger(__name__)
 
-MULTIATTACH_KEYS = (volume_types.MULTIATTACH_KEY, 'mode')
-
 
 class VolumeActions:
 
@@ -70,12 +68,16 @@ class VolumeActions:
         live = self._live(volume.id)
         for att in live:
             if att.attached_host == connector['host'] and \
+                    att.attach_status in attachment_api.CONNECTED and \
                     att.connection_info:
                 return att.connection_info
+        # only reservations os-reserve made: never one of an instance or
+        # of a compute service
         pending = [a for a in live
                    if a.attach_status in (states.ATTACH_RESERVED,
                                           states.ERROR_ATTACHING)
-                   and not a.connection_info]
+                   and not a.connection_info and a.instance_uuid is None
+                   and not a.service_owned]
         self.attachments._check_backend(volume)
         if pending:
             att_id = pending[0].id
@@ -120,6 +122,7 @@ class VolumeActions:
                         reason='volume %s already has its writer' % vol.id)
             db_attachments.transition(
                 session, att.id, states.ATTACHED,
+                expected=(states.ATTACH_RESERVED, states.ATTACH_ATTACHING),
                 values={'instance_uuid': instance_uuid,
                         'attached_host': att.attached_host or host_name,
                         'mountpoint': mountpoint, 'attach_mode': mode,
@@ -161,7 +164,9 @@ class VolumeActions:
     def roll_detaching(self, context, volume_id):
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
         for att in self._live(volume.id):
-            if att.attach_status == states.ATTACH_DETACHING:
+            # not one whose disconnect is already under way
+            if att.attach_status == states.ATTACH_DETACHING and \
+                    att.status_reason != attachment_api.DISCONNECTING:
                 self._move(volume.id, att.id, states.ATTACHED,
                            (states.ATTACH_DETACHING,))
 
@@ -258,9 +263,12 @@ class VolumeActions:
                 raise exception.InvalidVolumeType(
                     reason='multi-attach is turned off in this cloud')
         self._check_backend_holds(volume, target, migration_policy)
-        changes_sharing = any(
-            current['extra_specs'].get(k) != target['extra_specs'].get(k)
-            for k in MULTIATTACH_KEYS)
+        # The volume's own flag is the truth after create, not the old
+        # type's specs (an operator may have edited them since).
+        changes_sharing = (
+            multiattach != volume.multiattach
+            or current['extra_specs'].get('mode')
+            != target['extra_specs'].get('mode'))
         refusal = exception.InvalidVolume(
             reason='retypes affecting multiattach are only allowed on '
                    'available volumes without attachments; volume %s is '
@@ -314,8 +322,8 @@ class VolumeActions:
                            volume.size, new_size))
         if volume.status == states.IN_USE and version >= (3, 42):
             self.attachments._check_backend(volume)
-            self.volume_rpcapi.extend_attached_volume(context, volume.host,
-                                                      volume.id, new_size)
+            self.volume_rpcapi.extend_attached_volume(
+                context, volume.host, volume.id, volume.size, new_size)
             return
         self.attachments._check_backend(volume)
         with db_api.writer() as session:

@@ -82,6 +82,9 @@ class VolumeService:
                          {'project_id': volume.project_id})
         try:
             with db_api.writer() as session:
+                # the volume's row lock: no reservation slips in between
+                # the check and the status change
+                db_attachments.lock_volume(session, volume_id)
                 live = db_attachments.live_for_volume(session, volume_id)
                 if live:
                     raise exception.InvalidVolume(

@@ -34,6 +34,18 @@ MODES = ('rw', 'ro')
 DEFAULT_MODE = 'rw'
 CONNECTED = (states.ATTACH_ATTACHING, states.ATTACHED,
              states.ATTACH_DETACHING, states.ERROR_DETACHING)
+# status_reason of an attachment whose disconnect is under way
+DISCONNECTING = 'disconnecting'
+
+
+def holds_connection(attachment):
+    """Whether detaching must go through the backend.  error_attaching
+    normally holds nothing (the connect flow reverted its export), unless
+    the backend recorded the connection after the API gave up on it."""
+    if attachment.attach_status in CONNECTED:
+        return True
+    return (attachment.attach_status == states.ERROR_ATTACHING
+            and bool(attachment.connection_info))
 
 
 def single_writer(session, volume):
@@ -81,6 +93,13 @@ class AttachmentService:
             return db_attachments.list_attachments(
                 session, project, filters, sort_keys, sort_dirs, limit,
                 marker)
+
+    def _backend_up(self, volume):
+        try:
+            self._check_backend(volume)
+            return True
+        except exception.Invalid:
+            return False
 
     def _check_backend(self, volume):
         """Fail fast when the volume's backend is down."""
@@ -278,9 +297,17 @@ class AttachmentService:
             current = db_attachments.get(session, attachment_id)
             if current.attach_status == states.ATTACHED:
                 return current
+            if (current.attach_status == states.ATTACH_ATTACHING
+                    and not current.connection_info):
+                raise exception.InvalidInput(
+                    reason='Attachment %s is still being connected; '
+                           'complete it once its connection info is '
+                           'there.' % attachment_id)
             try:
                 db_attachments.transition(
                     session, attachment_id, states.ATTACHED,
+                    expected=(states.ATTACH_RESERVED,
+                              states.ATTACH_ATTACHING),
                     values={'attach_time': current.attach_time
                             or models.utcnow()})
             except exception.InvalidTransition as e:
@@ -306,26 +333,41 @@ class AttachmentService:
             raise exception.AttachmentInUse(
                 attachment_id=attachment_id,
                 instance=attachment.instance_uuid)
-        self.detach(context, attachment)
+        self.detach(context, attachment, force=force)
         with db_api.reader() as session:
             return db_attachments.live_for_volume(session,
                                                   attachment.volume_id)
 
-    def detach(self, context, attachment):
-        """Disconnect (through the backend when connected) and delete."""
-        # error_attaching holds no export: the connect flow reverted it.
-        connected = attachment.attach_status in CONNECTED
-        if connected:
+    def detach(self, context, attachment, force=False):
+        """Disconnect (through the backend when connected) and delete.
+
+        ``force`` (admin actions) with the backend down records the
+        attachment detached without it; the volume service removes exports
+        the database does not know when it starts again."""
+        connected = holds_connection(attachment)
+        if connected and not force:
             with db_api.reader() as session:
                 self._check_backend(db_volumes.get(session,
                                                    attachment.volume_id))
         with db_api.writer() as session:
             vol = db_attachments.lock_volume(session, attachment.volume_id)
             current = db_attachments.get(session, attachment.id)
-            connected = current.attach_status in CONNECTED
+            if current.status_reason == DISCONNECTING and not force:
+                raise exception.InvalidInput(
+                    reason='Attachment %s is already being disconnected.'
+                           % attachment.id)
+            connected = holds_connection(current)
+            if connected and force and not self._backend_up(vol):
+                LOG.warning('attachment %s: forced detach while backend %s '
+                            'is down; recorded without disconnecting',
+                            attachment.id, vol.host)
+                connected = False
             target = (states.ATTACH_DETACHING if connected
                       else states.DETACHED)
-            db_attachments.transition(session, attachment.id, target)
+            db_attachments.transition(
+                session, attachment.id, target,
+                values={'status_reason': DISCONNECTING} if connected
+                else None)
             status = db_attachments.sync_volume_status(session, vol.id)
             host = vol.host
         if not connected:

@@ -151,13 +151,23 @@ class VolumeManager:
         LOG.info('volume %s: extending -> available (%d GiB)', volume_id,
                  new_size)
 
-    def extend_attached_volume(self, ctxt, volume_id, new_size):
-        """Grow a volume that is in use (3.42): no status change."""
-        with db_api.reader() as session:
-            volume = volume_dict(db_volumes.get(session, volume_id))
-        self.driver.extend_volume(volume, new_size)
+    def extend_attached_volume(self, ctxt, volume_id, old_size, new_size):
+        """Grow a volume that is in use (3.42): no status change.  The size
+        moves first by compare-and-swap from the size the API checked, so
+        two extends racing cannot both pass (nor shrink the volume)."""
         with db_api.writer() as session:
-            db_volumes.update(session, volume_id, {'size': new_size})
+            if not db_volumes.swap_size(session, volume_id, old_size,
+                                        new_size):
+                raise exception.InvalidVolume(
+                    reason='volume %s changed size meanwhile' % volume_id)
+            volume = volume_dict(db_volumes.get(session, volume_id))
+        try:
+            self.driver.extend_volume(volume, new_size)
+        except Exception as e:
+            LOG.exception('volume %s: extend in use failed', volume_id)
+            with db_api.writer() as session:
+                db_volumes.swap_size(session, volume_id, new_size, old_size)
+            raise exception.BackendError(reason=str(e))
 
     def _attachment_failed(self, volume, attachment_id, target, expected,
                            reason):

@@ -81,7 +81,8 @@ class VolumeAPI:
                                         volume_id=volume_id,
                                         new_size=new_size)
 
-    def extend_attached_volume(self, ctxt, host, volume_id, new_size):
+    def extend_attached_volume(self, ctxt, host, volume_id, old_size,
+                               new_size):
         return self._call(ctxt, host, 'extend_attached_volume',
                           version='1.1', volume_id=volume_id,
-                          new_size=new_size)
+                          old_size=old_size, new_size=new_size)

@@ -78,9 +78,10 @@ def _retype(req, vid, body):
 
 def _extend(req, vid, body):
     new_size = int(body['new_size'])
-    if new_size < 1:
+    if not 1 <= new_size <= schema_common.MAX_INT:
         raise webob.exc.HTTPBadRequest(
-            explanation='new_size must be a positive integer')
+            explanation='new_size must be an integer from 1 to %d'
+                        % schema_common.MAX_INT)
     _actions(req).extend(req.context, vid, new_size, req.version)
 
 
@@ -103,6 +104,7 @@ DISPATCH = {
 
 @wsgi.expected_errors(400, 403, 404, 409, 503)
 def volume_action(req):
+    """One action per body; see DISPATCH."""
     body = req.json_body()
     if isinstance(body, dict) and len(body) == 1:
         name = next(iter(body))

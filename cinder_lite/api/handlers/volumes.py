@@ -95,10 +95,14 @@ def _list_params(req):
                             'options.' % key)
         if key == 'metadata':
             try:
-                value = ast.literal_eval(value)
-            except (ValueError, SyntaxError):
+                value = ast.literal_eval(value) if len(value) <= 4096 \
+                    else None
+            except (ValueError, SyntaxError, TypeError, MemoryError,
+                    RecursionError):
                 value = None
-            if not isinstance(value, dict):
+            if not isinstance(value, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str)
+                    for k, v in value.items()):
                 raise webob.exc.HTTPBadRequest(
                     explanation="metadata must be a dict such as "
                                 "{'key': 'value'}")

@@ -82,7 +82,7 @@ ACTIONS = {
         'type': 'object',
         'properties': {
             'new_size': {'type': ['integer', 'string'],
-                         'pattern': '^[0-9]+$',
+                         'pattern': '^[0-9]+$', 'maxLength': 10,
                          'minimum': 1, 'maximum': common.MAX_INT},
         },
         'required': ['new_size'],

@@ -11,7 +11,7 @@ _create_volume = {
         'description': common.description_or_null,
         'display_description': common.description_or_null,
         'size': {'type': ['integer', 'string'],
-                 'pattern': '^[0-9]+$',
+                 'pattern': '^[0-9]+$', 'maxLength': 10,
                  'minimum': 1, 'maximum': common.MAX_INT},
         'volume_type': {'type': ['string', 'null'], 'minLength': 1,
                         'maxLength': 255},

@@ -54,6 +54,10 @@ class FileDriver(base.VolumeDriver):
 
     def extend_volume(self, volume, new_size):
         with open(self.path(volume['id']), 'r+b') as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() > new_size * GiB:
+                raise exception.CinderLiteError(
+                    'refusing to shrink volume %s' % volume['id'])
             f.truncate(new_size * GiB)
 
     # -- connections: the local target ----------------------------------
