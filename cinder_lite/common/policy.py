@@ -184,6 +184,17 @@ def authorize(context, action, target=None):
         raise exception.PolicyNotAuthorized(action=action)
 
 
+def list_scope(context, list_rule, all_tenants_rule, filters, all_tenants):
+    """The project a list request covers (None: every project), after the
+    policy checks; a ``project_id`` filter counts only with all_tenants."""
+    authorize(context, list_rule)
+    project_filter = filters.pop('project_id', None)
+    if not all_tenants:
+        return context.project_id
+    authorize(context, all_tenants_rule)
+    return project_filter
+
+
 def is_service(context):
     """A compute service: the service role, or a caller on the bus."""
     return 'service' in (getattr(context, 'service_roles', None) or [])

@@ -51,13 +51,9 @@ class VolumeService:
 
     def list(self, context, filters, sort_keys, sort_dirs, limit, marker,
              all_tenants=False, with_count=False):
-        policy.authorize(context, policy.VOLUME_GET_ALL)
-        project = context.project_id
-        if all_tenants:
-            policy.authorize(context, policy.VOLUME_ALL_TENANTS)
-            project = filters.pop('project_id', None)
-        else:
-            filters.pop('project_id', None)
+        project = policy.list_scope(context, policy.VOLUME_GET_ALL,
+                                    policy.VOLUME_ALL_TENANTS, filters,
+                                    all_tenants)
         with db_api.reader() as session:
             rows = db_volumes.list_volumes(session, project, filters,
                                            sort_keys, sort_dirs, limit,

@@ -82,13 +82,9 @@ class AttachmentService:
 
     def list(self, context, filters, sort_keys, sort_dirs, limit, marker,
              all_tenants=False):
-        policy.authorize(context, policy.ATTACHMENT_GET_ALL)
-        project = context.project_id
-        if all_tenants:
-            policy.authorize(context, policy.ATTACHMENT_ALL_TENANTS)
-            project = filters.pop('project_id', None)
-        else:
-            filters.pop('project_id', None)
+        project = policy.list_scope(context, policy.ATTACHMENT_GET_ALL,
+                                    policy.ATTACHMENT_ALL_TENANTS, filters,
+                                    all_tenants)
         with db_api.reader() as session:
             return db_attachments.list_attachments(
                 session, project, filters, sort_keys, sort_dirs, limit,
