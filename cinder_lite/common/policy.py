@@ -3,6 +3,8 @@
 Roles: ``reader`` and ``member`` act within their own project; ``admin``
 acts everywhere.  An operator overrides any rule in ``policy.yaml``.
 """
+import threading
+
 from oslo_config import cfg
 from oslo_policy import policy
 
@@ -158,15 +160,20 @@ def list_rules():
 
 
 _enforcer = None
+_enforcer_lock = threading.Lock()
 
 
 def get_enforcer(conf=None):
-    """The enforcer, for oslopolicy-sample-generator and the API."""
+    """The enforcer, for oslopolicy-sample-generator and the API.  Built
+    whole before it is published: request threads race for the first
+    one."""
     global _enforcer
-    if _enforcer is None:
-        _enforcer = policy.Enforcer(conf or cfg.CONF)
-        _enforcer.register_defaults(list_rules())
-    return _enforcer
+    with _enforcer_lock:
+        if _enforcer is None:
+            enforcer = policy.Enforcer(conf or cfg.CONF)
+            enforcer.register_defaults(list_rules())
+            _enforcer = enforcer
+        return _enforcer
 
 
 def reset():

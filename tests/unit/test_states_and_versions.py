@@ -67,3 +67,29 @@ def test_parse_sort():
         ['size'], ['asc'])
     assert query.parse_sort(allowed=('created_at',)) == (['created_at'],
                                                           ['desc'])
+
+
+def test_policy_enforcer_is_whole_when_threads_race_for_it():
+    import threading
+
+    from oslo_config import cfg
+
+    from cinder_lite.common import policy
+    policy.reset()
+    errors = []
+    barrier = threading.Barrier(16)
+
+    def first_use():
+        barrier.wait()
+        try:
+            enforcer = policy.get_enforcer(cfg.ConfigOpts())
+            assert policy.ATTACHMENT_CREATE in enforcer.registered_rules
+        except Exception as e:  # collected, asserted below
+            errors.append(e)
+    threads = [threading.Thread(target=first_use) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    policy.reset()
+    assert errors == []
