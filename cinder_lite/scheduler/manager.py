@@ -61,23 +61,22 @@ class SchedulerManager:
                                              capabilities, reported_at)
 
     def create_volume(self, ctxt, volume_id, request_spec):
-        try:
-            with db_api.reader() as session:
-                backends = self.host_manager.live_backends(session)
-            chosen = choose_backend(backends, request_spec)
-        except exception.NoValidBackend as e:
-            self._fail(ctxt, volume_id, e.message)
-            return
-        self.host_manager.consume(chosen, request_spec['size'])
+        # One transaction: read the live backends, choose, record the host.
         try:
             with db_api.writer() as session:
+                backends = self.host_manager.live_backends(session)
+                chosen = choose_backend(backends, request_spec)
                 db_volumes.transition(session, volume_id, states.CREATING,
                                       expected=(states.CREATING,),
                                       values={'host': chosen.pool})
+        except exception.NoValidBackend as e:
+            self._fail(ctxt, volume_id, e.message)
+            return
         except (exception.InvalidTransition, exception.VolumeNotFound) as e:
             LOG.warning('volume %s left creating before it was scheduled: '
                         '%s', volume_id, e)
             return
+        self.host_manager.consume(chosen, request_spec['size'])
         LOG.info('volume %s scheduled to %s', volume_id, chosen.pool)
         self.volume_rpcapi.create_volume(ctxt, chosen.host, volume_id)
 
