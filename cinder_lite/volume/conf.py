@@ -31,6 +31,15 @@ backend_opts = [
                      'shareable volume types off this backend.'),
     cfg.IntOpt('reserved_percentage', default=0, min=0, max=100,
                help='Percentage of the capacity kept free.'),
+    cfg.StrOpt('target_protocol', default='local',
+               choices=[('local', 'the file itself, for consumers on this '
+                                  'host'),
+                        ('nbd', 'one nbdkit export per attachment')],
+               help='How attachments reach the volume.'),
+    cfg.HostAddressOpt('target_ip_address', default='127.0.0.1',
+                       help='Address network targets listen on.'),
+    cfg.StrOpt('target_port_range', default='10809-10999',
+               help='Ports NBD exports may use, as LOW-HIGH.'),
     cfg.FloatOpt('max_over_subscription_ratio', default=20.0, min=1.0,
                  help='For thin backends: how many times the capacity may '
                       'be provisioned.'),

@@ -13,6 +13,9 @@ class Conf:
         self.multiattach = True
         self.reserved_percentage = 0
         self.max_over_subscription_ratio = 20.0
+        self.target_protocol = 'local'
+        self.target_ip_address = '127.0.0.1'
+        self.target_port_range = '10809-10999'
 
 
 def driver(tmp_path):

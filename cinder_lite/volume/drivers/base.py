@@ -54,18 +54,20 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         connection (consumers then serialise their connects)."""
         return True
 
-    def create_export(self, volume, connector, mode):
-        """Make ``volume`` reachable for ``connector``; default: nothing to
-        do."""
+    def create_export(self, volume, connector, mode, attachment_id):
+        """Make ``volume`` reachable for ``connector`` with ``mode`` for
+        one attachment."""
 
-    def remove_export(self, volume, connector):
-        """Undo ``create_export``."""
+    def remove_export(self, volume, connector, attachment_id, shared):
+        """Undo ``create_export``.  ``shared`` is True while other
+        attachments of the volume are connected from the same host (a
+        per-host export must then stay)."""
 
-    def initialize_connection(self, volume, connector, mode):
-        """Connection info for ``connector``."""
+    def initialize_connection(self, volume, connector, mode, attachment_id):
+        """Connection info for ``connector``:
+        ``{'driver_volume_type': ..., 'data': {...}}``."""
         raise NotImplementedError()
 
-    def terminate_connection(self, volume, connector):
-        """Drop the connection; returns True while the host connection is
-        still shared by another attachment."""
+    def terminate_connection(self, volume, connector, attachment_id):
+        """Drop the attachment's connection (sessions, ACLs)."""
         raise NotImplementedError()

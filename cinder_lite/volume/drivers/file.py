@@ -9,6 +9,8 @@ import os
 
 from cinder_lite.common import exception
 from cinder_lite.volume.drivers import base
+from cinder_lite.volume.targets import local as local_target
+from cinder_lite.volume.targets import nbd as nbd_target
 
 LOG = logging.getLogger(__name__)
 GiB = 1024 ** 3
@@ -22,9 +24,19 @@ class FileDriver(base.VolumeDriver):
         super().__init__(backend_conf, backend_name, host)
         self.root = backend_conf.volumes_dir or os.path.join(
             backend_conf.state_path, 'volumes', backend_conf.section)
+        self.target = None
+
+    def _make_target(self):
+        protocol = self.conf.target_protocol
+        state_dir = os.path.join(self.conf.state_path, 'targets',
+                                 self.conf.section)
+        if protocol == 'nbd':
+            return nbd_target.NbdTarget(self.conf, state_dir)
+        return local_target.LocalTarget(self.conf, state_dir)
 
     def do_setup(self):
         os.makedirs(self.root, exist_ok=True)
+        self.target = self._make_target()
 
     def check_for_setup_error(self):
         if not os.access(self.root, os.W_OK):
@@ -60,23 +72,25 @@ class FileDriver(base.VolumeDriver):
                     'refusing to shrink volume %s' % volume['id'])
             f.truncate(new_size * GiB)
 
-    # -- connections: the local target ----------------------------------
-    # A consumer on this host opens the file itself; there is nothing to
-    # export.  Network targets (nbd, iscsi) come with their own exports.
-    def create_export(self, volume, connector, mode):
-        if not os.path.exists(self.path(volume['id'])):
+    # -- connections: through the backend's target --------------------------
+    def create_export(self, volume, connector, mode, attachment_id):
+        path = self.path(volume['id'])
+        if not os.path.exists(path):
             raise exception.CinderLiteError(
                 'the file of volume %s is missing' % volume['id'])
+        self.target.create_export(path, volume['id'], attachment_id, mode)
 
-    def remove_export(self, volume, connector):
-        pass
+    def remove_export(self, volume, connector, attachment_id, shared):
+        # every target here exports per attachment
+        self.target.remove_export(attachment_id)
 
-    def initialize_connection(self, volume, connector, mode):
-        return {'driver_volume_type': 'local',
-                'data': {'device_path': self.path(volume['id']),
-                         'access_mode': mode}}
+    def initialize_connection(self, volume, connector, mode, attachment_id):
+        return {'driver_volume_type': self.target.protocol,
+                'data': self.target.connection_data(
+                    self.path(volume['id']), volume['id'], attachment_id,
+                    mode)}
 
-    def terminate_connection(self, volume, connector):
+    def terminate_connection(self, volume, connector, attachment_id):
         return None
 
     def get_volume_stats(self):
@@ -97,7 +111,8 @@ class FileDriver(base.VolumeDriver):
             'volume_backend_name': self.backend_name,
             'vendor_name': 'cinder_lite',
             'driver_version': self.VERSION,
-            'storage_protocol': 'file',
+            'storage_protocol': ('file' if self.target.protocol == 'local'
+                                 else self.target.protocol),
             'total_capacity_gb': round(total, 2),
             'free_capacity_gb': round(free, 2),
             'provisioned_capacity_gb': round(provisioned, 2),

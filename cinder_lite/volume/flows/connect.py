@@ -29,27 +29,28 @@ def connection_info(driver_info, attachment_id, mode):
 
 
 class CreateExport(task.Task):
-    def execute(self, driver, volume, connector, mode):
-        driver.create_export(volume, connector, mode)
+    def execute(self, driver, volume, connector, mode, attachment_id):
+        driver.create_export(volume, connector, mode, attachment_id)
 
-    def revert(self, driver, volume, connector, shared, **kwargs):
-        if not shared:
-            LOG.warning('removing the export of volume %s for %s after a '
-                        'failed connect', volume['id'],
-                        connector.get('host'))
-            driver.remove_export(volume, connector)
+    def revert(self, driver, volume, connector, shared, attachment_id,
+               **kwargs):
+        LOG.warning('removing the export of volume %s for attachment %s '
+                    'after a failed connect', volume['id'], attachment_id)
+        driver.remove_export(volume, connector, attachment_id, shared)
 
 
 class InitializeConnection(task.Task):
     default_provides = 'connection_info'
 
     def execute(self, driver, volume, connector, mode, attachment_id):
-        info = driver.initialize_connection(volume, connector, mode)
+        info = driver.initialize_connection(volume, connector, mode,
+                                            attachment_id)
         return connection_info(info, attachment_id, mode)
 
-    def revert(self, driver, volume, connector, shared, result, **kwargs):
-        if isinstance(result, dict) and not shared:
-            driver.terminate_connection(volume, connector)
+    def revert(self, driver, volume, connector, attachment_id, result,
+               **kwargs):
+        if isinstance(result, dict):
+            driver.terminate_connection(volume, connector, attachment_id)
 
 
 class RecordConnection(task.Task):

@@ -15,15 +15,15 @@ LOG = logging.getLogger(__name__)
 
 
 class TerminateConnection(task.Task):
-    def execute(self, driver, volume, connector):
+    def execute(self, driver, volume, connector, attachment_id):
         if connector:
-            driver.terminate_connection(volume, connector)
+            driver.terminate_connection(volume, connector, attachment_id)
 
 
 class RemoveExport(task.Task):
-    def execute(self, driver, volume, connector, shared):
-        if connector and not shared:
-            driver.remove_export(volume, connector)
+    def execute(self, driver, volume, connector, shared, attachment_id):
+        if connector:
+            driver.remove_export(volume, connector, attachment_id, shared)
 
 
 class RecordDetached(task.Task):

@@ -1,0 +1,69 @@
+"""Turn a connection_info into something a process reads and writes:
+``connect(info)`` returns a device with ``read``, ``write``, ``flush``,
+``size`` and ``close``."""
+import os
+
+from cinder_lite.common import exception
+from cinder_lite.connector import nbd
+
+
+class LocalDevice:
+    """The volume's file on this host."""
+
+    def __init__(self, info):
+        self.read_only = info.get('access_mode') == 'ro'
+        flags = os.O_RDONLY if self.read_only else os.O_RDWR
+        self._fd = os.open(info['device_path'], flags)
+        self.size = os.fstat(self._fd).st_size
+
+    def read(self, offset, length):
+        return os.pread(self._fd, length, offset)
+
+    def write(self, offset, data):
+        if os.pwrite(self._fd, data, offset) != len(data):
+            raise OSError('short write')
+
+    def flush(self):
+        os.fsync(self._fd)
+
+    def close(self):
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class NbdDevice:
+    """An NBD export, read and written over the network."""
+
+    def __init__(self, info, source_address=None):
+        self._client = nbd.NbdClient(info['host'], info['port'],
+                                     info.get('export_name', ''),
+                                     source_address=source_address)
+        self._client.connect()
+        self.size = self._client.size
+        self.read_only = self._client.read_only
+
+    def read(self, offset, length):
+        return self._client.read(offset, length)
+
+    def write(self, offset, data):
+        self._client.write(offset, data)
+
+    def flush(self):
+        self._client.flush()
+
+    def close(self):
+        self._client.close()
+
+
+def connect(connection_info, source_address=None):
+    """A device for ``connection_info`` (the attachment's, as the API
+    returns it).  ``source_address`` is the local address NBD connects
+    from (a host's own address on a multi-homed machine)."""
+    kind = connection_info.get('driver_volume_type')
+    if kind == 'local':
+        return LocalDevice(connection_info)
+    if kind == 'nbd':
+        return NbdDevice(connection_info, source_address)
+    raise exception.InvalidInput(
+        reason='no connector for driver_volume_type %r' % kind)

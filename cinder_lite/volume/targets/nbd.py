@@ -1,0 +1,200 @@
+"""The NBD target: one ``nbdkit`` per attachment, read-only attachments
+exported with ``-r`` so the server refuses their writes.
+
+Each export listens on ``target_ip_address`` at the first free port of
+``target_port_range``; its pid, port and file are kept in a small JSON
+file under the backend's state directory, so the service can stop it by
+pid (also after a restart) and knows which exports exist.
+"""
+import errno
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+from cinder_lite.common import exception
+
+LOG = logging.getLogger(__name__)
+
+READY_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = 5.0
+
+
+def parse_port_range(text):
+    low, sep, high = str(text).partition('-')
+    try:
+        low = int(low)
+        high = int(high) if sep else low
+    except ValueError:
+        raise exception.InvalidInput(
+            reason='target_port_range must look like 10809-10999, not %r'
+                   % text)
+    if not 1 <= low <= high <= 65535:
+        raise exception.InvalidInput(
+            reason='target_port_range %r is out of bounds' % text)
+    return low, high
+
+
+class NbdTarget:
+
+    protocol = 'nbd'
+
+    def __init__(self, conf, state_dir):
+        self.ip = conf.target_ip_address
+        self.ports = parse_port_range(conf.target_port_range)
+        self.state_dir = os.path.join(state_dir, 'nbd')
+        self.nbdkit = shutil.which('nbdkit') or 'nbdkit'
+        self._children = {}
+        os.makedirs(self.state_dir, exist_ok=True)
+
+    def _state_file(self, attachment_id):
+        return os.path.join(self.state_dir, '%s.json' % attachment_id)
+
+    def _load(self, attachment_id):
+        try:
+            with open(self._state_file(attachment_id)) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def exports(self):
+        """attachment id -> export record, for those this backend runs."""
+        found = {}
+        for name in os.listdir(self.state_dir):
+            if name.endswith('.json'):
+                record = self._load(name[:-5])
+                if record:
+                    found[name[:-5]] = record
+        return found
+
+    def _ports_in_use(self):
+        return {r['port'] for r in self.exports().values()}
+
+    def create_export(self, path, volume_id, attachment_id, mode):
+        if self._load(attachment_id):
+            return
+        taken = self._ports_in_use()
+        low, high = self.ports
+        for port in range(low, high + 1):
+            if port in taken or not self._port_free(port):
+                continue
+            if self._start(path, volume_id, attachment_id, mode, port):
+                return
+        raise exception.CinderLiteError(
+            'no free port for an NBD export in %d-%d on %s' % (
+                low, high, self.ip))
+
+    def _port_free(self, port):
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((self.ip, port))
+            except OSError:
+                return False
+        return True
+
+    def _start(self, path, volume_id, attachment_id, mode, port):
+        argv = [self.nbdkit, '--foreground',
+                '-i', self.ip, '-p', str(port), '-e', volume_id]
+        if mode == 'ro':
+            argv.append('-r')
+        argv += ['file', path]
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE,
+                                    start_new_session=True)
+        except OSError as e:
+            raise exception.CinderLiteError('cannot run nbdkit: %s' % e)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors='replace').strip()
+                LOG.warning('nbdkit for %s on port %d exited: %s',
+                            attachment_id, port, err)
+                return False
+            try:
+                socket.create_connection((self.ip, port), timeout=0.5
+                                         ).close()
+                break
+            except OSError:
+                time.sleep(0.01)
+        else:
+            self._kill(proc.pid, proc)
+            return False
+        record = {'pid': proc.pid, 'port': port, 'host': self.ip,
+                  'path': path, 'mode': mode, 'volume_id': volume_id}
+        tmp = self._state_file(attachment_id) + '.tmp'
+        with open(tmp, 'w') as f:
+            json.dump(record, f)
+        os.rename(tmp, self._state_file(attachment_id))
+        self._children[proc.pid] = proc
+        LOG.info('NBD export of %s for attachment %s on %s:%d (%s, pid %d)',
+                 volume_id, attachment_id, self.ip, port, mode, proc.pid)
+        return True
+
+    def remove_export(self, attachment_id):
+        record = self._load(attachment_id)
+        if record is None:
+            return
+        self._kill(record['pid'], self._children.pop(record['pid'], None))
+        try:
+            os.unlink(self._state_file(attachment_id))
+        except FileNotFoundError:
+            pass
+        LOG.info('NBD export of attachment %s removed (pid %d)',
+                 attachment_id, record['pid'])
+
+    def _kill(self, pid, proc=None):
+        if proc is None and not _is_nbdkit(pid):
+            return  # gone, or the pid now belongs to someone else
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proc is not None:
+                if proc.poll() is not None:
+                    return
+            elif not _alive(pid):
+                return
+            time.sleep(0.01)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if proc is not None:
+            proc.wait()
+
+    def connection_data(self, path, volume_id, attachment_id, mode):
+        record = self._load(attachment_id)
+        if record is None:
+            raise exception.CinderLiteError(
+                'attachment %s has no NBD export' % attachment_id)
+        return {'host': record['host'], 'port': record['port'],
+                'export_name': volume_id, 'access_mode': mode}
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_nbdkit(pid):
+    try:
+        with open('/proc/%d/comm' % pid) as f:
+            return f.read().strip() == 'nbdkit'
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            return False
+        raise
