@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import threading
+import time
 
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import inproc_bus
@@ -18,6 +19,9 @@ from cinder_lite.db import api as db_api
 from cinder_lite.db import services as db_services
 
 LOG = logging.getLogger(__name__)
+
+# How often the main loop looks at the signals it received.
+SIGNAL_POLL_S = 0.2
 
 
 class RPCService:
@@ -142,25 +146,36 @@ def notify_systemd(state='READY=1'):
 
 
 def run(conf, services):
-    """Start ``services`` and block until SIGTERM or SIGINT."""
-    stop = threading.Event()
+    """Start ``services`` and block until SIGTERM or SIGINT; SIGHUP
+    reloads the mutable options.
 
-    def _terminate(signum, _frame):
-        LOG.info('signal %d: stopping', signum)
-        stop.set()
+    The handlers only note the signal: a handler runs on the main thread
+    between two bytecodes, and taking a lock there (an Event, a logging
+    handler) that the main thread already holds would deadlock it.  The
+    main loop acts on the notes.
+    """
+    received = []
 
-    def _reload(_signum, _frame):
-        LOG.info('SIGHUP: reloading mutable options')
-        conf.mutate_config_files()
+    def _note(signum, _frame):
+        received.append(signum)
 
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGINT, _terminate)
-    signal.signal(signal.SIGHUP, _reload)
+    signal.signal(signal.SIGTERM, _note)
+    signal.signal(signal.SIGINT, _note)
+    signal.signal(signal.SIGHUP, _note)
     for svc in services:
         svc.start()
     notify_systemd()
-    while not stop.wait(1):
-        pass
+    stopping = False
+    while not stopping:
+        time.sleep(SIGNAL_POLL_S)
+        while received:
+            signum = received.pop(0)
+            if signum == signal.SIGHUP:
+                LOG.info('SIGHUP: reloading mutable options')
+                conf.mutate_config_files()
+            else:
+                LOG.info('signal %d: stopping', signum)
+                stopping = True
     notify_systemd('STOPPING=1')
     stop_all(services)
     rpc.cleanup()
