@@ -182,6 +182,22 @@ def connections_on_host(session, volume_id, host, exclude=None):
     return sorted(r.id for r in rows if r.connection_info)
 
 
+def connected_on_host(session, backend_host):
+    """(attachment, volume) pairs of live attachments holding a connection
+    on the volumes of ``backend_host`` (``node@backend``)."""
+    rows = session.execute(
+        _live(sa.select(A, models.Volume)
+              .join(models.Volume, models.Volume.id == A.volume_id)
+              .where(models.Volume.deleted.is_(False),
+                     models.Volume.host.startswith(backend_host + '#',
+                                                  autoescape=True),
+                     A.attach_status.in_((states.ATTACH_ATTACHING,
+                                          states.ATTACHED,
+                                          states.ATTACH_DETACHING,
+                                          states.ERROR_DETACHING))))).all()
+    return [(a, v) for a, v in rows if a.connection_info]
+
+
 def sharing_connection(session, attachment):
     """Ids of the other attachments sharing ``attachment``'s host
     connection (none while it is not connected)."""

@@ -50,6 +50,26 @@ class VolumeManager:
     def init_host(self):
         self.driver.do_setup()
         self.driver.check_for_setup_error()
+        self.reconcile_exports()
+
+    def reconcile_exports(self):
+        """Make the backend's exports what the database says: re-create
+        the exports of connected attachments that lost theirs, remove the
+        exports no live attachment owns."""
+        with db_api.reader() as session:
+            wanted = {
+                a.id: (volume_dict(v), a.attach_mode, a.connection_info)
+                for a, v in db_attachments.connected_on_host(session,
+                                                             self.host)}
+        for attachment_id in set(self.driver.list_exports()) - set(wanted):
+            LOG.warning('removing export of attachment %s: no live '
+                        'attachment owns it', attachment_id)
+            self.driver.remove_export(None, None, attachment_id, False)
+        for attachment_id, (volume, mode, info) in wanted.items():
+            if not self.driver.ensure_export(volume, attachment_id, mode,
+                                             info):
+                LOG.error('could not restore the export of attachment %s '
+                          'of volume %s', attachment_id, volume['id'])
 
     def capabilities(self):
         return self.driver.get_volume_stats()

@@ -153,3 +153,38 @@ def test_port_range_exhausted_leaves_nothing(tmp_path):
     finally:
         holder.close()
         s.stop()
+
+
+def test_restart_restores_and_prunes_exports(nbd_stack):
+    """What a volume service does at start: exports of connected
+    attachments come back on the ports their connection info names, and
+    exports no attachment owns go."""
+    api = nbd_stack.client()
+    vol = api.create_volume()
+    att = attacher(nbd_stack, 'host-a', '127.0.0.2').attach(
+        vol['id'], str(uuid.uuid4()))
+    info = att['connection_info']
+    path = os.path.join(nbd_stack.state_path, 'volumes', 'file',
+                        'volume-%s' % vol['id'])
+    manager = nbd_stack.volume_service('file').endpoints[0]
+    target = manager.driver.target
+    # the daemon died, and an export nobody owns is running
+    (pid,) = nbdkit_pids(path)
+    target.remove_export(att['id'])
+    assert nbdkit_pids(path) == []
+    stray = str(uuid.uuid4())
+    target.create_export(path, vol['id'], stray, 'ro')
+    assert len(nbdkit_pids(path)) == 1
+
+    manager.init_host()
+
+    assert set(target.exports()) == {att['id']}
+    assert target.exports()[att['id']]['port'] == info['port']
+    assert len(nbdkit_pids(path)) == 1
+    dev = devices.connect(info, source_address='127.0.0.2')
+    dev.write(0, b'back again')
+    dev.flush()
+    assert dev.read(0, 10) == b'back again'
+    dev.close()
+    attacher(nbd_stack, 'host-a', '127.0.0.2').detach(att['id'])
+    assert nbdkit_pids(path) == []

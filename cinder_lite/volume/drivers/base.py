@@ -63,6 +63,15 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         attachments of the volume are connected from the same host (a
         per-host export must then stay)."""
 
+    def list_exports(self):
+        """Ids of the attachments this backend exports now."""
+        return []
+
+    def ensure_export(self, volume, attachment_id, mode, connection_info):
+        """Re-create a missing export so ``connection_info`` works again;
+        False when it cannot."""
+        return True
+
     def initialize_connection(self, volume, connector, mode, attachment_id):
         """Connection info for ``connector``:
         ``{'driver_volume_type': ..., 'data': {...}}``."""

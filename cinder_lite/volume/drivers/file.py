@@ -84,6 +84,14 @@ class FileDriver(base.VolumeDriver):
         # every target here exports per attachment
         self.target.remove_export(attachment_id)
 
+    def list_exports(self):
+        return list(self.target.exports())
+
+    def ensure_export(self, volume, attachment_id, mode, connection_info):
+        return self.target.ensure_export(
+            self.path(volume['id']), volume['id'], attachment_id, mode,
+            connection_info.get('port'))
+
     def initialize_connection(self, volume, connector, mode, attachment_id):
         return {'driver_volume_type': self.target.protocol,
                 'data': self.target.connection_data(

@@ -71,6 +71,16 @@ class NbdTarget:
                     found[name[:-5]] = record
         return found
 
+    def ensure_export(self, path, volume_id, attachment_id, mode, port):
+        """Make sure the export of an attachment runs, on the port its
+        connection info names (clients hold that info)."""
+        record = self._load(attachment_id)
+        if record and _is_nbdkit(record['pid']):
+            return True
+        if record:
+            os.unlink(self._state_file(attachment_id))
+        return self._start(path, volume_id, attachment_id, mode, port)
+
     def _ports_in_use(self):
         return {r['port'] for r in self.exports().values()}
 
