@@ -139,7 +139,9 @@ class NbdClient:
         with self._lock:
             handle = self._next_handle()
             self._send(struct.pack('>IHHQQI', REQUEST_MAGIC, 0, cmd, handle,
-                                   offset, length) + payload)
+                                   offset, length))
+            if payload:
+                self._send(payload)
             magic, error, got = struct.unpack('>IIQ', self._recv(16))
             if magic != SIMPLE_REPLY_MAGIC or got != handle:
                 raise NbdError(errno.EPROTO, 'unexpected reply')
@@ -155,11 +157,13 @@ class NbdClient:
         self._sock.sendall(data)
 
     def _recv(self, n):
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self._sock.recv(n - len(buf))
-            if not chunk:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = self._sock.recv_into(view[got:], n - got)
+            if not k:
                 raise NbdError(errno.ECONNRESET, 'server closed the '
                                                  'connection')
-            buf += chunk
+            got += k
         return bytes(buf)
