@@ -116,17 +116,11 @@ class VolumeManager:
             shared = bool(db_attachments.connections_on_host(
                 session, attachment.volume_id, connector.get('host'),
                 exclude=attachment_id))
-        try:
-            return connect_flow.run(self.driver, volume, attachment_id,
-                                    connector, mode, shared)
-        except Exception as e:
-            LOG.exception('attachment %s: attaching -> error_attaching',
-                          attachment_id)
-            self._attachment_failed(volume, attachment_id,
-                                    states.ERROR_ATTACHING,
-                                    (states.ATTACH_ATTACHING,),
-                                    'connect failed: %s' % e)
-            raise exception.ConnectFailed(reason=str(e))
+        return self._run_flow(
+            lambda: connect_flow.run(self.driver, volume, attachment_id,
+                                     connector, mode, shared),
+            volume, attachment_id, states.ATTACH_ATTACHING,
+            states.ERROR_ATTACHING, 'connect')
 
     def disconnect(self, ctxt, attachment_id):
         """Terminate the connection of a ``detaching`` attachment and
@@ -140,17 +134,11 @@ class VolumeManager:
                 session, attachment.volume_id, attachment.attached_host,
                 exclude=attachment_id))
             connector = attachment.connector
-        try:
-            disconnect_flow.run(self.driver, volume, attachment_id,
-                                connector, shared)
-        except Exception as e:
-            LOG.exception('attachment %s: detaching -> error_detaching',
-                          attachment_id)
-            self._attachment_failed(volume, attachment_id,
-                                    states.ERROR_DETACHING,
-                                    (states.ATTACH_DETACHING,),
-                                    'disconnect failed: %s' % e)
-            raise exception.ConnectFailed(reason=str(e))
+        self._run_flow(
+            lambda: disconnect_flow.run(self.driver, volume, attachment_id,
+                                        connector, shared),
+            volume, attachment_id, states.ATTACH_DETACHING,
+            states.ERROR_DETACHING, 'disconnect')
         return shared
 
     def extend_volume(self, ctxt, volume_id, new_size):
@@ -188,6 +176,18 @@ class VolumeManager:
             with db_api.writer() as session:
                 db_volumes.swap_size(session, volume_id, new_size, old_size)
             raise exception.BackendError(reason=str(e))
+
+    def _run_flow(self, run, volume, attachment_id, current, failed, what):
+        """Run a connect/disconnect flow; on failure record the attachment
+        ``failed`` with the reason and raise ConnectFailed."""
+        try:
+            return run()
+        except Exception as e:
+            LOG.exception('attachment %s: %s -> %s', attachment_id, current,
+                          failed)
+            self._attachment_failed(volume, attachment_id, failed,
+                                    (current,), '%s failed: %s' % (what, e))
+            raise exception.ConnectFailed(reason=str(e))
 
     def _attachment_failed(self, volume, attachment_id, target, expected,
                            reason):

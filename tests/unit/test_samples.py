@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 ETC = os.path.join(ROOT, 'etc', 'cinder-lite')
@@ -18,29 +20,25 @@ def _generate(code, args, tmp_path):
     return out.read_text()
 
 
-def test_config_sample_is_current(tmp_path):
-    generated = _generate(
-        'import sys; from oslo_config import generator; '
-        'generator.main(sys.argv[1:])',
-        ['--config-file', os.path.join(ETC,
-                                       'cinder-lite-config-generator.conf')],
-        tmp_path)
-    with open(os.path.join(ETC, 'cinder-lite.conf.sample')) as f:
-        assert f.read() == generated, (
-            'etc/cinder-lite/cinder-lite.conf.sample is stale: run '
-            'oslo-config-generator --config-file '
-            'etc/cinder-lite/cinder-lite-config-generator.conf')
+SAMPLES = [
+    ('from oslo_config import generator; generator.main(sys.argv[1:])',
+     'cinder-lite-config-generator.conf', 'cinder-lite.conf.sample',
+     'oslo-config-generator'),
+    ('from oslo_policy import generator; '
+     'generator.generate_sample(sys.argv[1:])',
+     'cinder-lite-policy-generator.conf', 'policy.yaml.sample',
+     'oslopolicy-sample-generator'),
+]
 
 
-def test_policy_sample_is_current(tmp_path):
-    generated = _generate(
-        'import sys; from oslo_policy import generator; '
-        'generator.generate_sample(sys.argv[1:])',
-        ['--config-file', os.path.join(ETC,
-                                       'cinder-lite-policy-generator.conf')],
-        tmp_path)
-    with open(os.path.join(ETC, 'policy.yaml.sample')) as f:
+@pytest.mark.parametrize('code,generator_conf,sample,command', SAMPLES)
+def test_sample_is_current(tmp_path, code, generator_conf, sample,
+                           command):
+    generated = _generate('import sys; ' + code,
+                          ['--config-file', os.path.join(ETC,
+                                                         generator_conf)],
+                          tmp_path)
+    with open(os.path.join(ETC, sample)) as f:
         assert f.read() == generated, (
-            'etc/cinder-lite/policy.yaml.sample is stale: run '
-            'oslopolicy-sample-generator --config-file '
-            'etc/cinder-lite/cinder-lite-policy-generator.conf')
+            'etc/cinder-lite/%s is stale: run %s --config-file '
+            'etc/cinder-lite/%s' % (sample, command, generator_conf))

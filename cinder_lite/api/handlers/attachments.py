@@ -111,12 +111,8 @@ def _list(req, detailed):
                               all_tenants=req.bool_param('all_tenants'))
     items = [_detail(req, a) if detailed else views.summary(a)
              for a in rows]
-    body = {'attachments': items}
-    nxt = links.next_link(req, conf, 'attachments', rows, limit,
-                          lambda a: a.id)
-    if nxt:
-        body['attachments_links'] = nxt
-    return wsgi.json_response(body)
+    return wsgi.json_response(
+        links.page(req, conf, 'attachments', rows, items, limit))
 
 
 @wsgi.expected_errors(400, 403)

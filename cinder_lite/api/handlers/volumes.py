@@ -131,11 +131,7 @@ def _list(req, detailed):
         items = [_detail(req, v, names, attached) for v in rows]
     else:
         items = [views.summary(req, conf, v) for v in rows]
-    body = {'volumes': items}
-    nxt = links.next_link(req, conf, 'volumes', rows, limit,
-                          lambda v: v.id)
-    if nxt:
-        body['volumes_links'] = nxt
+    body = links.page(req, conf, 'volumes', rows, items, limit)
     if with_count:
         body['count'] = total
     return wsgi.json_response(body)

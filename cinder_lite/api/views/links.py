@@ -17,13 +17,15 @@ def resource_links(req, conf, collection, resource_id, project_id):
     ]
 
 
-def next_link(req, conf, collection, items, limit, marker_of):
-    """The ``rel: next`` link when the page is full."""
-    if limit is None or len(items) < limit or not items:
-        return None
-    params = dict(req.GET)
-    params['marker'] = marker_of(items[-1])
-    query = '&'.join('%s=%s' % (k, v) for k, v in params.items())
-    path = req.path.rstrip('/')
-    return [{'rel': 'next', 'href': '%s%s?%s' % (base_url(req, conf), path,
-                                                  query)}]
+def page(req, conf, collection, rows, items, limit):
+    """A list body: ``{collection: items}`` plus ``<collection>_links``
+    with the ``rel: next`` link when the page is full."""
+    body = {collection: items}
+    if limit is not None and rows and len(rows) >= limit:
+        params = dict(req.GET)
+        params['marker'] = rows[-1].id
+        query = '&'.join('%s=%s' % (k, v) for k, v in params.items())
+        body[collection + '_links'] = [{
+            'rel': 'next', 'href': '%s%s?%s' % (
+                base_url(req, conf), req.path.rstrip('/'), query)}]
+    return body
