@@ -5,14 +5,16 @@ same run.
 * sequential 1 MiB writes (then a flush) and reads of ``--mib`` MiB,
   after an untimed pass that allocates the blocks:
   straight to the volume's file (the floor), through a ``local``
-  attachment, and through an NBD attachment (nbdkit + cinder_lite's
-  pure-Python client) — client and server share this machine's cores;
+  attachment, through an NBD attachment (nbdkit + cinder_lite's
+  pure-Python client) and through an iSCSI attachment (tgt +
+  cinder_lite's userspace initiator) — client and server share this
+  machine's cores;
 * attach latency: from ``POST /attachments`` with a connector until the
   first 4 KiB block has been read through the returned connection_info,
   p50/p95 over ``--attaches`` rounds (each round detaches again).
 
 It runs the embedded stack in this process (SQLite, in-process bus) with
-two file backends, ``local`` and ``nbd``.  iSCSI is not implemented yet.
+three file backends, ``local``, ``nbd`` and ``iscsi``.
 
     /tmp/venv/bin/python bench/datapath.py --mib 256 --attaches 20
 """
@@ -76,13 +78,19 @@ class FileDevice:
         os.close(self._fd)
 
 
-def attach(api, volume_id, host, address):
+def attach(api, volume_id, connector):
     resp = api.post('/attachments', json={'attachment': {
         'volume_uuid': volume_id, 'instance_uuid': str(uuid.uuid4()),
-        'connector': host_connector.get_connector(host=host, ip=address)}})
+        'connector': connector}})
     if resp.status_code != 200:
         raise RuntimeError(resp.text)
     return resp.json()['attachment']
+
+
+def open_device(attachment, connector):
+    return devices.connect(attachment['connection_info'],
+                           source_address=connector['ip'],
+                           initiator=connector['initiator'])
 
 
 def main():
@@ -90,34 +98,39 @@ def main():
     parser.add_argument('--mib', type=int, default=256)
     parser.add_argument('--attaches', type=int, default=20)
     args = parser.parse_args()
-    if shutil.which('nbdkit') is None:
-        sys.exit('nbdkit is not installed (apt-get install nbdkit)')
+    for program, package in (('nbdkit', 'nbdkit'), ('tgtd', 'tgt')):
+        if shutil.which(program) is None:
+            sys.exit('%s is not installed (apt-get install %s)'
+                     % (program, package))
     logging.disable(logging.WARNING)
     work = tempfile.mkdtemp(prefix='cinder-lite-datapath-')
     stack = stack_mod.Stack(os.path.join(work, 'state'), backends={
         'local': {'target_protocol': 'local'},
         'nbd': {'target_protocol': 'nbd',
-                'target_port_range': '20809-20899'}}).start()
+                'target_port_range': '20809-20899'},
+        'iscsi': {'target_protocol': 'iscsi', 'target_port': 23260}}
+        ).start()
     rows = []
     try:
         api = stack.client()
         size_gib = max(1, -(-args.mib // 1024))
-        for backend in ('local', 'nbd'):
+        backends = (('local', '127.0.0.2'), ('nbd', '127.0.0.3'),
+                    ('iscsi', '127.0.0.4'))
+        for backend, _ in backends:
             api.create_type(backend, {'volume_backend_name': backend})
         volumes = {b: api.create_volume(size=size_gib, volume_type=b)
-                   for b in ('local', 'nbd')}
+                   for b, _ in backends}
         path = os.path.join(stack.state_path, 'volumes', 'local',
                             'volume-%s' % volumes['local']['id'])
         dev = FileDevice(path)
         rows.append(('file (floor)',) + throughput(dev, args.mib))
         dev.close()
         latencies = {}
-        for backend, address in (('local', '127.0.0.2'),
-                                 ('nbd', '127.0.0.3')):
-            att = attach(api, volumes[backend]['id'], 'bench-' + backend,
-                         address)
-            dev = devices.connect(att['connection_info'],
-                                  source_address=address)
+        for backend, address in backends:
+            connector = host_connector.get_connector(
+                host='bench-' + backend, ip=address)
+            att = attach(api, volumes[backend]['id'], connector)
+            dev = open_device(att, connector)
             rows.append(('%s attachment' % backend,) +
                         throughput(dev, args.mib))
             dev.close()
@@ -125,10 +138,8 @@ def main():
             samples = []
             for _ in range(args.attaches):
                 t0 = time.perf_counter()
-                att = attach(api, volumes[backend]['id'], 'bench-' + backend,
-                             address)
-                dev = devices.connect(att['connection_info'],
-                                      source_address=address)
+                att = attach(api, volumes[backend]['id'], connector)
+                dev = open_device(att, connector)
                 dev.read(0, 4096)
                 samples.append(time.perf_counter() - t0)
                 dev.close()

@@ -108,6 +108,13 @@ class ConnectFailed(CinderLiteError):
     msg_fmt = 'The backend could not complete the connection: %(reason)s'
 
 
+class ConnectRefused(Invalid):
+    """The backend refused the connection because of what was asked (a
+    connector or mode it cannot serve); the attachment is recorded
+    ``error_attaching`` with the reason."""
+    msg_fmt = 'The backend refused the connection: %(reason)s'
+
+
 class BackendError(CinderLiteError):
     msg_fmt = 'The backend failed: %(reason)s'
 

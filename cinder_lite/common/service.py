@@ -31,7 +31,8 @@ class RPCService:
 
     def __init__(self, conf, binary, topic, host, endpoints,
                  availability_zone, backend=None, report=None,
-                 rpc_version=None, on_registered=None, register=True):
+                 rpc_version=None, on_registered=None, register=True,
+                 on_stopped=None):
         self.conf = conf
         self.binary = binary
         self.topic = topic
@@ -42,6 +43,8 @@ class RPCService:
         self.report = report
         self.rpc_version = rpc_version
         self.on_registered = on_registered
+        # called once the server has stopped serving
+        self.on_stopped = on_stopped
         # False for RPC servers that are not services of their own (the
         # API's attach endpoint): no row in the services table.
         self.register = register
@@ -115,6 +118,11 @@ class RPCService:
                 done.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self.on_stopped is not None:
+            try:
+                self.on_stopped()
+            except Exception:
+                LOG.exception('cleanup of %s failed', self.host)
 
 
 def _nudge(done):

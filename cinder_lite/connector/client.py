@@ -6,6 +6,7 @@ import requests
 from cinder_lite.api import rpcapi
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
+from cinder_lite.connector import devices
 
 
 class RestTransport:
@@ -119,5 +120,28 @@ class AttachClient:
                 pass
             raise
 
-    def detach(self, attachment_id):
+    def detach(self, attachment_id, device=None):
+        """Delete the attachment, closing ``device`` first."""
+        if device is not None:
+            device.close()
         return self.transport.delete(attachment_id)
+
+    def open(self, attachment):
+        """The block device of a connected ``attachment``, reached from
+        this host's address as this host's initiator."""
+        return devices.connect(attachment['connection_info'],
+                               source_address=self.connector.get('ip'),
+                               initiator=self.connector.get('initiator'))
+
+    def attach_device(self, volume_id, instance_uuid=None, mode=None):
+        """``attach`` and ``open``: (attachment, device).  If the device
+        cannot be opened the attachment is deleted again."""
+        attachment = self.attach(volume_id, instance_uuid, mode)
+        try:
+            return attachment, self.open(attachment)
+        except Exception:
+            try:
+                self.transport.delete(attachment['id'])
+            except Exception:  # the original error matters more
+                pass
+            raise

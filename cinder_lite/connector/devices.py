@@ -4,6 +4,7 @@
 import os
 
 from cinder_lite.common import exception
+from cinder_lite.connector import iscsi
 from cinder_lite.connector import nbd
 
 
@@ -56,14 +57,51 @@ class NbdDevice:
         self._client.close()
 
 
-def connect(connection_info, source_address=None):
+class IscsiDevice:
+    """LUN ``target_lun`` of ``target_iqn`` at ``target_portal``, through
+    this package's userspace initiator, logged in as ``initiator``."""
+
+    def __init__(self, info, source_address=None, initiator=None):
+        if not initiator:
+            raise exception.InvalidInput(
+                reason='an iSCSI connection needs the initiator name the '
+                       'attachment was made for')
+        self._session = iscsi.IscsiSession(
+            info['target_portal'], info['target_iqn'],
+            info.get('target_lun', 0), initiator,
+            source_address=source_address)
+        self._session.connect()
+        self.size = self._session.size
+        self.read_only = self._session.read_only
+
+    def read(self, offset, length):
+        return self._session.read(offset, length)
+
+    def write(self, offset, data):
+        self._session.write(offset, data)
+
+    def flush(self):
+        self._session.flush()
+
+    def discard(self, offset, length):
+        self._session.discard(offset, length)
+
+    def close(self):
+        self._session.close()
+
+
+def connect(connection_info, source_address=None, initiator=None):
     """A device for ``connection_info`` (the attachment's, as the API
-    returns it).  ``source_address`` is the local address NBD connects
-    from (a host's own address on a multi-homed machine)."""
+    returns it).  ``source_address`` is the local address network
+    protocols connect from (a host's own address on a multi-homed
+    machine); ``initiator`` is the iSCSI name of the connector the
+    attachment was made with."""
     kind = connection_info.get('driver_volume_type')
     if kind == 'local':
         return LocalDevice(connection_info)
     if kind == 'nbd':
         return NbdDevice(connection_info, source_address)
+    if kind == 'iscsi':
+        return IscsiDevice(connection_info, source_address, initiator)
     raise exception.InvalidInput(
         reason='no connector for driver_volume_type %r' % kind)

@@ -13,10 +13,12 @@ Reservation rules (DESIGN §4):
 Every decision is made inside the transaction that holds the volume's row
 lock (``db.attachments.lock_volume``), so it is race-free on every database.
 """
+import ipaddress
 import logging
 import uuid
 
 from cinder_lite.common import exception
+from cinder_lite.common import iscsi_name
 from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
@@ -239,7 +241,7 @@ class AttachmentService:
         try:
             self.volume_rpcapi.connect(context, host, attachment_id,
                                        connector, mode)
-        except exception.ConnectFailed:
+        except (exception.ConnectFailed, exception.ConnectRefused):
             raise
         except Exception as e:
             # The backend did not answer: record why, leave nothing
@@ -372,7 +374,7 @@ class AttachmentService:
             return
         try:
             self.volume_rpcapi.disconnect(context, host, attachment.id)
-        except exception.ConnectFailed:
+        except (exception.ConnectFailed, exception.ConnectRefused):
             raise
         except Exception as e:
             self._mark_failed(attachment.id, states.ERROR_DETACHING,
@@ -396,6 +398,19 @@ def validate_connector(connector):
             raise exception.InvalidConnector(
                 reason="'%s' must be a string of at most 255 characters"
                        % key)
+    ip = connector.get('ip')
+    if ip is not None:
+        try:
+            ipaddress.ip_address(ip)
+        except ValueError:
+            raise exception.InvalidConnector(
+                reason="'ip' must be an IPv4 or IPv6 address, not %r" % ip)
+    initiator = connector.get('initiator')
+    if initiator is not None and not iscsi_name.valid(initiator):
+        raise exception.InvalidConnector(
+            reason="'initiator' must be an iSCSI name (iqn.YYYY-MM.domain"
+                   "[:name], eui.<16 hex> or naa.<16 or 32 hex>), not %r"
+                   % initiator)
     if connector.get('mode') not in (None,) + MODES:
         raise exception.InvalidAttachMode(
             reason="connector mode must be 'rw' or 'ro'")

@@ -34,12 +34,26 @@ backend_opts = [
     cfg.StrOpt('target_protocol', default='local',
                choices=[('local', 'the file itself, for consumers on this '
                                   'host'),
-                        ('nbd', 'one nbdkit export per attachment')],
+                        ('nbd', 'one nbdkit export per attachment'),
+                        ('iscsi', 'tgt: a read-write and a read-only '
+                                  'target per volume, each attachment an '
+                                  'ACL entry for its initiator')],
                help='How attachments reach the volume.'),
     cfg.HostAddressOpt('target_ip_address', default='127.0.0.1',
                        help='Address network targets listen on.'),
     cfg.StrOpt('target_port_range', default='10809-10999',
                help='Ports NBD exports may use, as LOW-HIGH.'),
+    cfg.PortOpt('target_port', default=3260,
+                help='Port of the iSCSI portal. The backend runs its own '
+                     'tgtd there, so each iSCSI backend needs a port of '
+                     'its own.'),
+    cfg.IntOpt('target_control_port', min=0, max=32767,
+               help='Number of the control socket of the backend\'s tgtd '
+                    '(/var/run/tgtd/socket.N, tgtadm -C N). Defaults to '
+                    'target_port, which must then be at most 32767.'),
+    cfg.StrOpt('target_prefix', default='iqn.2026-11.org.cinder-lite:',
+               help='Prefix of the IQNs of iSCSI targets; the volume id '
+                    'follows.'),
     cfg.FloatOpt('max_over_subscription_ratio', default=20.0, min=1.0,
                  help='For thin backends: how many times the capacity may '
                       'be provisioned.'),

@@ -58,18 +58,31 @@ class VolumeManager:
         exports no live attachment owns."""
         with db_api.reader() as session:
             wanted = {
-                a.id: (volume_dict(v), a.attach_mode, a.connection_info)
+                a.id: (volume_dict(v), a.attach_mode, a.connection_info,
+                       a.connector)
                 for a, v in db_attachments.connected_on_host(session,
                                                              self.host)}
         for attachment_id in set(self.driver.list_exports()) - set(wanted):
             LOG.warning('removing export of attachment %s: no live '
                         'attachment owns it', attachment_id)
             self.driver.remove_export(None, None, attachment_id, False)
-        for attachment_id, (volume, mode, info) in wanted.items():
-            if not self.driver.ensure_export(volume, attachment_id, mode,
-                                             info):
+        for attachment_id, (volume, mode, info, connector) in \
+                wanted.items():
+            try:
+                restored = self.driver.ensure_export(
+                    volume, attachment_id, mode, info or {}, connector)
+            except Exception:
+                LOG.exception('restoring the export of attachment %s',
+                              attachment_id)
+                restored = False
+            if not restored:
                 LOG.error('could not restore the export of attachment %s '
                           'of volume %s', attachment_id, volume['id'])
+        self.driver.prune_exports()
+
+    def cleanup(self):
+        """The service stops."""
+        self.driver.stop()
 
     def capabilities(self):
         return self.driver.get_volume_stats()
@@ -179,14 +192,24 @@ class VolumeManager:
 
     def _run_flow(self, run, volume, attachment_id, current, failed, what):
         """Run a connect/disconnect flow; on failure record the attachment
-        ``failed`` with the reason and raise ConnectFailed."""
+        ``failed`` with the reason (also when the caller gave up waiting
+        and recorded it failed first: the backend's reason is better) and raise ConnectRefused (what was asked
+        cannot be served) or ConnectFailed (the backend failed)."""
         try:
             return run()
+        except exception.Invalid as e:
+            LOG.warning('attachment %s: %s -> %s: %s', attachment_id,
+                        current, failed, e)
+            self._attachment_failed(volume, attachment_id, failed,
+                                    (current, failed),
+                                    '%s refused: %s' % (what, e))
+            raise exception.ConnectRefused(reason=str(e))
         except Exception as e:
             LOG.exception('attachment %s: %s -> %s', attachment_id, current,
                           failed)
             self._attachment_failed(volume, attachment_id, failed,
-                                    (current,), '%s failed: %s' % (what, e))
+                                    (current, failed),
+                                    '%s failed: %s' % (what, e))
             raise exception.ConnectFailed(reason=str(e))
 
     def _attachment_failed(self, volume, attachment_id, target, expected,

@@ -38,5 +38,6 @@ def build(conf):
         services.append(service.RPCService(
             conf, host_state.VOLUME_BINARY, rpcapi.TOPIC, mgr.host, [mgr],
             conf.storage_availability_zone, backend=section, report=report,
-            rpc_version=rpcapi.RPC_API_VERSION, on_registered=registered))
+            rpc_version=rpcapi.RPC_API_VERSION, on_registered=registered,
+            on_stopped=mgr.cleanup))
     return services

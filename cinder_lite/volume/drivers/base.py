@@ -67,10 +67,19 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         """Ids of the attachments this backend exports now."""
         return []
 
-    def ensure_export(self, volume, attachment_id, mode, connection_info):
-        """Re-create a missing export so ``connection_info`` works again;
-        False when it cannot."""
+    def ensure_export(self, volume, attachment_id, mode, connection_info,
+                      connector):
+        """Re-create a missing export so ``connection_info`` works again
+        for ``connector``; False when it cannot."""
         return True
+
+    def prune_exports(self):
+        """Remove what the backend exports beyond ``list_exports`` (target
+        state no attachment accounts for)."""
+
+    def stop(self):
+        """The service stops: release what the backend runs, except what
+        attached hosts still use."""
 
     def initialize_connection(self, volume, connector, mode, attachment_id):
         """Connection info for ``connector``:

@@ -9,6 +9,7 @@ import os
 
 from cinder_lite.common import exception
 from cinder_lite.volume.drivers import base
+from cinder_lite.volume.targets import iscsi as iscsi_target
 from cinder_lite.volume.targets import local as local_target
 from cinder_lite.volume.targets import nbd as nbd_target
 
@@ -32,11 +33,24 @@ class FileDriver(base.VolumeDriver):
                                  self.conf.section)
         if protocol == 'nbd':
             return nbd_target.NbdTarget(self.conf, state_dir)
+        if protocol == 'iscsi':
+            return iscsi_target.IscsiTarget(self.conf, state_dir)
         return local_target.LocalTarget(self.conf, state_dir)
 
     def do_setup(self):
         os.makedirs(self.root, exist_ok=True)
         self.target = self._make_target()
+        try:
+            self.target.start()
+        except exception.CinderLiteError as e:
+            # volumes can still be created and deleted; each export tries
+            # to start the target again and fails with this reason
+            LOG.error('the %s target of %s cannot start: %s',
+                      self.target.protocol, self.conf.section, e)
+
+    def stop(self):
+        if self.target is not None:
+            self.target.stop()
 
     def check_for_setup_error(self):
         if not os.access(self.root, os.W_OK):
@@ -78,7 +92,8 @@ class FileDriver(base.VolumeDriver):
         if not os.path.exists(path):
             raise exception.CinderLiteError(
                 'the file of volume %s is missing' % volume['id'])
-        self.target.create_export(path, volume['id'], attachment_id, mode)
+        self.target.create_export(path, volume['id'], attachment_id, mode,
+                                  connector)
 
     def remove_export(self, volume, connector, attachment_id, shared):
         # every target here exports per attachment
@@ -87,10 +102,14 @@ class FileDriver(base.VolumeDriver):
     def list_exports(self):
         return list(self.target.exports())
 
-    def ensure_export(self, volume, attachment_id, mode, connection_info):
+    def ensure_export(self, volume, attachment_id, mode, connection_info,
+                      connector):
         return self.target.ensure_export(
             self.path(volume['id']), volume['id'], attachment_id, mode,
-            connection_info.get('port'))
+            connection_info, connector)
+
+    def prune_exports(self):
+        self.target.prune()
 
     def initialize_connection(self, volume, connector, mode, attachment_id):
         return {'driver_volume_type': self.target.protocol,

@@ -8,7 +8,8 @@ class LocalTarget:
     def __init__(self, conf, state_dir):
         self.conf = conf
 
-    def create_export(self, path, volume_id, attachment_id, mode):
+    def create_export(self, path, volume_id, attachment_id, mode,
+                      connector):
         pass
 
     def remove_export(self, attachment_id):
@@ -20,5 +21,15 @@ class LocalTarget:
     def exports(self):
         return {}
 
-    def ensure_export(self, path, volume_id, attachment_id, mode, port):
+    def ensure_export(self, path, volume_id, attachment_id, mode,
+                      connection_info, connector):
         return True
+
+    def prune(self):
+        pass
+
+    def start(self):
+        pass
+
+    def stop(self):
+        pass

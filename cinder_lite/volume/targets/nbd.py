@@ -71,7 +71,8 @@ class NbdTarget:
                     found[name[:-5]] = record
         return found
 
-    def ensure_export(self, path, volume_id, attachment_id, mode, port):
+    def ensure_export(self, path, volume_id, attachment_id, mode,
+                      connection_info, connector):
         """Make sure the export of an attachment runs, on the port its
         connection info names (clients hold that info)."""
         record = self._load(attachment_id)
@@ -79,12 +80,25 @@ class NbdTarget:
             return True
         if record:
             os.unlink(self._state_file(attachment_id))
-        return self._start(path, volume_id, attachment_id, mode, port)
+        return self._spawn(path, volume_id, attachment_id, mode,
+                           connection_info.get('port'))
+
+    def start(self):
+        pass
+
+    def stop(self):
+        """Exports outlive the service: hosts keep their I/O across a
+        restart, which re-adopts them by pid."""
+
+    def prune(self):
+        """Every export here has its record (it is written once nbdkit
+        listens); nothing to prune beyond what reconcile removes."""
 
     def _ports_in_use(self):
         return {r['port'] for r in self.exports().values()}
 
-    def create_export(self, path, volume_id, attachment_id, mode):
+    def create_export(self, path, volume_id, attachment_id, mode,
+                      connector):
         if self._load(attachment_id):
             return
         taken = self._ports_in_use()
@@ -92,7 +106,7 @@ class NbdTarget:
         for port in range(low, high + 1):
             if port in taken or not self._port_free(port):
                 continue
-            if self._start(path, volume_id, attachment_id, mode, port):
+            if self._spawn(path, volume_id, attachment_id, mode, port):
                 return
         raise exception.CinderLiteError(
             'no free port for an NBD export in %d-%d on %s' % (
@@ -107,7 +121,7 @@ class NbdTarget:
                 return False
         return True
 
-    def _start(self, path, volume_id, attachment_id, mode, port):
+    def _spawn(self, path, volume_id, attachment_id, mode, port):
         argv = [self.nbdkit, '--foreground',
                 '-i', self.ip, '-p', str(port), '-e', volume_id]
         if mode == 'ro':

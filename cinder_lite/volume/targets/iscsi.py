@@ -1,0 +1,545 @@
+"""The iSCSI target, on tgt.
+
+Per volume there are up to two targets on the same file: a read-write one
+(``<prefix>volume-<id>``) and a read-only one (``<prefix>volume-<id>-ro``,
+its LUN updated to ``readonly=1`` before anyone may log in, so tgt answers
+every write with DATA PROTECT).  An attachment is an ACL entry: its
+connector's initiator name bound to the target of its mode.  Detaching
+unbinds the initiator and drops its sessions, unless another attachment of
+that initiator still uses the target; the last attachment removes the
+target.
+
+The backend runs its own ``tgtd`` on ``target_ip_address:target_port``,
+managed through its own control socket (``target_control_port``).  The daemon keeps
+serving across a restart of the volume service (hosts keep their I/O);
+it is stopped when the service stops with no export left.  Each
+attachment's export is a small JSON record under the backend's state
+directory, which is what ``exports()`` reports and what a restart rebuilds
+targets from.
+"""
+import errno
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+from cinder_lite.common import exception
+from cinder_lite.common import iscsi_name
+
+LOG = logging.getLogger(__name__)
+
+LUN = 1
+READY_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = 5.0
+TGTADM_TIMEOUT_S = 30
+SOCKET_DIR = '/var/run/tgtd'
+# session parameters that let an initiator move 256 KiB per PDU and a
+# whole 4 MiB command per burst (tgt's defaults are 8 KiB and 256 KiB)
+TARGET_PARAMS = (('MaxRecvDataSegmentLength', '262144'),
+                 ('MaxXmitDataSegmentLength', '262144'),
+                 ('FirstBurstLength', '262144'),
+                 ('MaxBurstLength', '4194304'),
+                 ('InitialR2T', 'No'),
+                 ('ImmediateData', 'Yes'))
+
+
+class TargetError(exception.CinderLiteError):
+    msg_fmt = 'iSCSI target: %(reason)s'
+
+
+def parse_show(text):
+    """``tgtadm --mode target --op show`` as {iqn: target}; a target has
+    ``tid``, ``acl`` (addresses and initiator names), ``luns``
+    ({lun: {'path', 'readonly'}}) and ``nexus`` ([{'id', 'initiator',
+    'connections': [{'cid', 'address'}]}])."""
+    targets = {}
+    current = section = lun = nexus = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        m = re.match(r'^Target (\d+): (\S+)$', raw)
+        if m:
+            current = {'tid': int(m.group(1)), 'acl': [], 'luns': {},
+                       'nexus': []}
+            targets[m.group(2)] = current
+            section = None
+            continue
+        if current is None or not line:
+            continue
+        if line.endswith('information:'):
+            section = line
+            continue
+        if section == 'I_T nexus information:':
+            if line.startswith('I_T nexus:'):
+                nexus = {'id': int(line.split(':')[1]), 'initiator': None,
+                         'connections': []}
+                current['nexus'].append(nexus)
+            elif line.startswith('Initiator:') and nexus is not None:
+                nexus['initiator'] = line.split()[1]
+            elif line.startswith('Connection:') and nexus is not None:
+                nexus['connections'].append(
+                    {'cid': int(line.split(':')[1]), 'address': None})
+            elif line.startswith('IP Address:') and nexus and \
+                    nexus['connections']:
+                nexus['connections'][-1]['address'] = line.split(':', 1)[
+                    1].strip()
+        elif section == 'LUN information:':
+            if line.startswith('LUN:'):
+                lun = {'path': None, 'readonly': False}
+                current['luns'][int(line.split(':')[1])] = lun
+            elif line.startswith('Readonly:') and lun is not None:
+                lun['readonly'] = line.split(':')[1].strip() == 'Yes'
+            elif line.startswith('Backing store path:') and lun is not None:
+                lun['path'] = line.split(':', 1)[1].strip()
+        elif section == 'ACL information:':
+            current['acl'].append(line)
+    return targets
+
+
+class IscsiTarget:
+
+    protocol = 'iscsi'
+
+    def __init__(self, conf, state_dir):
+        self.ip = conf.target_ip_address
+        self.port = conf.target_port
+        self.control = conf.target_control_port
+        if self.control is None:
+            if self.port > 32767:
+                raise exception.InvalidInput(
+                    reason='tgtd control sockets are numbered up to 32767; '
+                           'set target_control_port for target_port %d'
+                           % self.port)
+            self.control = self.port
+        self.prefix = conf.target_prefix
+        if not iscsi_name.valid(self.prefix + 'volume-x'):
+            raise exception.InvalidInput(
+                reason='target_prefix %r does not make valid iSCSI names'
+                       % self.prefix)
+        self.state_dir = os.path.join(state_dir, 'iscsi')
+        self.tgtd = shutil.which('tgtd') or '/usr/sbin/tgtd'
+        self.tgtadm = shutil.which('tgtadm') or '/usr/sbin/tgtadm'
+        self._lock = threading.RLock()
+        self._proc = None
+        os.makedirs(self.state_dir, exist_ok=True)
+
+    @property
+    def portal(self):
+        host = '[%s]' % self.ip if ':' in self.ip else self.ip
+        return '%s:%d' % (host, self.port)
+
+    def iqn(self, volume_id, mode):
+        return '%svolume-%s%s' % (self.prefix, volume_id,
+                                  '-ro' if mode == 'ro' else '')
+
+    # -- the daemon ----------------------------------------------------------
+    def _daemon_file(self):
+        return os.path.join(self.state_dir, 'tgtd.json')
+
+    def _daemon_pid(self):
+        try:
+            with open(self._daemon_file()) as f:
+                return json.load(f)['pid']
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def _answers(self):
+        try:
+            self._adm('--mode', 'system', '--op', 'show', lld=False)
+        except TargetError:
+            return False
+        return True
+
+    def start(self):
+        """Make sure our tgtd serves the portal: adopt the one a previous
+        run of the service left, else start one."""
+        with self._lock:
+            pid = self._daemon_pid()
+            if pid and _comm(pid) == 'tgtd' and self._answers():
+                if not _listens(pid, self.ip, self.port):
+                    raise TargetError(reason='tgtd (pid %d) runs but does '
+                                      'not listen on %s' % (pid,
+                                                            self.portal))
+                return
+            if self._answers():
+                raise TargetError(
+                    reason='another tgtd answers on control socket %d; '
+                           'give this backend its own target_control_port'
+                           % self.control)
+            self._start_daemon()
+
+    def _start_daemon(self):
+        log = open(os.path.join(self.state_dir, 'tgtd.log'), 'ab')
+        try:
+            proc = subprocess.Popen(
+                [self.tgtd, '-f', '-C', str(self.control), '--iscsi',
+                 'portal=%s' % self.portal],
+                stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as e:
+            raise TargetError(reason='cannot run tgtd: %s' % e)
+        finally:
+            log.close()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise TargetError(reason='tgtd exited at start (rc %d): %s'
+                                  % (proc.returncode, self._log_tail()))
+            if self._answers():
+                # tgtd binds its portal before it opens the control
+                # socket, and keeps running when the bind failed
+                deadline = min(deadline, time.monotonic() + 0.5)
+                if _listens(proc.pid, self.ip, self.port):
+                    break
+            time.sleep(0.02)
+        else:
+            self._proc = proc
+            self._stop_daemon(proc.pid)
+            raise TargetError(reason='tgtd did not listen on %s: %s'
+                              % (self.portal, self._log_tail()))
+        self._proc = proc
+        tmp = self._daemon_file() + '.tmp'
+        with open(tmp, 'w') as f:
+            json.dump({'pid': proc.pid, 'portal': self.portal}, f)
+        os.rename(tmp, self._daemon_file())
+        LOG.info('tgtd (pid %d) serves iSCSI on %s', proc.pid, self.portal)
+
+    def _log_tail(self):
+        try:
+            with open(os.path.join(self.state_dir, 'tgtd.log'), 'rb') as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 2048))
+                lines = f.read().decode(errors='replace').splitlines()
+        except OSError:
+            return ''
+        # what tgtd says about its portal, not its usual start-up chatter
+        # (RDMA, oom_score_adj and nr_open cannot be set in a container)
+        wanted = [line for line in lines[-20:]
+                  if re.search(r'unable|fail|error|cannot', line, re.I)
+                  and 'RDMA' not in line]
+        return '; '.join(wanted[-3:] or lines[-3:])
+
+    def stop(self):
+        """Stop our tgtd when no export is left (hosts keep working
+        across a service restart otherwise)."""
+        with self._lock:
+            pid = self._daemon_pid()
+            if not pid:
+                return
+            left = self.exports()
+            if left:
+                LOG.info('tgtd (pid %d) keeps serving %d exports', pid,
+                         len(left))
+                return
+            self._stop_daemon(pid)
+
+    def _stop_daemon(self, pid):
+        # tgtd ignores SIGTERM; it leaves through the control socket once
+        # it has no targets
+        if _comm(pid) == 'tgtd':
+            try:
+                for iqn, target in self._show().items():
+                    self._delete_target(target['tid'])
+                self._adm('--mode', 'system', '--op', 'delete', lld=False)
+            except TargetError as e:
+                LOG.warning('tgtd (pid %d) did not stop cleanly: %s', pid,
+                            e)
+            if not self._wait_exit(pid, STOP_TIMEOUT_S):
+                LOG.warning('killing tgtd (pid %d)', pid)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self._wait_exit(pid, STOP_TIMEOUT_S)
+        for suffix in ('', '.lock'):
+            try:
+                os.unlink('%s/socket.%d%s' % (SOCKET_DIR, self.control,
+                                               suffix))
+            except FileNotFoundError:
+                pass
+        try:
+            os.unlink(self._daemon_file())
+        except FileNotFoundError:
+            pass
+        LOG.info('tgtd (pid %d) on %s stopped', pid, self.portal)
+
+    def _wait_exit(self, pid, timeout):
+        proc = self._proc if self._proc and self._proc.pid == pid else None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc is not None:
+                if proc.poll() is not None:
+                    self._proc = None
+                    return True
+            elif _comm(pid) != 'tgtd':
+                return True
+            time.sleep(0.02)
+        return False
+
+    # -- tgtadm --------------------------------------------------------------
+    def _adm(self, *args, lld=True):
+        argv = [self.tgtadm, '-C', str(self.control)]
+        if lld:
+            argv += ['--lld', 'iscsi']
+        argv += list(args)
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True,
+                                  timeout=TGTADM_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise TargetError(reason='%s: %s' % (' '.join(args), e))
+        if done.returncode != 0:
+            raise TargetError(reason='%s: %s' % (
+                ' '.join(args), (done.stderr or done.stdout).strip()))
+        return done.stdout
+
+    def _show(self):
+        return parse_show(self._adm('--mode', 'target', '--op', 'show'))
+
+    def _new_target(self, iqn, path, mode, targets):
+        tid = max([t['tid'] for t in targets.values()] + [0]) + 1
+        self._adm('--mode', 'target', '--op', 'new', '--tid', str(tid),
+                  '-T', iqn)
+        try:
+            self._adm('--mode', 'logicalunit', '--op', 'new', '--tid',
+                      str(tid), '--lun', str(LUN), '-b', path)
+            # before any ACL exists: nobody may log in to a read-only
+            # target whose LUN still accepts writes
+            self._adm('--mode', 'logicalunit', '--op', 'update', '--tid',
+                      str(tid), '--lun', str(LUN), '--params',
+                      'readonly=1' if mode == 'ro' else 'thin_provisioning=1')
+            for name, value in TARGET_PARAMS:
+                self._adm('--mode', 'target', '--op', 'update', '--tid',
+                          str(tid), '--name', name, '--value', value)
+        except TargetError:
+            self._undo_target(tid)
+            raise
+        LOG.info('iSCSI target %s (tid %d, %s) on %s', iqn, tid, mode, path)
+        return tid
+
+    def _delete_target(self, tid):
+        self._adm('--mode', 'target', '--op', 'delete', '--force', '--tid',
+                  str(tid))
+
+    def _undo_target(self, tid):
+        """Remove a target an export failed to finish; the export's own
+        error is what the caller reports."""
+        try:
+            self._delete_target(tid)
+        except TargetError as e:
+            # a dead tgtd took the target with it
+            LOG.warning('could not remove target tid %d after a failed '
+                        'export: %s', tid, e)
+
+    def _bind(self, tid, initiator):
+        self._adm('--mode', 'target', '--op', 'bind', '--tid', str(tid),
+                  '--initiator-name', initiator)
+
+    def _unbind(self, target, initiator):
+        """Take ``initiator`` off the ACL and end its sessions (unbinding
+        alone leaves them running)."""
+        tid = str(target['tid'])
+        if initiator in target['acl']:
+            self._adm('--mode', 'target', '--op', 'unbind', '--tid', tid,
+                      '--initiator-name', initiator)
+        for nexus in target['nexus']:
+            if nexus['initiator'] != initiator:
+                continue
+            for conn in nexus['connections']:
+                self._adm('--mode', 'conn', '--op', 'delete', '--tid', tid,
+                          '--sid', str(nexus['id']), '--cid',
+                          str(conn['cid']))
+
+    # -- exports -------------------------------------------------------------
+    def _record_file(self, attachment_id):
+        return os.path.join(self.state_dir, '%s.json' % attachment_id)
+
+    def _load(self, attachment_id):
+        try:
+            with open(self._record_file(attachment_id)) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def _save(self, attachment_id, record):
+        tmp = self._record_file(attachment_id) + '.tmp'
+        with open(tmp, 'w') as f:
+            json.dump(record, f)
+        os.rename(tmp, self._record_file(attachment_id))
+
+    def exports(self):
+        found = {}
+        for name in os.listdir(self.state_dir):
+            if name.endswith('.json') and name != 'tgtd.json':
+                record = self._load(name[:-5])
+                if record:
+                    found[name[:-5]] = record
+        return found
+
+    @staticmethod
+    def _initiator(connector):
+        initiator = (connector or {}).get('initiator')
+        if not initiator:
+            raise exception.InvalidConnector(
+                reason='an iSCSI attachment needs the initiator name of '
+                       'the host')
+        if not iscsi_name.valid(initiator):
+            raise exception.InvalidConnector(
+                reason='initiator %r is not an iqn., eui. or naa. name'
+                       % initiator)
+        return initiator
+
+    def create_export(self, path, volume_id, attachment_id, mode,
+                      connector):
+        initiator = self._initiator(connector)
+        with self._lock:
+            if self._load(attachment_id):
+                return
+            self.start()
+            self._export(attachment_id, {
+                'volume_id': volume_id, 'path': path, 'mode': mode,
+                'iqn': self.iqn(volume_id, mode), 'initiator': initiator})
+
+    def _export(self, attachment_id, record):
+        targets = self._show()
+        target = targets.get(record['iqn'])
+        created = target is None
+        if created:
+            tid = self._new_target(record['iqn'], record['path'],
+                                   record['mode'], targets)
+            acl = []
+        else:
+            tid, acl = target['tid'], target['acl']
+        try:
+            if record['initiator'] not in acl:
+                self._bind(tid, record['initiator'])
+            self._save(attachment_id, record)
+        except Exception:
+            if created:
+                self._undo_target(tid)
+            raise
+        LOG.info('attachment %s: %s may log in to %s (%s)', attachment_id,
+                 record['initiator'], record['iqn'], record['mode'])
+
+    def remove_export(self, attachment_id):
+        with self._lock:
+            record = self._load(attachment_id)
+            if record is None:
+                return
+            others = [r for a, r in self.exports().items()
+                      if a != attachment_id and r['iqn'] == record['iqn']]
+            target = self._show().get(record['iqn']) if self._answers() \
+                else None
+            if target is not None:
+                if not others:
+                    self._delete_target(target['tid'])
+                    LOG.info('iSCSI target %s removed', record['iqn'])
+                elif not any(r['initiator'] == record['initiator']
+                             for r in others):
+                    self._unbind(target, record['initiator'])
+            os.unlink(self._record_file(attachment_id))
+            LOG.info('attachment %s: export on %s removed', attachment_id,
+                     record['iqn'])
+
+    def ensure_export(self, path, volume_id, attachment_id, mode,
+                      connection_info, connector):
+        """Rebuild the target and ACL of an attachment after tgtd lost
+        them (a restart); the IQN its connection info names is kept."""
+        with self._lock:
+            record = self._load(attachment_id)
+            if record is None:
+                try:
+                    initiator = self._initiator(connector)
+                except exception.InvalidConnector:
+                    return False
+                record = {'volume_id': volume_id, 'path': path,
+                          'mode': mode, 'initiator': initiator,
+                          'iqn': connection_info.get('target_iqn') or
+                          self.iqn(volume_id, mode)}
+            self.start()
+            target = self._show().get(record['iqn'])
+            if target and record['initiator'] in target['acl']:
+                self._save(attachment_id, record)
+                return True
+            self._export(attachment_id, record)
+            return True
+
+    def prune(self):
+        """Remove targets and ACL entries of this backend's prefix that no
+        export record asks for."""
+        with self._lock:
+            if not self._answers():
+                return
+            wanted = {}
+            for record in self.exports().values():
+                wanted.setdefault(record['iqn'], set()).add(
+                    record['initiator'])
+            for iqn, target in self._show().items():
+                if not iqn.startswith(self.prefix):
+                    continue
+                if iqn not in wanted:
+                    LOG.warning('removing iSCSI target %s: no attachment '
+                                'uses it', iqn)
+                    self._delete_target(target['tid'])
+                    continue
+                for entry in target['acl']:
+                    if entry not in wanted[iqn]:
+                        LOG.warning('removing %s from the ACL of %s: no '
+                                    'attachment uses it', entry, iqn)
+                        self._unbind(target, entry)
+
+    def connection_data(self, path, volume_id, attachment_id, mode):
+        record = self._load(attachment_id)
+        if record is None:
+            raise TargetError(reason='attachment %s has no export'
+                              % attachment_id)
+        return {'target_iqn': record['iqn'], 'target_portal': self.portal,
+                'target_lun': LUN, 'target_discovered': False,
+                'volume_id': volume_id, 'discard': mode == 'rw'}
+
+
+def _comm(pid):
+    try:
+        with open('/proc/%d/comm' % pid) as f:
+            return f.read().strip()
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ESRCH):
+            return None
+        raise
+
+
+def _listens(pid, ip, port):
+    """True when process ``pid`` owns the TCP socket listening on
+    ``ip:port`` (tgtd keeps running when it cannot bind its portal)."""
+    try:
+        packed = socket.inet_pton(socket.AF_INET, ip)
+        table, width = '/proc/net/tcp', 4
+    except OSError:
+        packed = socket.inet_pton(socket.AF_INET6, ip)
+        table, width = '/proc/net/tcp6', 16
+    # /proc/net/tcp prints addresses as host-order 32-bit words in hex
+    words = [packed[i:i + 4][::-1].hex().upper()
+             for i in range(0, width, 4)]
+    local = '%s:%04X' % (''.join(words), port)
+    inodes = set()
+    try:
+        with open(table) as f:
+            next(f)
+            for line in f:
+                fields = line.split()
+                if fields[1] == local and fields[3] == '0A':   # LISTEN
+                    inodes.add('socket:[%s]' % fields[9])
+        fds = os.listdir('/proc/%d/fd' % pid)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink('/proc/%d/fd/%s' % (pid, fd)) in inodes:
+                return True
+        except OSError:
+            continue
+    return False

@@ -1,0 +1,239 @@
+"""iSCSI-specific behaviour of the data path: ACLs per mode, forced
+session drop on detach, discard, bad connectors, a daemon that fails
+half-way, and what a volume service restart rebuilds."""
+import errno
+import os
+import signal
+import socket
+import stat
+import uuid
+
+import pytest
+
+from cinder_lite.connector import iscsi
+from tests.dataplane import conftest as dp
+from tests import stack as stack_mod
+
+MiB = 1024 * 1024
+
+
+def _multiattach_volume(api):
+    api.create_type('shared', {'multiattach': '<is> True'})
+    return api.create_volume(volume_type='shared')
+
+
+def _login(info, initiator, address):
+    return iscsi.IscsiSession(info['target_portal'], info['target_iqn'],
+                              info['target_lun'], initiator, timeout=5,
+                              source_address=address).connect()
+
+
+def test_each_attachment_may_log_in_only_to_the_target_of_its_mode(
+        iscsi_stack):
+    api = iscsi_stack.client()
+    vol = _multiattach_volume(api)
+    rw_host, ro_host = dp.attacher(iscsi_stack, 'a'), dp.attacher(
+        iscsi_stack, 'c')
+    rw = rw_host.attach(vol['id'], str(uuid.uuid4()), mode='rw')
+    ro = ro_host.attach(vol['id'], str(uuid.uuid4()), mode='ro')
+    rw_info, ro_info = rw['connection_info'], ro['connection_info']
+    assert rw_info['target_iqn'].endswith('volume-%s' % vol['id'])
+    assert ro_info['target_iqn'] == rw_info['target_iqn'] + '-ro'
+    assert rw_info['target_portal'] == ro_info['target_portal']
+    assert rw_info['target_lun'] == 1 and rw_info['discard'] is True
+    # the read-only host cannot reach the read-write target, nor can
+    # anyone who holds no attachment; the RW host is not in the RO ACL
+    for info, who in ((rw_info, ro_host.connector['initiator']),
+                      (ro_info, rw_host.connector['initiator']),
+                      (rw_info, 'iqn.2026-11.org.example:intruder')):
+        with pytest.raises(iscsi.IscsiError) as e:
+            _login(info, who, '127.0.0.5')
+        assert e.value.errno == errno.EACCES
+    # each host logs in from its own address
+    a, c = rw_host.open(rw), ro_host.open(ro)
+    nexus = {n['initiator']: n['connections'][0]['address']
+             for t in dp.tgt_targets(iscsi_stack.tgt_control).values()
+             for n in t['nexus']}
+    assert nexus == {rw_host.connector['initiator']: '127.0.0.2',
+                     ro_host.connector['initiator']: '127.0.0.4'}
+    rw_host.detach(rw['id'], a)
+    ro_host.detach(ro['id'], c)
+    assert dp.tgt_targets(iscsi_stack.tgt_control) == {}
+
+
+def test_detach_ends_a_live_session_and_the_acl(iscsi_stack):
+    """A host that did not log out loses its session at detach, while the
+    other host of the volume goes on."""
+    api = iscsi_stack.client()
+    vol = _multiattach_volume(api)
+    hosts = {n: dp.attacher(iscsi_stack, n) for n in ('a', 'b')}
+    atts, devs = {}, {}
+    for n, host in hosts.items():
+        atts[n], devs[n] = host.attach_device(vol['id'], str(uuid.uuid4()))
+    hosts['a'].detach(atts['a']['id'])             # device left open
+    with pytest.raises(iscsi.IscsiError):
+        devs['a'].read(0, 512)
+    with pytest.raises(iscsi.IscsiError) as e:
+        _login(atts['a']['connection_info'],
+               hosts['a'].connector['initiator'], '127.0.0.2')
+    assert e.value.errno == errno.EACCES
+    devs['b'].write(0, b'b goes on')
+    assert devs['b'].read(0, 9) == b'b goes on'
+    hosts['b'].detach(atts['b']['id'], devs['b'])
+
+
+def test_discard_gives_space_back(iscsi_stack):
+    api = iscsi_stack.client()
+    vol = api.create_volume()
+    host = dp.attacher(iscsi_stack, 'a')
+    att, dev = host.attach_device(vol['id'])
+    path = dp.volume_path(iscsi_stack, vol['id'])
+    dev.write(MiB, os.urandom(4 * MiB))
+    dev.flush()
+    used = os.stat(path).st_blocks
+    dev.discard(MiB, 4 * MiB)
+    dev.flush()
+    assert os.stat(path).st_blocks <= used - (4 * MiB) // 512
+    assert dev.read(MiB, 4 * MiB) == bytes(4 * MiB)
+    host.detach(att['id'], dev)
+
+
+@pytest.mark.parametrize('connector,reason', [
+    ({'host': 'h', 'ip': '127.0.0.2'}, 'needs the initiator name'),
+])
+def test_connector_without_initiator_is_refused(iscsi_stack, connector,
+                                                reason):
+    api = iscsi_stack.client()
+    vol = api.create_volume()
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'connector': connector}})
+    assert resp.status_code == 400, resp.text
+    assert reason in resp.json()['badRequest']['message']
+    (att,) = api.get('/attachments/detail').json()['attachments']
+    assert att['status'] == 'error_attaching'
+    assert reason in att['status_reason']
+    assert dp.tgt_targets(iscsi_stack.tgt_control) == {}
+    assert dp.backend_target(iscsi_stack).exports() == {}
+    assert api.delete('/attachments/%s' % att['id']).status_code == 200
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'available'
+
+
+FAILING_TGTADM = '''#!/bin/sh
+# tgtadm that fails the ACL step; with KILL it first kills the daemon
+case "$*" in *"--op bind"*)
+    [ "$1" = KILL ] || true
+    if [ -n "$KILL_TGTD_PIDFILE" ]; then kill -9 "$(sed 's/.*"pid": \\([0-9]*\\).*/\\1/' "$KILL_TGTD_PIDFILE")"; fi
+    echo "tgtadm: can't send the request to the tgt daemon" >&2; exit 107;;
+esac
+exec %s "$@"
+'''
+
+
+@pytest.mark.parametrize('daemon_dies', [False, True],
+                         ids=['bind-fails', 'daemon-dies'])
+def test_export_failing_half_way_leaves_nothing(tmp_path, monkeypatch,
+                                                daemon_dies):
+    dp.need('tgtd', 'tgtadm')
+    import shutil
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    wrapper = bin_dir / 'tgtadm'
+    wrapper.write_text(FAILING_TGTADM % shutil.which('tgtadm'))
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv('PATH', '%s:%s' % (bin_dir, os.environ['PATH']))
+    port = dp.free_port()
+    s = stack_mod.Stack(tmp_path / 'st', backends={'file': {
+        'target_protocol': 'iscsi', 'target_port': port,
+        'target_control_port': port % 32768}}).start()
+    target = dp.backend_target(s)
+    if daemon_dies:
+        monkeypatch.setenv('KILL_TGTD_PIDFILE',
+                           os.path.join(target.state_dir, 'tgtd.json'))
+    try:
+        api = s.client()
+        vol = api.create_volume()
+        resp = api.post('/attachments', json={'attachment': {
+            'volume_uuid': vol['id'],
+            'connector': dp.attacher(s, 'a').connector}})
+        assert resp.status_code == 503, resp.text
+        (att,) = api.get('/attachments/detail').json()['attachments']
+        assert att['status'] == 'error_attaching'
+        assert "can't send the request" in att['status_reason']
+        assert target.exports() == {}
+        assert dp.tgt_targets(port % 32768) == {}
+        if daemon_dies:
+            assert dp.processes('tgtd', 'portal=127.0.0.1:%d' % port) == []
+        assert api.delete('/attachments/%s' % att['id']).status_code == 200
+        # the backend recovers: with the real tgtadm the next attach works
+        monkeypatch.setenv('PATH', os.environ['PATH'].split(':', 1)[1])
+        monkeypatch.delenv('KILL_TGTD_PIDFILE', raising=False)
+        target.tgtadm = shutil.which('tgtadm')
+        host = dp.attacher(s, 'a')
+        att, dev = host.attach_device(vol['id'])
+        dev.write(0, b'recovered')
+        assert dev.read(0, 9) == b'recovered'
+        host.detach(att['id'], dev)
+    finally:
+        s.stop()
+    assert dp.processes('tgtd', 'portal=127.0.0.1:%d' % port) == []
+
+
+def test_portal_taken_gives_a_readable_error(tmp_path):
+    dp.need('tgtd', 'tgtadm')
+    holder = socket.socket()
+    holder.bind(('127.0.0.1', 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    s = stack_mod.Stack(tmp_path / 'st', backends={'file': {
+        'target_protocol': 'iscsi', 'target_port': port,
+        'target_control_port': port % 32768}}).start()
+    try:
+        api = s.client()
+        vol = api.create_volume()
+        resp = api.post('/attachments', json={'attachment': {
+            'volume_uuid': vol['id'],
+            'connector': dp.attacher(s, 'a').connector}})
+        assert resp.status_code == 503, resp.text
+        (att,) = api.get('/attachments/detail').json()['attachments']
+        assert att['status'] == 'error_attaching'
+        assert 'did not listen on 127.0.0.1:%d' % port in att[
+            'status_reason']
+        assert 'Address already in use' in att['status_reason']
+        assert dp.processes('tgtd', 'portal=127.0.0.1:%d' % port) == []
+    finally:
+        holder.close()
+        s.stop()
+
+
+def test_restart_rebuilds_targets_after_tgtd_died(iscsi_stack):
+    """tgtd was killed with attachments live, and a target nobody owns
+    was left in it: at start the service brings up a new tgtd with the
+    targets and ACLs the database asks for, on the same IQN and portal,
+    and drops the rest."""
+    api = iscsi_stack.client()
+    vol = _multiattach_volume(api)
+    host = dp.attacher(iscsi_stack, 'a')
+    att, dev = host.attach_device(vol['id'])
+    dev.write(0, b'before the crash')
+    dev.flush()
+    dev.close()
+    manager = iscsi_stack.volume_service('file').endpoints[0]
+    target = manager.driver.target
+    os.kill(target._daemon_pid(), signal.SIGKILL)
+    dp.stack_mod.wait_for(lambda: not dp.processes(
+        'tgtd', target.portal), what='tgtd to die')
+
+    manager.init_host()
+    # a target of this backend nobody attaches any more
+    stray = str(uuid.uuid4())
+    target.create_export(dp.volume_path(iscsi_stack, vol['id']), stray,
+                         stray, 'ro', dp.attacher(iscsi_stack, 'b').connector)
+    os.unlink(target._record_file(stray))
+    manager.init_host()
+
+    served = dp.tgt_targets(iscsi_stack.tgt_control)
+    assert list(served) == [att['connection_info']['target_iqn']]
+    dev = host.open(att)
+    assert dev.read(0, 16) == b'before the crash'
+    host.detach(att['id'], dev)
