@@ -252,11 +252,19 @@ def test_bad_create_bodies(api, body):
     {'host': 'h', 'initiator': 7},
     {'host': 'x' * 256},
     {'host': 'h', 'mode': 'rwx'},
+    {'host': 'h', 'ip': '300.1.2.3'},
+    {'host': 'h', 'ip': 'compute-1'},
+    {'host': 'h', 'initiator': 'compute-1'},
+    {'host': 'h', 'initiator': 'iqn.2026.org.example:h'},
+    {'host': 'h', 'initiator': 'iqn.2026-11.org.example:has space'},
+    {'host': 'h', 'initiator': 'eui.123'},
 ])
 def test_bad_connectors_change_nothing(api, ma, conn):
     resp = api.post('/attachments', json={'attachment': {
         'volume_uuid': ma['id'], 'connector': conn}})
     assert resp.status_code == 400, resp.text
+    assert 'connector' in resp.json()['badRequest']['message'].lower() \
+        or 'mode' in resp.json()['badRequest']['message']
     att = create(api, ma['id'], I1)
     resp = api.put('/attachments/%s' % att['id'], json={
         'attachment': {'connector': conn}})
