@@ -166,4 +166,4 @@ class NbdClient:
                 raise NbdError(errno.ECONNRESET, 'server closed the '
                                                  'connection')
             got += k
-        return bytes(buf)
+        return buf
