@@ -15,6 +15,7 @@ import requests
 from cinder_lite.api import server
 from cinder_lite.cmd import all as cmd_all
 from cinder_lite.common import config
+from cinder_lite.common import notify
 from cinder_lite.common import policy
 from cinder_lite.common import rpc
 from cinder_lite.common import service
@@ -189,6 +190,7 @@ class Stack:
     def stop(self):
         service.stop_all(self.services)
         rpc.cleanup()
+        notify.cleanup()
         db_api.dispose()
         cfg.CONF.reset()
         cfg.CONF.clear()

@@ -15,6 +15,7 @@ from cheroot import wsgi as cheroot_wsgi
 from cinder_lite.api import deploy
 from cinder_lite.api import rpc_endpoint
 from cinder_lite.api import rpcapi
+from cinder_lite.common import notify
 from cinder_lite.common import rpc
 from cinder_lite.common import service
 from cinder_lite.db import api as db_api
@@ -147,4 +148,5 @@ def worker_main(conf):
                                 reuse_port=conf.osapi_volume_workers > 1))
     finally:
         rpc.cleanup()
+        notify.cleanup()
         db_api.dispose()

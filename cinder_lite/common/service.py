@@ -14,6 +14,7 @@ import time
 
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import inproc_bus
+from cinder_lite.common import notify
 from cinder_lite.common import rpc
 from cinder_lite.db import api as db_api
 from cinder_lite.db import services as db_services
@@ -187,6 +188,7 @@ def run(conf, services):
     notify_systemd('STOPPING=1')
     stop_all(services)
     rpc.cleanup()
+    notify.cleanup()
 
 
 def admin_context():

@@ -4,6 +4,7 @@ the scheduler and volume services."""
 import logging
 
 from cinder_lite.common import exception
+from cinder_lite.common import notify
 from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
@@ -99,9 +100,16 @@ class VolumeService:
                        'error_deleting or error_extending, but current '
                        'status is: %s.'
                        % e.kwargs['actual'])
+        payload = notify.volume_payload(volume)
+        payload['status'] = states.DELETING
+        notify.info(context, self.conf.host, 'volume.delete.start', payload)
         if volume.host:
             self.volume_rpcapi.delete_volume(context, volume.host,
                                              volume_id)
+        else:
+            payload['status'] = states.DELETED
+            notify.info(context, self.conf.host, 'volume.delete.end',
+                        payload)
         LOG.info('volume %s: %s -> deleting', volume_id, volume.status)
 
     def attachments_of(self, volumes):

@@ -19,6 +19,7 @@ import uuid
 
 from cinder_lite.common import exception
 from cinder_lite.common import iscsi_name
+from cinder_lite.common import notify
 from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
@@ -238,6 +239,9 @@ class AttachmentService:
                         'status_reason': None})
             db_attachments.sync_volume_status(session, vol.id)
             host = vol.host
+        self._notify(context, 'volume.attach.start', vol, attachment,
+                     attached_host=connector['host'], attach_mode=mode,
+                     attach_status=states.ATTACH_ATTACHING)
         try:
             self.volume_rpcapi.connect(context, host, attachment_id,
                                        connector, mode)
@@ -271,6 +275,16 @@ class AttachmentService:
                            'is it' % (vol.id, writers[0]))
         return mode
 
+    def _notify(self, context, event_type, vol, attachment, **changed):
+        """``event_type`` about ``attachment`` of ``vol`` as it is after
+        the change (``changed`` overrides the row's older values)."""
+        fields = {k: getattr(attachment, k) for k in (
+            'id', 'instance_uuid', 'attached_host', 'attach_mode',
+            'attach_status')}
+        fields.update(changed)
+        notify.info(context, self.conf.host, event_type,
+                    notify.attachment_payload(vol, fields))
+
     def _mark_failed(self, attachment_id, target, expected, reason):
         with db_api.writer() as session:
             try:
@@ -291,7 +305,7 @@ class AttachmentService:
         policy.authorize(context, policy.ATTACHMENT_COMPLETE,
                          {'project_id': attachment.project_id})
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, attachment.volume_id)
+            vol = db_attachments.lock_volume(session, attachment.volume_id)
             current = db_attachments.get(session, attachment_id)
             if current.attach_status == states.ATTACHED:
                 return current
@@ -316,6 +330,8 @@ class AttachmentService:
                 session, attachment.volume_id)
         LOG.info('attachment %s: -> attached; volume %s %s', attachment_id,
                  attachment.volume_id, status)
+        self._notify(context, 'volume.attach.end', vol, current,
+                     attach_status=states.ATTACHED)
         return self.get(context, attachment_id)
 
     # -- delete --------------------------------------------------------------
@@ -354,7 +370,7 @@ class AttachmentService:
                 raise exception.InvalidInput(
                     reason='Attachment %s is already being disconnected.'
                            % attachment.id)
-            connected = holds_connection(current)
+            connected = was_connected = holds_connection(current)
             if connected and force and not self._backend_up(vol):
                 LOG.warning('attachment %s: forced detach while backend %s '
                             'is down; recorded without disconnecting',
@@ -368,18 +384,24 @@ class AttachmentService:
                 else None)
             status = db_attachments.sync_volume_status(session, vol.id)
             host = vol.host
-        if not connected:
+        if was_connected:
+            self._notify(context, 'volume.detach.start', vol, current,
+                         attach_status=states.ATTACH_DETACHING)
+        if connected:
+            try:
+                self.volume_rpcapi.disconnect(context, host, attachment.id)
+            except (exception.ConnectFailed, exception.ConnectRefused):
+                raise
+            except Exception as e:
+                self._mark_failed(attachment.id, states.ERROR_DETACHING,
+                                  (states.ATTACH_DETACHING,), str(e))
+                raise
+        elif not was_connected:
             LOG.info('attachment %s: -> detached (never connected); volume '
                      '%s %s', attachment.id, vol.id, status)
             return
-        try:
-            self.volume_rpcapi.disconnect(context, host, attachment.id)
-        except (exception.ConnectFailed, exception.ConnectRefused):
-            raise
-        except Exception as e:
-            self._mark_failed(attachment.id, states.ERROR_DETACHING,
-                              (states.ATTACH_DETACHING,), str(e))
-            raise
+        self._notify(context, 'volume.detach.end', vol, current,
+                     attach_status=states.DETACHED)
 
 
 def validate_connector(connector):

@@ -7,6 +7,7 @@ from oslo_utils import importutils
 import oslo_messaging as messaging
 
 from cinder_lite.common import exception
+from cinder_lite.common import notify
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
@@ -28,7 +29,11 @@ EVENT_EXTEND_FAILED = 'VOLUME_VOLUME_007_002'
 
 def volume_dict(volume):
     return {'id': volume.id, 'size': volume.size, 'host': volume.host,
-            'project_id': volume.project_id,
+            'project_id': volume.project_id, 'user_id': volume.user_id,
+            'name': volume.name, 'status': volume.status,
+            'availability_zone': volume.availability_zone,
+            'volume_type_id': volume.volume_type_id,
+            'created_at': volume.created_at,
             'multiattach': volume.multiattach}
 
 
@@ -104,6 +109,10 @@ class VolumeManager:
             self._record_failure(ctxt, volume, states.ERROR,
                                  (states.CREATING,), EVENT_CREATE_FAILED,
                                  'create volume: %s' % e)
+            return
+        notify.info(ctxt, self.host, 'volume.create.end',
+                    notify.volume_payload(dict(volume,
+                                               status=states.AVAILABLE)))
 
     def delete_volume(self, ctxt, volume_id):
         try:
@@ -118,6 +127,10 @@ class VolumeManager:
             self._record_failure(ctxt, volume, states.ERROR_DELETING,
                                  (states.DELETING,), EVENT_DELETE_FAILED,
                                  'delete volume: %s' % e)
+            return
+        notify.info(ctxt, self.host, 'volume.delete.end',
+                    notify.volume_payload(dict(volume,
+                                               status=states.DELETED)))
 
     def connect(self, ctxt, attachment_id, connector, mode):
         """Export and initialize the connection of an ``attaching``

@@ -504,7 +504,8 @@ class Cluster:
     ``kind``."""
 
     def __init__(self, kind, workdir=None, api_workers=1, keep_workdir=False,
-                 report_interval=1, service_down_time=3, extra_default=None):
+                 report_interval=1, service_down_time=3, extra_default=None,
+                 extra_sections=None):
         if kind not in ALL_KINDS:
             raise ValueError('unknown database kind %r' % (kind,))
         self.kind = kind
@@ -519,6 +520,7 @@ class Cluster:
         self.report_interval = report_interval
         self.service_down_time = service_down_time
         self.extra_default = extra_default or {}
+        self.extra_sections = extra_sections or {}
         self.db_url = None
         self.vhost = None
         self.transport_url = RABBIT_URL
@@ -557,9 +559,10 @@ class Cluster:
             'host': 'node-ctl',
         }
         default.update(self.extra_default)
-        write_conf(self.common_conf, {'DEFAULT': default,
-                                      'database': {'connection':
-                                                   self.db_url}})
+        sections = {'DEFAULT': default,
+                    'database': {'connection': self.db_url}}
+        sections.update(self.extra_sections)
+        write_conf(self.common_conf, sections)
         for node, (host, section, opts) in NODES.items():
             backend = {'volume_backend_name': section}
             backend.update(opts)

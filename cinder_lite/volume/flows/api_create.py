@@ -14,6 +14,7 @@ import logging
 import uuid
 
 from cinder_lite.common import exception
+from cinder_lite.common import notify
 from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
@@ -143,4 +144,6 @@ def run(context, request, conf, scheduler_rpcapi):
     except Exception:
         forget_volume(volume)
         raise
+    notify.info(context, conf.host, 'volume.create.start',
+                notify.volume_payload(volume))
     return volume, volume_type
