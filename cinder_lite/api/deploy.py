@@ -6,7 +6,7 @@
                    logged 500
 3. ServiceSetup    hands handlers the config and the service layer
 4. Versions        ``/`` and ``/v3/`` answered before auth (tokenless
-                   discovery)
+                   discovery); ``/healthcheck`` likewise
 5. auth_token      (keystone only) validates the token
 6. auth context    noauth or keystone headers -> request context
 7. Microversion    negotiates the version, 406 outside the range
@@ -16,6 +16,7 @@ from oslo_middleware import request_id
 
 from cinder_lite.api import auth
 from cinder_lite.api import faults
+from cinder_lite.api import health
 from cinder_lite.api.handlers import versions
 from cinder_lite.api import microversion
 from cinder_lite.api import router
@@ -75,6 +76,7 @@ def make_app(conf, services=None):
     else:
         app = auth.NoAuthMiddleware(app)
     app = Versions(app)
+    app = health.Dispatch(app, conf)
     app = ServiceSetup(app, conf, services or Services(conf))
     app = faults.FaultWrapper(app)
     app = request_id.RequestId(app)

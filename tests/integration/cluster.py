@@ -72,6 +72,7 @@ SERVER_URLS = {
     'postgresql': os.environ.get('CINDER_LITE_POSTGRESQL_URL',
                                  'postgresql+psycopg://postgres@127.0.0.1:5432'),
 }
+GUNICORN_WORKERS = 2
 # Database servers the tests use by default; 'sqlite' needs no server.
 KINDS = tuple(SERVER_URLS)
 SQLITE = 'sqlite'
@@ -407,9 +408,10 @@ class Worker:
 class Process:
     """One service process, logging to ``log_path``."""
 
-    def __init__(self, name, argv, log_path, cwd):
+    def __init__(self, name, argv, log_path, cwd, env=None):
         self.name = name
         self.argv = argv
+        self.env = env or {}
         self.log_path = log_path
         self.cwd = cwd
         self.popen = None
@@ -425,7 +427,7 @@ class Process:
             self.popen = subprocess.Popen(
                 self.argv, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, cwd=self.cwd,
-                env=dict(os.environ, PYTHONUNBUFFERED='1'))
+                env=dict(os.environ, PYTHONUNBUFFERED='1', **self.env))
         finally:
             log.close()
         return self
@@ -505,7 +507,7 @@ class Cluster:
 
     def __init__(self, kind, workdir=None, api_workers=1, keep_workdir=False,
                  report_interval=1, service_down_time=3, extra_default=None,
-                 extra_sections=None):
+                 extra_sections=None, api_server='cinder-lite-api'):
         if kind not in ALL_KINDS:
             raise ValueError('unknown database kind %r' % (kind,))
         self.kind = kind
@@ -521,6 +523,9 @@ class Cluster:
         self.service_down_time = service_down_time
         self.extra_default = extra_default or {}
         self.extra_sections = extra_sections or {}
+        # 'cinder-lite-api', or 'gunicorn' serving cinder_lite.wsgi.api
+        # with GUNICORN_WORKERS workers
+        self.api_server = api_server
         self.db_url = None
         self.vhost = None
         self.transport_url = RABBIT_URL
@@ -591,6 +596,13 @@ class Cluster:
     # -- lifecycle ------------------------------------------------------------
     def _process(self, name):
         log = os.path.join(self.workdir, '%s.log' % name)
+        if name == 'api' and self.api_server == 'gunicorn':
+            return Process(name, [
+                python(), '-m', 'gunicorn', '--workers',
+                str(GUNICORN_WORKERS), '--threads', '4', '--bind',
+                '127.0.0.1:%d' % self.port, '--graceful-timeout', '10',
+                'cinder_lite.wsgi.api:application'], log, self.workdir,
+                env={'CINDER_LITE_CONFIG_FILES': self.common_conf})
         if name == 'api':
             argv = self.argv('cinder_lite.cmd.api')
         elif name == 'scheduler':
