@@ -6,7 +6,9 @@ each opens its own database pool and bus connection after the fork.
 """
 import logging
 import os
+import select
 import signal
+import socket
 import threading
 import time
 
@@ -24,6 +26,7 @@ LOG = logging.getLogger(__name__)
 
 # A worker that dies sooner than this after its start is not restarted.
 MIN_WORKER_LIFE = 5.0
+WAIT_POLL_S = 0.2
 
 
 class APIServer:
@@ -67,32 +70,54 @@ class APIServer:
 def run_workers(conf, run_one):
     """Fork ``osapi_volume_workers`` children running ``run_one()``.
 
-    SIGTERM/SIGINT stop them all.  A worker that dies unasked is started
+    SIGTERM/SIGINT stop them all; SIGHUP is passed on (each worker
+    reloads its mutable options).  A worker that dies unasked is started
     again, unless it died within ``MIN_WORKER_LIFE`` seconds of its start
     (a worker that cannot start, e.g. because the port is taken, would
     otherwise be restarted forever): then every worker is stopped.  Returns
     the exit status for the parent: 0 after a requested stop, 1 otherwise.
+
+    Under systemd (``$NOTIFY_SOCKET``) the parent speaks for the unit: the
+    workers report READY=1 to a socket of the parent, which tells systemd
+    once every first worker is ready, and STOPPING=1 when it stops them.
     """
     stopping = []
     children = {}
 
-    def _terminate(signum, _frame):
-        stopping.append(signum)
+    def _signal_children(signum):
         for child in list(children):
             try:
-                os.kill(child, signal.SIGTERM)
+                os.kill(child, signum)
             except ProcessLookupError:
                 pass
+
+    def _terminate(signum, _frame):
+        stopping.append(signum)
+        _signal_children(signal.SIGTERM)
+
+    def _reload(signum, _frame):
+        _signal_children(signal.SIGHUP)
 
     # Handlers first: a signal between two forks must not orphan workers.
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
+    signal.signal(signal.SIGHUP, _reload)
+    systemd = os.environ.get('NOTIFY_SOCKET')
+    inbox = None
+    if systemd:
+        inbox = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        inbox.bind('\0cinder-lite-api-%d' % os.getpid())
+        inbox.setblocking(False)
+        os.environ['NOTIFY_SOCKET'] = '@cinder-lite-api-%d' % os.getpid()
 
     def _spawn():
         pid = os.fork()
         if pid == 0:
+            if inbox is not None:
+                inbox.close()
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
             status = 0
             try:
                 run_one()
@@ -106,14 +131,38 @@ def run_workers(conf, run_one):
 
     for _ in range(conf.osapi_volume_workers):
         _spawn()
+    ready = 0 if inbox is not None else None
+    told_stopping = False
     failed = False
     while children:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            break
-        except InterruptedError:
-            continue
+        if inbox is not None:
+            select.select([inbox], [], [], WAIT_POLL_S)
+            while True:
+                try:
+                    message = inbox.recv(4096)
+                except BlockingIOError:
+                    break
+                if ready is not None and b'READY=1' in message.split():
+                    ready += 1
+                    if ready == conf.osapi_volume_workers:
+                        service.notify_systemd('READY=1', systemd)
+                        ready = None
+            if stopping and not told_stopping:
+                service.notify_systemd('STOPPING=1', systemd)
+                told_stopping = True
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                continue
+        else:
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
         started = children.pop(pid, None)
         if started is None or stopping:
             continue

@@ -142,9 +142,10 @@ def stop_all(services):
         svc.wait()
 
 
-def notify_systemd(state='READY=1'):
-    """sd_notify without a library: one datagram to $NOTIFY_SOCKET."""
-    address = os.environ.get('NOTIFY_SOCKET')
+def notify_systemd(state='READY=1', address=None):
+    """sd_notify without a library: one datagram to ``address`` (default
+    $NOTIFY_SOCKET)."""
+    address = address or os.environ.get('NOTIFY_SOCKET')
     if not address:
         return
     if address.startswith('@'):

@@ -10,6 +10,7 @@ PostgreSQL does by default, so a compare-and-swap that waited on a row lock
 re-reads the committed row.
 """
 import contextlib
+import os
 import threading
 import time
 
@@ -53,6 +54,11 @@ def create_engine(url, conf=None):
     if url.get_backend_name() == 'sqlite':
         kwargs['connect_args'] = {'timeout': SQLITE_BUSY_TIMEOUT_S,
                                   'check_same_thread': False}
+        if url.database and url.database != ':memory:':
+            # the default file lives under state_path, which a fresh node
+            # has not made yet
+            os.makedirs(os.path.dirname(os.path.abspath(url.database)),
+                        exist_ok=True)
     else:
         if conf is not None:
             kwargs['pool_size'] = conf.database.max_pool_size or 5

@@ -50,3 +50,66 @@ def test_signals_reload_and_stop(tmp_path):
     text = (tmp_path / 'all.log').read_text()
     assert 'SIGHUP: reloading' in text
     assert 'stopping' in text
+
+
+def test_api_workers_speak_to_systemd_through_the_parent(tmp_path):
+    """With workers, systemd hears READY=1 once (from the parent, after
+    every worker is ready) and STOPPING=1 at the end; SIGHUP to the parent
+    reaches the workers and leaves every process running."""
+    port = _free_port()
+    conf = tmp_path / 'cinder-lite.conf'
+    conf.write_text('[DEFAULT]\nstate_path = %s\nosapi_volume_listen_port'
+                    ' = %d\nosapi_volume_workers = 2\ntransport_url = '
+                    'kombu+inproc:////\n' % (tmp_path / 'state', port))
+    subprocess.run([sys.executable, '-m', 'cinder_lite.cmd.manage',
+                    '--config-file', str(conf), 'db', 'sync'], check=True,
+                   capture_output=True)
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(str(tmp_path / 'notify'))
+    notify.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    notify.settimeout(30)
+    log = open(tmp_path / 'api.log', 'w')
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'cinder_lite.cmd.api', '--config-file',
+         str(conf)], stdout=log, stderr=subprocess.STDOUT,
+        env=dict(os.environ, NOTIFY_SOCKET=str(tmp_path / 'notify')))
+
+    def receive():
+        message, ancdata, _, _ = notify.recvmsg(
+            4096, socket.CMSG_SPACE(12))
+        (_, _, creds), = ancdata
+        sender = int.from_bytes(creds[:4], 'little')
+        return message.decode(), sender
+
+    try:
+        assert receive() == ('READY=1', proc.pid)
+        workers = [int(p) for p in os.listdir('/proc') if p.isdigit()
+                   and _parent(int(p)) == proc.pid]
+        assert len(workers) == 2
+        assert requests.get('http://127.0.0.1:%d/' % port,
+                            timeout=5).status_code == 300
+        os.kill(proc.pid, signal.SIGHUP)
+        deadline = time.monotonic() + 15
+        while (tmp_path / 'api.log').read_text().count(
+                'SIGHUP: reloading') < 2:
+            assert time.monotonic() < deadline, 'workers did not reload'
+            time.sleep(0.1)
+        assert proc.poll() is None and all(_parent(w) == proc.pid
+                                           for w in workers)
+        proc.send_signal(signal.SIGTERM)
+        assert receive() == ('STOPPING=1', proc.pid)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        notify.close()
+        log.close()
+
+
+def _parent(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return int(f.read().rsplit(')', 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
