@@ -17,6 +17,19 @@ def create(session, values):
     return volume
 
 
+def summary(volume):
+    """What the volume service needs of a volume row, as a plain dict
+    that crosses the bus."""
+    created = volume.created_at
+    return {'id': volume.id, 'size': volume.size, 'host': volume.host,
+            'project_id': volume.project_id, 'user_id': volume.user_id,
+            'name': volume.name, 'status': volume.status,
+            'availability_zone': volume.availability_zone,
+            'volume_type_id': volume.volume_type_id,
+            'created_at': created.isoformat() if created else None,
+            'multiattach': volume.multiattach}
+
+
 def _live(stmt):
     # Status changes are Core UPDATEs; re-read rows the session already
     # holds instead of trusting its identity map.

@@ -78,7 +78,11 @@ class SchedulerManager:
             return
         self.host_manager.consume(chosen, request_spec['size'])
         LOG.info('volume %s scheduled to %s', volume_id, chosen.pool)
-        self.volume_rpcapi.create_volume(ctxt, chosen.host, volume_id)
+        volume = request_spec.get('volume')
+        if volume is not None:
+            volume = dict(volume, host=chosen.pool)
+        self.volume_rpcapi.create_volume(ctxt, chosen.host, volume_id,
+                                         volume=volume)
 
     def _fail(self, ctxt, volume_id, reason):
         LOG.warning('volume %s: creating -> error: %s', volume_id, reason)

@@ -27,14 +27,7 @@ EVENT_DELETE_FAILED = 'VOLUME_VOLUME_003_002'
 EVENT_EXTEND_FAILED = 'VOLUME_VOLUME_007_002'
 
 
-def volume_dict(volume):
-    return {'id': volume.id, 'size': volume.size, 'host': volume.host,
-            'project_id': volume.project_id, 'user_id': volume.user_id,
-            'name': volume.name, 'status': volume.status,
-            'availability_zone': volume.availability_zone,
-            'volume_type_id': volume.volume_type_id,
-            'created_at': volume.created_at,
-            'multiattach': volume.multiattach}
+volume_dict = db_volumes.summary
 
 
 class VolumeManager:
@@ -93,14 +86,19 @@ class VolumeManager:
         return self.driver.get_volume_stats()
 
     # -- RPC endpoints -----------------------------------------------------
-    def create_volume(self, ctxt, volume_id):
-        try:
-            with db_api.reader() as session:
-                volume = volume_dict(db_volumes.get(session, volume_id))
-        except exception.VolumeNotFound:
-            LOG.warning('create of volume %s: it no longer exists',
-                        volume_id)
-            return
+    def create_volume(self, ctxt, volume_id, volume=None):
+        """Create the storage of a scheduled volume.  Since 1.2 the
+        request carries the volume; from older senders it is read."""
+        if volume is None:
+            LOG.info('create of volume %s: the request did not carry the '
+                     'volume (sender below RPC 1.2); reading it', volume_id)
+            try:
+                with db_api.reader() as session:
+                    volume = volume_dict(db_volumes.get(session, volume_id))
+            except exception.VolumeNotFound:
+                LOG.warning('create of volume %s: it no longer exists',
+                            volume_id)
+                return
         try:
             create_flow.run(self.driver, volume, self.service_uuid,
                             self.driver.shares_targets())

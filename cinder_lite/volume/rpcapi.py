@@ -4,6 +4,7 @@ History:
     1.0 - create_volume, delete_volume, get_capabilities
     1.1 - connect, disconnect (calls), extend_volume (cast),
           extend_attached_volume (call)
+    1.2 - create_volume carries the volume (the manager need not read it)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -12,7 +13,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.1'
+RPC_API_VERSION = '1.2'
 
 rpcapi_opts = [
     cfg.StrOpt('volume_version_cap',
@@ -46,10 +47,23 @@ class VolumeAPI:
             timeout=conf.volume_rpc_timeout)
 
     def _prepare(self, host, version='1.0'):
+        if not self.client.can_send_version(version):
+            raise exception.ServiceUnavailable(
+                host=backend_host(host),
+                reason='this request needs volume RPC API %s, and '
+                       '[upgrade_levels] volume_version_cap is %s; finish '
+                       'the upgrade first' % (version,
+                                              self.client.version_cap))
         return self.client.prepare(server=backend_host(host), version=version)
 
-    def create_volume(self, ctxt, host, volume_id):
-        self._prepare(host).cast(ctxt, 'create_volume', volume_id=volume_id)
+    def create_volume(self, ctxt, host, volume_id, volume=None):
+        if volume is not None and self.client.can_send_version('1.2'):
+            self._prepare(host, '1.2').cast(ctxt, 'create_volume',
+                                            volume_id=volume_id,
+                                            volume=volume)
+        else:
+            self._prepare(host).cast(ctxt, 'create_volume',
+                                     volume_id=volume_id)
 
     def delete_volume(self, ctxt, host, volume_id):
         self._prepare(host).cast(ctxt, 'delete_volume', volume_id=volume_id)

@@ -507,7 +507,8 @@ class Cluster:
 
     def __init__(self, kind, workdir=None, api_workers=1, keep_workdir=False,
                  report_interval=1, service_down_time=3, extra_default=None,
-                 extra_sections=None, api_server='cinder-lite-api'):
+                 extra_sections=None, api_server='cinder-lite-api',
+                 process_sections=None):
         if kind not in ALL_KINDS:
             raise ValueError('unknown database kind %r' % (kind,))
         self.kind = kind
@@ -523,6 +524,9 @@ class Cluster:
         self.service_down_time = service_down_time
         self.extra_default = extra_default or {}
         self.extra_sections = extra_sections or {}
+        # process name -> config sections only that process reads
+        # (rewritten by write_configs, read at the process's next start)
+        self.process_sections = process_sections or {}
         # 'cinder-lite-api', or 'gunicorn' serving cinder_lite.wsgi.api
         # with GUNICORN_WORKERS workers
         self.api_server = api_server
@@ -574,12 +578,21 @@ class Cluster:
             write_conf(self.node_conf(node), {
                 'DEFAULT': {'host': host, 'enabled_backends': section},
                 section: backend})
+        self.write_process_confs()
 
     def argv(self, module, *extra_conf):
         argv = [python(), '-m', module, '--config-file', self.common_conf]
         for path in extra_conf:
             argv += ['--config-file', path]
         return argv
+
+    def process_conf(self, name):
+        return os.path.join(self.workdir, '%s-only.conf' % name)
+
+    def write_process_confs(self):
+        for name in ('api', 'scheduler') + tuple(NODES):
+            write_conf(self.process_conf(name),
+                       self.process_sections.get(name, {}))
 
     def manage(self, *args, timeout=60, check=True):
         """Run cinder-lite-manage with the common config; returns the
@@ -604,11 +617,13 @@ class Cluster:
                 'cinder_lite.wsgi.api:application'], log, self.workdir,
                 env={'CINDER_LITE_CONFIG_FILES': self.common_conf})
         if name == 'api':
-            argv = self.argv('cinder_lite.cmd.api')
+            argv = self.argv('cinder_lite.cmd.api', self.process_conf(name))
         elif name == 'scheduler':
-            argv = self.argv('cinder_lite.cmd.scheduler')
+            argv = self.argv('cinder_lite.cmd.scheduler',
+                             self.process_conf(name))
         elif name in NODES:
-            argv = self.argv('cinder_lite.cmd.volume', self.node_conf(name))
+            argv = self.argv('cinder_lite.cmd.volume', self.node_conf(name),
+                             self.process_conf(name))
         else:
             raise KeyError(name)
         return Process(name, argv, log, self.workdir)

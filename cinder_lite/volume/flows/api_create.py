@@ -128,6 +128,9 @@ def cast_to_scheduler(context, scheduler_rpcapi, volume, volume_type,
         'volume_type_id': volume_type['id'],
         'extra_specs': volume_type['extra_specs'],
         'multiattach': volume.multiattach,
+        # passed on to the volume service (RPC 1.2), which then need not
+        # read it back; older schedulers ignore it
+        'volume': db_volumes.summary(volume),
     })
 
 
