@@ -508,7 +508,8 @@ class Cluster:
     def __init__(self, kind, workdir=None, api_workers=1, keep_workdir=False,
                  report_interval=1, service_down_time=3, extra_default=None,
                  extra_sections=None, api_server='cinder-lite-api',
-                 process_sections=None):
+                 process_sections=None, api_host='127.0.0.1',
+                 node_options=None):
         if kind not in ALL_KINDS:
             raise ValueError('unknown database kind %r' % (kind,))
         self.kind = kind
@@ -527,6 +528,9 @@ class Cluster:
         # process name -> config sections only that process reads
         # (rewritten by write_configs, read at the process's next start)
         self.process_sections = process_sections or {}
+        # the API's listen address; node name -> extra backend options
+        self.api_host = api_host
+        self.node_options = node_options or {}
         # 'cinder-lite-api', or 'gunicorn' serving cinder_lite.wsgi.api
         # with GUNICORN_WORKERS workers
         self.api_server = api_server
@@ -546,7 +550,7 @@ class Cluster:
     # -- config ---------------------------------------------------------------
     @property
     def url(self):
-        return 'http://127.0.0.1:%d' % self.port
+        return 'http://%s:%d' % (self.api_host, self.port)
 
     @property
     def common_conf(self):
@@ -559,7 +563,7 @@ class Cluster:
         default = {
             'transport_url': self.transport_url,
             'state_path': os.path.join(self.workdir, 'state'),
-            'osapi_volume_listen': '127.0.0.1',
+            'osapi_volume_listen': self.api_host,
             'osapi_volume_listen_port': self.port,
             'osapi_volume_workers': self.api_workers,
             'report_interval': self.report_interval,
@@ -575,6 +579,7 @@ class Cluster:
         for node, (host, section, opts) in NODES.items():
             backend = {'volume_backend_name': section}
             backend.update(opts)
+            backend.update(self.node_options.get(node, {}))
             write_conf(self.node_conf(node), {
                 'DEFAULT': {'host': host, 'enabled_backends': section},
                 section: backend})
@@ -613,7 +618,8 @@ class Cluster:
             return Process(name, [
                 python(), '-m', 'gunicorn', '--workers',
                 str(GUNICORN_WORKERS), '--threads', '4', '--bind',
-                '127.0.0.1:%d' % self.port, '--graceful-timeout', '10',
+                '%s:%d' % (self.api_host, self.port), '--graceful-timeout',
+                '10',
                 'cinder_lite.wsgi.api:application'], log, self.workdir,
                 env={'CINDER_LITE_CONFIG_FILES': self.common_conf})
         if name == 'api':
@@ -652,7 +658,7 @@ class Cluster:
                 urllib.parse.urlsplit(RABBIT_URL).username or 'guest'))
             if self.vhost:
                 self.transport_url = with_vhost(RABBIT_URL, self.vhost)
-            self.port = free_port()
+            self.port = free_port(self.api_host)
             self._write_configs()
             self.manage('db', 'sync')
             for name in ('scheduler', 'ma', 'noma', 'api'):
