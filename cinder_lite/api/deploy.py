@@ -72,6 +72,10 @@ def make_app(conf, services=None):
     if conf.auth_strategy == 'keystone':
         from keystonemiddleware import auth_token
         app = auth.KeystoneContextMiddleware(app)
+        # auth_token is a webob application: an HTTP error raised through
+        # it would come out as webob's HTML page, so errors are rendered
+        # below it too
+        app = faults.FaultWrapper(app)
         app = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
     else:
         app = auth.NoAuthMiddleware(app)
