@@ -1,24 +1,71 @@
-"""cinder-lite-manage: database migrations and what operators inspect.
+"""cinder-lite-manage: database migrations and what operators inspect or
+clean up.
 
     cinder-lite-manage [--config-file F] db sync [REVISION]
     cinder-lite-manage db version
     cinder-lite-manage service list
+    cinder-lite-manage service remove BINARY HOST
     cinder-lite-manage backend list
+    cinder-lite-manage attachment list [--volume VOLUME_ID]
+    cinder-lite-manage volume show-exports [--host HOST]
     cinder-lite-manage version
+
+Exit codes: 0 done; 1 refused or, for ``volume show-exports``, problems
+found (the message says which; nothing was changed); 2 not found or bad
+usage.  Upgrade checks are ``cinder-lite-status upgrade check``
+(``cinder_lite.cmd.status``).
 """
+import datetime
 import json
 import sys
 
 from oslo_config import cfg
+import sqlalchemy as sa
 
+from cinder_lite.cmd import exports_report
 from cinder_lite.common import config
+from cinder_lite.common import exception
 from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import migration
+from cinder_lite.db import models
 from cinder_lite.db import services as db_services
+from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler import host_state
 from cinder_lite import version
 
+OK = 0
+REFUSED = 1
+NOT_FOUND = 2
 
+USAGE = ('usage: cinder-lite-manage {db sync|db version|service list|'
+         'service remove|backend list|attachment list|volume show-exports|'
+         'version}')
+
+
+def _error(message):
+    print(message, file=sys.stderr)
+
+
+def _cell(value):
+    if value is None:
+        return '-'
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(timespec='seconds')
+    return str(value)
+
+
+def table(headers, rows):
+    """Print ``rows`` under ``headers`` in left-aligned columns two spaces
+    apart; None is shown as ``-`` and times without fractions."""
+    rows = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
+    for row in [headers] + rows:
+        print('  '.join(cell.ljust(w) for cell, w in zip(row, widths))
+              .rstrip())
+
+
+# -- db ----------------------------------------------------------------------
 def db_sync(conf):
     db_api.configure(conf)
     migration.upgrade(conf.command.revision or 'head')
@@ -30,23 +77,79 @@ def db_version(conf):
     print(migration.current_revision())
 
 
-def _table(headers, rows):
-    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
-    line = '  '.join('%-' + str(w) + 's' for w in widths)
-    print(line % tuple(headers))
-    for row in rows:
-        print(line % tuple(str(x) for x in row))
+# -- services and backends ---------------------------------------------------
+def _state(row, conf):
+    return 'up' if db_services.is_up(row, conf.service_down_time) \
+        else 'down'
 
 
 def service_list(conf):
     db_api.configure(conf)
     with db_api.reader() as session:
         rows = db_services.list_services(session)
-        _table(['Binary', 'Host', 'Zone', 'Status', 'State', 'Updated At'],
-               [(r.binary, r.host, r.availability_zone,
-                 'disabled' if r.disabled else 'enabled',
-                 'up' if db_services.is_up(r, conf.service_down_time)
-                 else 'down', r.heartbeat_at) for r in rows])
+        table(['Binary', 'Host', 'Zone', 'Status', 'State', 'Updated At'],
+              [(r.binary, r.host, r.availability_zone,
+                'disabled' if r.disabled else 'enabled', _state(r, conf),
+                r.heartbeat_at) for r in rows])
+
+
+def _live_volumes_on(session, backend_host):
+    """Volumes not deleted whose host is ``backend_host``
+    (``node@backend``), whatever their pool."""
+    rows = db_volumes.list_volumes(session,
+                                   filters={'host~': backend_host})
+    return [v for v in rows if v.host == backend_host
+            or v.host.startswith(backend_host + '#')]
+
+
+def _delete_service_if_down(session, service_id, down_time):
+    """Delete the service row unless it sent a heartbeat within
+    ``down_time`` seconds.  The condition is in the DELETE, so a service
+    that comes back between the check and the delete keeps its row.
+
+    Belongs in cinder_lite.db.services; kept here until it moves."""
+    cutoff = models.utcnow() - datetime.timedelta(seconds=down_time)
+    result = session.execute(
+        sa.delete(models.Service)
+        .where(models.Service.id == service_id,
+               sa.or_(models.Service.heartbeat_at.is_(None),
+                      models.Service.heartbeat_at < cutoff))
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1
+
+
+def service_remove(conf):
+    """Remove a service that is down, as ``cinder-manage service remove``
+    does; a volume service only once no volume lives on it."""
+    binary, host = conf.command.binary, conf.command.service_host
+    what = 'Service %s on host %s' % (binary, host)
+    db_api.configure(conf)
+    with db_api.writer() as session:
+        try:
+            row = db_services.get_by_host(session, host, binary)
+        except exception.ServiceNotFound:
+            _error('%s not found; nothing removed.' % what)
+            return NOT_FOUND
+        if db_services.is_up(row, conf.service_down_time):
+            _error('%s is up (last heartbeat %s, within service_down_time '
+                   '= %d s); not removed. Stop the service and wait until '
+                   '"service list" shows it down.'
+                   % (what, _cell(row.heartbeat_at), conf.service_down_time))
+            return REFUSED
+        if binary == host_state.VOLUME_BINARY:
+            volumes = _live_volumes_on(session, host)
+            if volumes:
+                _error('%s still has %d volume(s) that are not deleted; not '
+                       'removed. Delete or move them first (e.g. %s).'
+                       % (what, len(volumes),
+                          ', '.join(v.id for v in volumes[:3])))
+                return REFUSED
+        if not _delete_service_if_down(session, row.id,
+                                       conf.service_down_time):
+            _error('%s sent a heartbeat just now; not removed.' % what)
+            return REFUSED
+    print('%s removed.' % what)
+    return OK
 
 
 def backend_list(conf):
@@ -54,11 +157,55 @@ def backend_list(conf):
     with db_api.reader() as session:
         rows = db_services.list_services(session,
                                          binary=host_state.VOLUME_BINARY)
-        _table(['Backend', 'State', 'Capabilities'],
-               [(r.host, 'up' if db_services.is_up(
-                   r, conf.service_down_time) else 'down',
-                 json.dumps(r.capabilities, sort_keys=True))
-                for r in rows])
+        table(['Backend', 'State', 'Capabilities'],
+              [(r.host, _state(r, conf),
+                json.dumps(r.capabilities, sort_keys=True))
+               for r in rows])
+
+
+# -- attachments and exports -------------------------------------------------
+def attachment_list(conf):
+    """Live attachments (not detached), oldest first."""
+    volume_id = conf.command.volume_id
+    db_api.configure(conf)
+    with db_api.reader() as session:
+        filters = {}
+        if volume_id:
+            try:
+                db_volumes.get(session, volume_id)
+            except exception.VolumeNotFound:
+                _error('Volume %s not found (or deleted).' % volume_id)
+                return NOT_FOUND
+            filters['volume_id'] = volume_id
+        rows = db_attachments.list_attachments(
+            session, filters=filters, sort_keys=('created_at',),
+            sort_dirs=('asc',))
+        table(['ID', 'Volume ID', 'Status', 'Mode', 'Attached Host',
+               'Instance', 'Attach Time'],
+              [(a.id, a.volume_id, a.attach_status,
+                a.attach_mode or exports_report.DEFAULT_MODE,
+                a.attached_host, a.instance_uuid, a.attach_time)
+               for a in rows])
+    return OK
+
+
+def volume_show_exports(conf):
+    """Exports the targets of this node's backends hold next to what the
+    database says; exit 1 when they disagree."""
+    try:
+        backends = exports_report.backends(conf, conf.command.export_host)
+    except exception.InvalidInput as e:
+        _error(str(e))
+        return NOT_FOUND
+    db_api.configure(conf)
+    rows = exports_report.compare(conf, backends)
+    table(exports_report.HEADERS, [r.cells() for r in rows])
+    missing = [r for r in rows if r.missing]
+    problems = [r for r in rows if r.problems]
+    print('%s: %d export(s), %d missing, %d row(s) with problems.'
+          % (', '.join(b.host for b in backends), len(rows) - len(missing),
+             len(missing), len(problems)))
+    return REFUSED if problems else OK
 
 
 def print_version(conf):
@@ -73,13 +220,45 @@ def _add_parsers(subparsers):
     sync.set_defaults(func=db_sync)
     db_sub.add_parser('version', help='current schema revision') \
         .set_defaults(func=db_version)
+
     svc = subparsers.add_parser('service', help='services')
-    svc.add_subparsers(dest='service_action').add_parser(
-        'list', help='list services').set_defaults(func=service_list)
+    svc_sub = svc.add_subparsers(dest='service_action')
+    svc_sub.add_parser('list', help='list services').set_defaults(
+        func=service_list)
+    remove = svc_sub.add_parser(
+        'remove', help='remove a service that is down (a volume service '
+                       'only when no volume is left on it)')
+    remove.add_argument('binary', help='e.g. cinder-volume')
+    # oslo.config refuses sub-command names that are options too
+    # ([DEFAULT] host): hence the dest names
+    remove.add_argument('service_host', metavar='host',
+                        help='as "service list" shows it, e.g. '
+                             'node1@backend1')
+    remove.set_defaults(func=service_remove)
+
     backend = subparsers.add_parser('backend', help='volume backends')
     backend.add_subparsers(dest='backend_action').add_parser(
         'list', help='backends and their capabilities').set_defaults(
         func=backend_list)
+
+    attachment = subparsers.add_parser('attachment', help='attachments')
+    att_list = attachment.add_subparsers(dest='attachment_action') \
+        .add_parser('list', help='attachments that are not detached')
+    att_list.add_argument('--volume', dest='volume_id', metavar='VOLUME_ID',
+                          help='only the attachments of this volume')
+    att_list.set_defaults(func=attachment_list)
+
+    volume = subparsers.add_parser('volume', help='volumes')
+    show = volume.add_subparsers(dest='volume_action').add_parser(
+        'show-exports',
+        help='exports the targets of this node hold, next to the '
+             'attachments in the database; exit 1 when they disagree')
+    show.add_argument('--host', dest='export_host', metavar='HOST',
+                      help='a volume service (node@backend) or a node name '
+                           'instead of [DEFAULT] host; the backends are '
+                           'those of enabled_backends')
+    show.set_defaults(func=volume_show_exports)
+
     subparsers.add_parser('version', help='cinder_lite version') \
         .set_defaults(func=print_version)
 
@@ -91,11 +270,12 @@ def main(argv=None):
     config.parse_args(sys.argv[1:] if argv is None else argv, conf)
     func = getattr(conf.command, 'func', None)
     if func is None:
-        print('usage: cinder-lite-manage {db sync|db version|service list|'
-              'backend list|version}', file=sys.stderr)
-        return 2
-    func(conf)
-    return 0
+        _error(USAGE)
+        return NOT_FOUND
+    try:
+        return func(conf) or OK
+    finally:
+        db_api.dispose()
 
 
 if __name__ == '__main__':

@@ -1,0 +1,229 @@
+"""cinder-lite-manage and cinder-lite-status against a distributed cluster
+(separate API, scheduler and volume processes on RabbitMQ and MariaDB).
+
+Node ``ma`` exports over NBD here, so ``volume show-exports`` reads the
+records a real volume process wrote.  The test that stops ``noma`` starts
+it again before it returns.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import uuid
+
+import pytest
+
+from cinder_lite.connector import host as host_connector
+from tests import stack
+from tests.integration import cluster as cluster_mod
+
+CLUSTER_KINDS = ['mysql']
+
+
+def _free_range(count):
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        start = min(sock.getsockname()[1], 65535 - count)
+    return '%d-%d' % (start, start + count - 1)
+
+
+CLUSTER_OPTIONS = {'extra_sections': {'ma': {
+    'target_protocol': 'nbd', 'target_ip_address': '127.0.0.1',
+    'target_port_range': _free_range(20)}}}
+
+VOLUME_BINARY = 'cinder-volume'
+MA = 'node-ma@ma'
+NOMA = 'node-noma@noma'
+
+
+@pytest.fixture
+def api(cluster):
+    cluster.check_alive()
+    client = stack.Client(cluster.url, project=cluster_mod.PROJECT)
+    yield client
+    client.session.close()
+
+
+def run(cluster, module, *args, node=None):
+    extra = [cluster.node_conf(node)] if node else []
+    return subprocess.run(cluster.argv(module, *extra) + list(args),
+                          cwd=cluster.workdir, capture_output=True,
+                          text=True, timeout=60)
+
+
+def manage(cluster, *args, node=None):
+    return run(cluster, 'cinder_lite.cmd.manage', *args, node=node)
+
+
+def service_states(cluster):
+    proc = cluster.manage('service', 'list')
+    return {(cols[0], cols[1]): cols[4] for cols in
+            (line.split() for line in proc.stdout.splitlines()[1:])}
+
+
+def pinned_volume(api, backend, multiattach=False):
+    specs = {'volume_backend_name': backend}
+    if multiattach:
+        specs['multiattach'] = '<is> True'
+    vtype = api.create_type(specs=specs)
+    return api.create_volume(volume_type=vtype['name'])
+
+
+def attach(api, volume_id, name, ip, mode='rw'):
+    conn = host_connector.get_connector(host=name, ip=ip)
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': volume_id, 'instance_uuid': str(uuid.uuid4()),
+        'connector': conn, 'mode': mode}})
+    assert resp.status_code == 200, resp.text
+    att = resp.json()['attachment']
+    resp = api.post('/attachments/%s/action' % att['id'],
+                    json={'os-complete': None})
+    assert resp.status_code == 204, resp.text
+    return att
+
+
+def wait_state(cluster, key, state):
+    stack.wait_for(lambda: service_states(cluster).get(key) == state,
+                   timeout=cluster.service_down_time + 15, interval=0.3,
+                   what='%s %s' % (key, state))
+
+
+def test_service_remove_refuses_services_that_are_up(cluster):
+    for binary, host in ((VOLUME_BINARY, MA),
+                         ('cinder-scheduler', 'node-ctl')):
+        proc = manage(cluster, 'service', 'remove', binary, host)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert 'Service %s on host %s is up' % (binary, host) in proc.stderr
+        assert service_states(cluster)[(binary, host)] == 'up'
+
+
+def test_service_remove_of_a_stopped_node(cluster, api):
+    vol = pinned_volume(api, 'noma')
+    assert vol['os-vol-host-attr:host'] == NOMA + '#noma'
+    try:
+        cluster.kill('noma')
+        wait_state(cluster, (VOLUME_BINARY, NOMA), 'down')
+        proc = manage(cluster, 'service', 'remove', VOLUME_BINARY, NOMA)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert 'still has 1 volume(s)' in proc.stderr
+        assert (VOLUME_BINARY, NOMA) in service_states(cluster)
+
+        # empty it (its service must run to delete the volume), stop it
+        cluster.start_process('noma')
+        cluster.wait_ready()
+        assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+        api.wait_deleted(vol['id'])
+        cluster.kill('noma')
+        wait_state(cluster, (VOLUME_BINARY, NOMA), 'down')
+        proc = manage(cluster, 'service', 'remove', VOLUME_BINARY, NOMA)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert proc.stdout.strip() == \
+            'Service cinder-volume on host %s removed.' % NOMA
+        assert (VOLUME_BINARY, NOMA) not in service_states(cluster)
+        pools = api.get('/scheduler-stats/get_pools').json()['pools']
+        assert [p['name'] for p in pools] == [MA + '#ma']
+
+        proc = manage(cluster, 'service', 'remove', VOLUME_BINARY, NOMA)
+        assert proc.returncode == 2
+        assert 'not found' in proc.stderr
+    finally:
+        # the node registers again when it starts
+        if not cluster.processes['noma'].alive():
+            cluster.start_process('noma')
+        cluster.wait_ready()
+    assert service_states(cluster)[(VOLUME_BINARY, NOMA)] == 'up'
+
+
+def need_nbdkit():
+    if shutil.which('nbdkit') is None:
+        if os.environ.get('CINDER_LITE_REQUIRE_SERVICES') == '1':
+            pytest.fail('nbdkit not installed')
+        pytest.skip('nbdkit not installed')
+
+
+def test_attachments_and_exports_of_a_volume_node(cluster, api):
+    need_nbdkit()
+    vol = pinned_volume(api, 'ma', multiattach=True)
+    rw = attach(api, vol['id'], 'host-a', '127.0.0.2')
+    ro = attach(api, vol['id'], 'host-b', '127.0.0.3', 'ro')
+
+    proc = manage(cluster, 'attachment', 'list', '--volume', vol['id'])
+    assert proc.returncode == 0, proc.stderr
+    listed = {cols[0]: cols[1:6] for cols in
+              (line.split() for line in proc.stdout.splitlines()[1:])}
+    assert listed == {
+        rw['id']: [vol['id'], 'attached', 'rw', 'host-a', rw['instance']],
+        ro['id']: [vol['id'], 'attached', 'ro', 'host-b', ro['instance']]}
+
+    def exports():
+        proc = manage(cluster, 'volume', 'show-exports', node='ma')
+        table = {cols[1]: cols for cols in
+                 (line.split(None, 8)
+                  for line in proc.stdout.splitlines()[1:-1])}
+        return proc.returncode, table
+
+    code, table = exports()
+    assert code == 0, table
+    assert set(table) == {rw['id'], ro['id']}
+    for att, mode in ((rw, 'rw'), (ro, 'ro')):
+        row = table[att['id']]
+        assert row[0] == MA and row[2:5] == [vol['id'], 'nbd', mode]
+        assert row[5] == '127.0.0.1:%d' % att['connection_info']['port']
+        assert row[7:] == ['attached', '-']
+
+    # the record of one export under a name no attachment has: that
+    # export is unknown to the database and the attachment lacks one
+    records = os.path.join(cluster.workdir, 'state', 'targets', 'ma', 'nbd')
+    stray = str(uuid.uuid4())
+    os.rename(os.path.join(records, '%s.json' % rw['id']),
+              os.path.join(records, '%s.json' % stray))
+    try:
+        code, table = exports()
+    finally:
+        os.rename(os.path.join(records, '%s.json' % stray),
+                  os.path.join(records, '%s.json' % rw['id']))
+    assert code == 1
+    assert table[stray][8] == 'unknown to the database'
+    assert table[rw['id']][5:] == ['-', '-', 'attached', 'export missing']
+    assert table[ro['id']][8] == '-'
+
+    for att in (rw, ro):
+        assert api.delete('/attachments/%s' % att['id']).status_code == 200
+    code, table = exports()
+    assert (code, table) == (0, {})
+    assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+    api.wait_deleted(vol['id'])
+
+
+def test_upgrade_check(cluster):
+    need_nbdkit()
+    proc = run(cluster, 'cinder_lite.cmd.status', 'upgrade', 'check',
+               '--json', node='ma')
+    checks = {c['check']: c for c in json.loads(proc.stdout)['checks']}
+    assert proc.returncode == 0, checks
+    assert checks['Database schema']['details'] == \
+        'Schema at revision 0002, the newest.'
+    assert '(ma: nbd)' in checks['Volume targets']['details']
+
+
+def test_upgrade_check_of_a_database_behind(cluster):
+    name = 'cl_it_status_%s' % uuid.uuid4().hex[:8]
+    url = cluster_mod.create_database('mysql', name)
+    try:
+        conf = cluster_mod.write_conf(
+            os.path.join(cluster.workdir, 'behind.conf'),
+            {'database': {'connection': url}})
+        proc = subprocess.run(
+            cluster.argv('cinder_lite.cmd.manage', conf) +
+            ['db', 'sync', '0001'], capture_output=True, text=True,
+            timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        proc = subprocess.run(
+            cluster.argv('cinder_lite.cmd.status', conf) +
+            ['upgrade', 'check'], capture_output=True, text=True,
+            timeout=60)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert 'revision 0001, the newest is 0002' in proc.stdout
+    finally:
+        cluster_mod.drop_database('mysql', name)
