@@ -20,7 +20,6 @@ import json
 import sys
 
 from oslo_config import cfg
-import sqlalchemy as sa
 
 from cinder_lite.cmd import exports_report
 from cinder_lite.common import config
@@ -28,7 +27,6 @@ from cinder_lite.common import exception
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import migration
-from cinder_lite.db import models
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler import host_state
@@ -39,8 +37,8 @@ REFUSED = 1
 NOT_FOUND = 2
 
 USAGE = ('usage: cinder-lite-manage {db sync|db version|service list|'
-         'service remove|backend list|attachment list|volume show-exports|'
-         'version}')
+         'service remove|backend list|attachment list|attachment reconcile|'
+         'volume show-exports|version}')
 
 
 def _error(message):
@@ -102,22 +100,6 @@ def _live_volumes_on(session, backend_host):
             or v.host.startswith(backend_host + '#')]
 
 
-def _delete_service_if_down(session, service_id, down_time):
-    """Delete the service row unless it sent a heartbeat within
-    ``down_time`` seconds.  The condition is in the DELETE, so a service
-    that comes back between the check and the delete keeps its row.
-
-    Belongs in cinder_lite.db.services; kept here until it moves."""
-    cutoff = models.utcnow() - datetime.timedelta(seconds=down_time)
-    result = session.execute(
-        sa.delete(models.Service)
-        .where(models.Service.id == service_id,
-               sa.or_(models.Service.heartbeat_at.is_(None),
-                      models.Service.heartbeat_at < cutoff))
-        .execution_options(synchronize_session=False))
-    return result.rowcount == 1
-
-
 def service_remove(conf):
     """Remove a service that is down, as ``cinder-manage service remove``
     does; a volume service only once no volume lives on it."""
@@ -144,8 +126,8 @@ def service_remove(conf):
                        % (what, len(volumes),
                           ', '.join(v.id for v in volumes[:3])))
                 return REFUSED
-        if not _delete_service_if_down(session, row.id,
-                                       conf.service_down_time):
+        if not db_services.remove_if_down(session, row.id,
+                                          conf.service_down_time):
             _error('%s sent a heartbeat just now; not removed.' % what)
             return REFUSED
     print('%s removed.' % what)
@@ -187,6 +169,44 @@ def attachment_list(conf):
                 a.attached_host, a.instance_uuid, a.attach_time)
                for a in rows])
     return OK
+
+
+def attachment_reconcile(conf):
+    """Ask every volume service that is up (or the one of ``--host``) to
+    reconcile now (cinder_lite.volume.reconcile) and print what each
+    changed.  Exit 1 when a service did not answer."""
+    from cinder_lite.common import context as cl_context
+    from cinder_lite.common import rpc
+    from cinder_lite.volume import rpcapi as volume_rpcapi
+    db_api.configure(conf)
+    with db_api.reader() as session:
+        hosts = [s.host for s in db_services.list_services(
+            session, binary=host_state.VOLUME_BINARY)
+            if db_services.is_up(s, conf.service_down_time)
+            and conf.command.reconcile_host in (None, s.host)]
+    if not hosts:
+        _error('No volume service%s is up.' % (
+            ' %s' % conf.command.reconcile_host
+            if conf.command.reconcile_host else ''))
+        return NOT_FOUND
+    api = volume_rpcapi.VolumeAPI(conf)
+    context = cl_context.get_admin_context()
+    rows, failed = [], False
+    try:
+        for host in hosts:
+            try:
+                result = api.reconcile(context, host,
+                                       max_age=conf.command.older_than)
+            except exception.CinderLiteError as e:
+                _error('%s: %s' % (host, e))
+                failed = True
+                continue
+            rows += [(host, change) for change in result['changes']] or [
+                (host, 'nothing to change')]
+    finally:
+        rpc.cleanup()
+    table(['Backend', 'Change'], rows)
+    return REFUSED if failed else OK
 
 
 def volume_show_exports(conf):
@@ -242,11 +262,23 @@ def _add_parsers(subparsers):
         func=backend_list)
 
     attachment = subparsers.add_parser('attachment', help='attachments')
-    att_list = attachment.add_subparsers(dest='attachment_action') \
-        .add_parser('list', help='attachments that are not detached')
+    att_sub = attachment.add_subparsers(dest='attachment_action')
+    att_list = att_sub.add_parser('list',
+                                  help='attachments that are not detached')
     att_list.add_argument('--volume', dest='volume_id', metavar='VOLUME_ID',
                           help='only the attachments of this volume')
     att_list.set_defaults(func=attachment_list)
+    att_rec = att_sub.add_parser(
+        'reconcile', help='resolve volumes and attachments left in a '
+                          'transitional state, now')
+    att_rec.add_argument('--host', dest='reconcile_host', metavar='HOST',
+                         default=None, help='only this volume service '
+                                            '(node@backend)')
+    att_rec.add_argument('--older-than', dest='older_than', type=int,
+                         metavar='SECONDS', default=None,
+                         help='touch only what has not changed for this '
+                              'long (default: reconcile_after)')
+    att_rec.set_defaults(func=attachment_reconcile)
 
     volume = subparsers.add_parser('volume', help='volumes')
     show = volume.add_subparsers(dest='volume_action').add_parser(

@@ -77,3 +77,17 @@ def is_up(service, down_time):
         return False
     age = models.utcnow() - service.heartbeat_at
     return age <= datetime.timedelta(seconds=down_time)
+
+
+def remove_if_down(session, service_id, down_time):
+    """Delete the service row unless it sent a heartbeat within
+    ``down_time`` seconds; the condition is in the DELETE, so a service
+    that comes back meanwhile keeps its row.  True when the row went."""
+    cutoff = models.utcnow() - datetime.timedelta(seconds=down_time)
+    result = session.execute(
+        sa.delete(models.Service)
+        .where(models.Service.id == service_id,
+               sa.or_(models.Service.heartbeat_at.is_(None),
+                      models.Service.heartbeat_at < cutoff))
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1

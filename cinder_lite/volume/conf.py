@@ -13,6 +13,15 @@ volume_opts = [
     cfg.IntOpt('volume_rpc_timeout', default=30, min=1,
                help='Seconds the API waits for a volume service to answer '
                     'a call before it gives up.'),
+    cfg.IntOpt('reconcile_interval', default=60, min=0,
+               help='Seconds between two runs of the reconciliation of '
+                    'volumes and attachments left in a transitional state '
+                    '(also run at start). 0 runs it at start only.'),
+    cfg.IntOpt('reconcile_after', default=120, min=0,
+               help='Seconds a volume or attachment must have stayed in a '
+                    'transitional state before reconciliation resolves it. '
+                    'Keep it above volume_rpc_timeout so that requests '
+                    'still queued on the bus are not overtaken.'),
 ]
 
 backend_opts = [

@@ -1,11 +1,14 @@
 """The volume manager: one per backend section, serving RPC as
 ``host@backend``.  Endpoints load the volume, run a flow, record the
 outcome."""
+import contextlib
 import logging
+import threading
 
 from oslo_utils import importutils
 import oslo_messaging as messaging
 
+from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
 from cinder_lite.common import notify
 from cinder_lite.common import states
@@ -18,6 +21,7 @@ from cinder_lite.volume.flows import connect as connect_flow
 from cinder_lite.volume.flows import create as create_flow
 from cinder_lite.volume.flows import delete as delete_flow
 from cinder_lite.volume.flows import disconnect as disconnect_flow
+from cinder_lite.volume import reconcile as reconcile_mod
 from cinder_lite.volume import rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -44,11 +48,67 @@ class VolumeManager:
         self.driver = driver_cls(self.backend_conf, self.backend_name,
                                  self.host)
         self.service_uuid = None
+        # ids of volumes and attachments a flow of this process works on:
+        # reconciliation leaves them alone
+        self._busy = set()
+        self._busy_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._periodic = None
+
+    @contextlib.contextmanager
+    def working_on(self, *ids):
+        with self._busy_lock:
+            self._busy.update(ids)
+        try:
+            yield
+        finally:
+            with self._busy_lock:
+                self._busy.difference_update(ids)
 
     def init_host(self):
         self.driver.do_setup()
         self.driver.check_for_setup_error()
         self.reconcile_exports()
+
+    def start_reconciling(self):
+        """Reconcile now (in the background) and then every
+        ``reconcile_interval`` seconds; called once the service is
+        registered."""
+        self._periodic = threading.Thread(
+            target=self._reconcile_loop, daemon=True,
+            name='reconcile-%s' % self.host)
+        self._periodic.start()
+
+    def _reconcile_loop(self):
+        interval = self.conf.reconcile_interval
+        while True:
+            try:
+                self.reconcile_now()
+            except Exception:
+                # a database outage must not end the loop
+                LOG.exception('reconcile of %s failed', self.host)
+            if not interval or self._stop.wait(interval):
+                return
+
+    def reconcile_now(self, max_age=None):
+        """The rules of cinder_lite.volume.reconcile; returns the changes
+        made."""
+        if max_age is None:
+            max_age = self.conf.reconcile_after
+        with self._busy_lock:
+            busy = set(self._busy)
+        return reconcile_mod.run(self, max_age, busy)
+
+    def volume_status(self, volume_id):
+        with db_api.reader() as session:
+            try:
+                return db_volumes.get(session, volume_id).status
+            except exception.VolumeNotFound:
+                return None
+
+    @staticmethod
+    def admin_context():
+        return cl_context.get_admin_context()
 
     def reconcile_exports(self):
         """Make the backend's exports what the database says: re-create
@@ -80,6 +140,9 @@ class VolumeManager:
 
     def cleanup(self):
         """The service stops."""
+        self._stop.set()
+        if self._periodic is not None:
+            self._periodic.join(timeout=30)
         self.driver.stop()
 
     def capabilities(self):
@@ -100,8 +163,9 @@ class VolumeManager:
                             volume_id)
                 return
         try:
-            create_flow.run(self.driver, volume, self.service_uuid,
-                            self.driver.shares_targets())
+            with self.working_on(volume_id):
+                create_flow.run(self.driver, volume, self.service_uuid,
+                                self.driver.shares_targets())
         except Exception as e:
             LOG.exception('volume %s: creating -> error', volume_id)
             self._record_failure(ctxt, volume, states.ERROR,
@@ -119,7 +183,8 @@ class VolumeManager:
         except exception.VolumeNotFound:
             return
         try:
-            delete_flow.run(self.driver, volume)
+            with self.working_on(volume_id):
+                delete_flow.run(self.driver, volume)
         except Exception as e:
             LOG.exception('volume %s: deleting -> error_deleting', volume_id)
             self._record_failure(ctxt, volume, states.ERROR_DELETING,
@@ -140,11 +205,12 @@ class VolumeManager:
             shared = bool(db_attachments.connections_on_host(
                 session, attachment.volume_id, connector.get('host'),
                 exclude=attachment_id))
-        return self._run_flow(
-            lambda: connect_flow.run(self.driver, volume, attachment_id,
-                                     connector, mode, shared),
-            volume, attachment_id, states.ATTACH_ATTACHING,
-            states.ERROR_ATTACHING, 'connect')
+        with self.working_on(attachment_id):
+            return self._run_flow(
+                lambda: connect_flow.run(self.driver, volume, attachment_id,
+                                         connector, mode, shared),
+                volume, attachment_id, states.ATTACH_ATTACHING,
+                states.ERROR_ATTACHING, 'connect')
 
     def disconnect(self, ctxt, attachment_id):
         """Terminate the connection of a ``detaching`` attachment and
@@ -158,18 +224,21 @@ class VolumeManager:
                 session, attachment.volume_id, attachment.attached_host,
                 exclude=attachment_id))
             connector = attachment.connector
-        self._run_flow(
-            lambda: disconnect_flow.run(self.driver, volume, attachment_id,
-                                        connector, shared),
-            volume, attachment_id, states.ATTACH_DETACHING,
-            states.ERROR_DETACHING, 'disconnect')
+        with self.working_on(attachment_id):
+            self._run_flow(
+                lambda: disconnect_flow.run(self.driver, volume,
+                                            attachment_id, connector,
+                                            shared),
+                volume, attachment_id, states.ATTACH_DETACHING,
+                states.ERROR_DETACHING, 'disconnect')
         return shared
 
     def extend_volume(self, ctxt, volume_id, new_size):
         with db_api.reader() as session:
             volume = volume_dict(db_volumes.get(session, volume_id))
         try:
-            self.driver.extend_volume(volume, new_size)
+            with self.working_on(volume_id):
+                self.driver.extend_volume(volume, new_size)
         except Exception as e:
             LOG.exception('volume %s: extend failed', volume_id)
             self._record_failure(ctxt, volume, states.ERROR_EXTENDING,
@@ -204,8 +273,9 @@ class VolumeManager:
     def _run_flow(self, run, volume, attachment_id, current, failed, what):
         """Run a connect/disconnect flow; on failure record the attachment
         ``failed`` with the reason (also when the caller gave up waiting
-        and recorded it failed first: the backend's reason is better) and raise ConnectRefused (what was asked
-        cannot be served) or ConnectFailed (the backend failed)."""
+        and recorded it failed first: the backend's reason is better) and
+        raise ConnectRefused (what was asked cannot be served) or
+        ConnectFailed (the backend failed)."""
         try:
             return run()
         except exception.Invalid as e:
@@ -235,6 +305,12 @@ class VolumeManager:
                     exception.InvalidVolume):
                 return
             db_attachments.sync_volume_status(session, volume['id'])
+
+    def reconcile(self, ctxt, max_age=None):
+        """RPC 1.3: run the reconciliation now; returns its changes."""
+        LOG.info('reconcile requested (request %s)', ctxt.request_id)
+        changes = self.reconcile_now(max_age)
+        return {'host': self.host, 'changes': changes}
 
     def get_capabilities(self, ctxt):
         caps = self.capabilities()

@@ -5,6 +5,7 @@ History:
     1.1 - connect, disconnect (calls), extend_volume (cast),
           extend_attached_volume (call)
     1.2 - create_volume carries the volume (the manager need not read it)
+    1.3 - reconcile (call)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -13,7 +14,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.2'
+RPC_API_VERSION = '1.3'
 
 rpcapi_opts = [
     cfg.StrOpt('volume_version_cap',
@@ -100,3 +101,7 @@ class VolumeAPI:
         return self._call(ctxt, host, 'extend_attached_volume',
                           version='1.1', volume_id=volume_id,
                           old_size=old_size, new_size=new_size)
+
+    def reconcile(self, ctxt, host, max_age=None):
+        return self._call(ctxt, host, 'reconcile', version='1.3',
+                          max_age=max_age)

@@ -34,6 +34,7 @@ def build(conf):
 
         def registered(svc, mgr=mgr):
             mgr.service_uuid = svc.service_uuid
+            mgr.start_reconciling()
 
         services.append(service.RPCService(
             conf, host_state.VOLUME_BINARY, rpcapi.TOPIC, mgr.host, [mgr],

@@ -227,3 +227,39 @@ def test_upgrade_check_of_a_database_behind(cluster):
         assert 'revision 0001, the newest is 0002' in proc.stdout
     finally:
         cluster_mod.drop_database('mysql', name)
+
+
+def test_attachment_reconcile_resolves_an_interrupted_detach(cluster, api):
+    """An attachment left ``detaching`` (the API recorded the detach, the
+    volume service never ran it): ``attachment reconcile`` has the volume
+    service roll it forward and prints the change."""
+    import sqlalchemy as sa
+
+    from cinder_lite.db import models
+    from cinder_lite.volume import attachment_api
+
+    vol = pinned_volume(api, 'ma')
+    att = attach(api, vol['id'], 'host-r', '127.0.0.2')
+    engine = sa.create_engine(cluster.db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.update(models.VolumeAttachment).where(
+                models.VolumeAttachment.id == att['id']).values(
+                attach_status='detaching',
+                status_reason=attachment_api.DISCONNECTING))
+            conn.execute(sa.update(models.Volume).where(
+                models.Volume.id == vol['id']).values(status='detaching'))
+    finally:
+        engine.dispose()
+    proc = manage(cluster, 'attachment', 'reconcile', '--host', MA,
+                  '--older-than', '0')
+    assert proc.returncode == 0, proc.stderr
+    assert 'attachment %s: detaching -> detached' % att['id'] in proc.stdout
+    assert api.get('/attachments/%s' % att['id']).status_code == 404
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'available'
+    again = manage(cluster, 'attachment', 'reconcile', '--host', MA,
+                   '--older-than', '0')
+    assert again.returncode == 0 and 'nothing to change' in again.stdout
+    assert manage(cluster, 'attachment', 'reconcile', '--host',
+                  'node-x@none').returncode == 2

@@ -34,7 +34,9 @@ class VolumeDriver(metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def create_volume(self, volume):
-        """Create the storage of ``volume`` (a dict with id and size)."""
+        """Create the storage of ``volume`` (a dict with id and size);
+        True when it made it, False when it already existed (a create
+        rolled forward after a crash must not wipe it)."""
 
     @abc.abstractmethod
     def delete_volume(self, volume):

@@ -62,12 +62,16 @@ class FileDriver(base.VolumeDriver):
 
     def create_volume(self, volume):
         path = self.path(volume['id'])
+        if os.path.exists(path):
+            LOG.info('%s exists already at %s', volume['id'], path)
+            return False
         tmp = path + '.creating'
         with open(tmp, 'wb') as f:
             f.truncate(volume['size'] * GiB)
         os.rename(tmp, path)
         LOG.info('created %s (%d GiB) at %s', volume['id'], volume['size'],
                  path)
+        return True
 
     def delete_volume(self, volume):
         for path in (self.path(volume['id']),

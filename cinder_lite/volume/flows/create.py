@@ -15,9 +15,11 @@ LOG = logging.getLogger(__name__)
 
 class CreateStorage(task.Task):
     def execute(self, driver, volume):
-        driver.create_volume(volume)
+        return driver.create_volume(volume)
 
-    def revert(self, driver, volume, **kwargs):
+    def revert(self, driver, volume, result, **kwargs):
+        if result is not True:
+            return      # the storage was there before: not ours to remove
         LOG.warning('reverting storage of volume %s', volume['id'])
         driver.delete_volume(volume)
 

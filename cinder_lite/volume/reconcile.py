@@ -1,0 +1,218 @@
+"""Convergence of one backend's volumes and attachments after a crash.
+
+A volume service runs this at start and every ``reconcile_interval``
+seconds; ``cinder-lite-manage attachment reconcile`` asks the running
+services to run it now.  Only rows of this backend that have not changed
+for ``reconcile_after`` seconds, and that no flow of this process is
+working on, are touched; every change is logged with its reason and
+returned.
+
+Rules (``reason`` is what the row's status_reason or the user message
+says):
+
+==========================  ===============================================
+found                       done
+==========================  ===============================================
+attachment ``attaching``,   the connect was interrupted: its export, if
+no connection info          any, is removed and it becomes
+                            ``error_attaching`` (the caller deletes it or
+                            connects again)
+attachment ``detaching``    the disconnect was interrupted: it is rolled
+                            forward (connection terminated, export
+                            removed, ``detached``)
+attachment                  the disconnect is tried again; it stays
+``error_detaching``         ``error_detaching`` with the new reason when
+                            the backend still fails
+volume ``creating``,        the create was interrupted: it is rolled
+scheduled here              forward (the file is created unless it exists)
+                            and becomes ``available``, or ``error``
+volume ``deleting``         the delete is rolled forward: ``deleted``, or
+                            ``error_deleting``
+volume ``extending``        the extend was interrupted: the recorded size
+                            stands, the volume is ``available`` again and
+                            the owner gets a message
+==========================  ===============================================
+
+``reserved`` attachments hold nothing on the backend and are left to their
+owners; connected attachments keep their exports (re-created by
+``reconcile_exports`` when missing).  The volume status is derived from the
+attachments again after each attachment change.
+"""
+import datetime
+import logging
+
+import sqlalchemy as sa
+
+from cinder_lite.common import exception
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import messages as db_messages
+from cinder_lite.db import models
+from cinder_lite.db import volumes as db_volumes
+
+LOG = logging.getLogger(__name__)
+
+EVENT_EXTEND_INTERRUPTED = 'VOLUME_VOLUME_007_003'
+
+
+def _stale(session, backend_host, max_age):
+    """Transitional attachments and volumes of ``backend_host`` unchanged
+    for ``max_age`` seconds."""
+    cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
+    V, A = models.Volume, models.VolumeAttachment
+    on_backend = V.host.startswith(backend_host + '#', autoescape=True)
+    changed = sa.func.coalesce(A.updated_at, A.created_at)
+    attachments = session.execute(
+        sa.select(A, V).join(V, V.id == A.volume_id).where(
+            on_backend, V.deleted.is_(False), A.deleted.is_(False),
+            changed <= cutoff,
+            A.attach_status.in_((states.ATTACH_ATTACHING,
+                                 states.ATTACH_DETACHING,
+                                 states.ERROR_DETACHING)))).all()
+    volumes = session.execute(
+        sa.select(V).where(
+            on_backend, V.deleted.is_(False),
+            sa.func.coalesce(V.updated_at, V.created_at) <= cutoff,
+            V.status.in_((states.CREATING, states.DELETING,
+                          states.EXTENDING)))).scalars().all()
+    return attachments, volumes
+
+
+def run(manager, max_age, busy=()):
+    """Apply the rules to ``manager``'s backend; returns what changed, one
+    line each.  ``busy``: ids of attachments and volumes a flow of this
+    process is working on now."""
+    with db_api.reader() as session:
+        attachments, volumes = _stale(session, manager.host, max_age)
+        attachments = [(a.id, a.attach_status, bool(a.connection_info),
+                        db_volumes.summary(v)) for a, v in attachments]
+        volumes = [db_volumes.summary(v) for v in volumes]
+    changes = []
+    for attachment_id, status, connected, volume in attachments:
+        if attachment_id in busy:
+            continue
+        if status == states.ATTACH_ATTACHING and not connected:
+            change = _connect_interrupted(manager, attachment_id, volume)
+        elif status in (states.ATTACH_DETACHING, states.ERROR_DETACHING):
+            change = _finish_disconnect(manager, attachment_id, volume,
+                                        status)
+        else:
+            continue
+        if change:
+            changes.append(change)
+    for volume in volumes:
+        if volume['id'] in busy:
+            continue
+        change = _volume(manager, volume)
+        if change:
+            changes.append(change)
+    return changes
+
+
+def _connect_interrupted(manager, attachment_id, volume):
+    manager.driver.remove_export(volume, None, attachment_id, False)
+    reason = ('connect interrupted (the volume service stopped before it '
+              'finished); delete the attachment or connect again')
+    with db_api.writer() as session:
+        # under the volume's lock, which recording a connection also takes
+        db_attachments.lock_volume(session, volume['id'])
+        try:
+            current = db_attachments.get(session, attachment_id)
+        except exception.NotFound:
+            return None
+        if current.attach_status != states.ATTACH_ATTACHING or \
+                current.connection_info:
+            return None         # it moved on meanwhile
+        db_attachments.transition(
+            session, attachment_id, states.ERROR_ATTACHING,
+            expected=(states.ATTACH_ATTACHING,),
+            values={'status_reason': reason})
+        status = db_attachments.sync_volume_status(session, volume['id'])
+    LOG.warning('reconcile: attachment %s of volume %s: attaching -> '
+                'error_attaching (%s); volume %s', attachment_id,
+                volume['id'], reason, status)
+    return 'attachment %s: attaching -> error_attaching' % attachment_id
+
+
+def _finish_disconnect(manager, attachment_id, volume, status):
+    with db_api.reader() as session:
+        attachment = db_attachments.get(session, attachment_id)
+        connector = attachment.connector
+        shared = bool(db_attachments.connections_on_host(
+            session, volume['id'], attachment.attached_host,
+            exclude=attachment_id))
+    try:
+        if connector:
+            manager.driver.terminate_connection(volume, connector,
+                                                attachment_id)
+            manager.driver.remove_export(volume, connector, attachment_id,
+                                         shared)
+    except Exception as e:
+        reason = 'disconnect retried by reconcile, failed: %s' % e
+        with db_api.writer() as session:
+            db_attachments.lock_volume(session, volume['id'])
+            try:
+                db_attachments.transition(
+                    session, attachment_id, states.ERROR_DETACHING,
+                    expected=(states.ATTACH_DETACHING,
+                              states.ERROR_DETACHING),
+                    values={'status_reason': reason[:1024]})
+            except (exception.InvalidTransition, exception.NotFound):
+                return None
+            db_attachments.sync_volume_status(session, volume['id'])
+        LOG.error('reconcile: attachment %s: %s', attachment_id, reason)
+        return 'attachment %s: %s -> error_detaching (%s)' % (
+            attachment_id, status, e)
+    with db_api.writer() as session:
+        db_attachments.lock_volume(session, volume['id'])
+        try:
+            db_attachments.transition(
+                session, attachment_id, states.DETACHED,
+                expected=(states.ATTACH_DETACHING, states.ERROR_DETACHING))
+        except (exception.InvalidTransition, exception.NotFound):
+            return None
+        volume_status = db_attachments.sync_volume_status(session,
+                                                          volume['id'])
+    LOG.warning('reconcile: attachment %s of volume %s: %s -> detached '
+                '(disconnect rolled forward); volume %s', attachment_id,
+                volume['id'], status, volume_status)
+    return 'attachment %s: %s -> detached' % (attachment_id, status)
+
+
+def _volume(manager, volume):
+    status = volume['status']
+    if status == states.CREATING:
+        before = manager.volume_status(volume['id'])
+        manager.create_volume(manager.admin_context(), volume['id'], volume)
+        after = manager.volume_status(volume['id'])
+        why = 'create rolled forward'
+    elif status == states.DELETING:
+        before = status
+        manager.delete_volume(manager.admin_context(), volume['id'])
+        after = manager.volume_status(volume['id']) or states.DELETED
+        why = 'delete rolled forward'
+    else:
+        before = status
+        after = _extend_interrupted(volume)
+        why = 'extend interrupted; size stays %d GiB' % volume['size']
+    if after == before:
+        return None
+    LOG.warning('reconcile: volume %s: %s -> %s (%s)', volume['id'], before,
+                after, why)
+    return 'volume %s: %s -> %s (%s)' % (volume['id'], before, after, why)
+
+
+def _extend_interrupted(volume):
+    with db_api.writer() as session:
+        try:
+            db_volumes.transition(session, volume['id'], states.AVAILABLE,
+                                  expected=(states.EXTENDING,))
+        except (exception.InvalidTransition, exception.VolumeNotFound):
+            return states.EXTENDING
+        db_messages.create(
+            session, volume['project_id'], EVENT_EXTEND_INTERRUPTED,
+            'extend volume: interrupted by a restart of the volume '
+            'service; the size stays %d GiB, extend again' % volume['size'],
+            resource_type='VOLUME', resource_uuid=volume['id'])
+    return states.AVAILABLE

@@ -1,0 +1,149 @@
+"""The reconciliation rules (cinder_lite.volume.reconcile) on the states a
+crash leaves behind.  Each state is made the way the interrupted code path
+makes it (the API's half of a detach, a connect flow's export without its
+record, a cast the service never finished), then the volume service's
+reconcile runs; exports are real nbdkit processes."""
+import os
+import uuid
+
+import sqlalchemy as sa
+
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import models
+from cinder_lite.db import volumes as db_volumes
+from cinder_lite.volume import attachment_api
+from tests.dataplane import conftest as dp
+
+
+def _manager(s):
+    return s.volume_service('file').endpoints[0]
+
+
+def _attachment(api, attachment_id):
+    return api.get('/attachments/%s' % attachment_id).json()['attachment']
+
+
+def _set_volume(volume_id, **values):
+    with db_api.writer() as session:
+        session.execute(sa.update(models.Volume).where(
+            models.Volume.id == volume_id).values(**values))
+
+
+def test_interrupted_detach_is_rolled_forward(nbd_stack):
+    api = nbd_stack.client()
+    vol = api.create_volume()
+    host = dp.attacher(nbd_stack, 'a')
+    att = host.attach(vol['id'], str(uuid.uuid4()))
+    path = dp.volume_path(nbd_stack, vol['id'])
+    assert len(dp.processes('nbdkit', path)) == 1
+    # what the API records before it calls the backend, which then died
+    with db_api.writer() as session:
+        db_attachments.lock_volume(session, vol['id'])
+        db_attachments.transition(
+            session, att['id'], states.ATTACH_DETACHING,
+            values={'status_reason': attachment_api.DISCONNECTING})
+        db_attachments.sync_volume_status(session, vol['id'])
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'detaching'
+    manager = _manager(nbd_stack)
+    # younger than reconcile_after: left alone
+    assert manager.reconcile_now() == []
+    changes = manager.reconcile_now(max_age=0)
+    assert changes == ['attachment %s: detaching -> detached' % att['id']]
+    assert api.get('/attachments/%s' % att['id']).status_code == 404
+    assert dp.processes('nbdkit', path) == []
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'available'
+    assert manager.reconcile_now(max_age=0) == []
+
+
+def test_interrupted_connect_loses_its_half_made_export(nbd_stack):
+    api = nbd_stack.client()
+    vol = api.create_volume()
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'instance_uuid': str(uuid.uuid4())}})
+    att = resp.json()['attachment']
+    connector = dp.attacher(nbd_stack, 'b').connector
+    # the API moved it to attaching, the flow exported, then the service
+    # died before recording the connection
+    with db_api.writer() as session:
+        db_attachments.lock_volume(session, vol['id'])
+        db_attachments.transition(
+            session, att['id'], states.ATTACH_ATTACHING,
+            values={'attach_mode': 'rw', 'connector': connector,
+                    'attached_host': connector['host']})
+        db_attachments.sync_volume_status(session, vol['id'])
+    manager = _manager(nbd_stack)
+    path = dp.volume_path(nbd_stack, vol['id'])
+    manager.driver.create_export(db_volumes.summary(_row(vol['id'])),
+                                 connector, 'rw', att['id'])
+    assert len(dp.processes('nbdkit', path)) == 1
+
+    changes = manager.reconcile_now(max_age=0)
+
+    assert changes == ['attachment %s: attaching -> error_attaching'
+                       % att['id']]
+    shown = _attachment(api, att['id'])
+    assert shown['status'] == 'error_attaching'
+    assert 'connect interrupted' in shown['status_reason']
+    assert dp.processes('nbdkit', path) == []
+    assert manager.driver.list_exports() == []
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'available'
+    assert api.delete('/attachments/%s' % att['id']).status_code == 200
+
+
+def test_interrupted_volume_work_converges(nbd_stack):
+    api = nbd_stack.client()
+    manager = _manager(nbd_stack)
+    creating, deleting, extending = (api.create_volume() for _ in range(3))
+    # the create cast was taken but the file never written
+    os.unlink(dp.volume_path(nbd_stack, creating['id']))
+    _set_volume(creating['id'], status=states.CREATING)
+    # the delete cast was taken, the service died before finishing
+    _set_volume(deleting['id'], status=states.DELETING)
+    # the extend was interrupted
+    _set_volume(extending['id'], status=states.EXTENDING)
+
+    changes = sorted(manager.reconcile_now(max_age=0))
+
+    assert changes == sorted([
+        'volume %s: creating -> available (create rolled forward)'
+        % creating['id'],
+        'volume %s: deleting -> deleted (delete rolled forward)'
+        % deleting['id'],
+        'volume %s: extending -> available (extend interrupted; size stays '
+        '1 GiB)' % extending['id']])
+    assert os.path.getsize(dp.volume_path(nbd_stack, creating['id'])) == \
+        1024 ** 3
+    assert not os.path.exists(dp.volume_path(nbd_stack, deleting['id']))
+    assert api.get('/volumes/%s' % deleting['id']).status_code == 404
+    messages = api.get('/messages').json()['messages']
+    assert [m['resource_uuid'] for m in messages
+            if 'extend' in m['user_message'].lower()
+            or 'interrupted' in str(m)] == [extending['id']]
+    assert manager.reconcile_now(max_age=0) == []
+
+
+def test_a_create_rolled_forward_keeps_existing_data(nbd_stack):
+    """A create that is run again (a queued cast after a reconcile did it)
+    must not wipe the volume."""
+    api = nbd_stack.client()
+    vol = api.create_volume()
+    path = dp.volume_path(nbd_stack, vol['id'])
+    with open(path, 'r+b') as f:
+        f.write(b'precious')
+    manager = _manager(nbd_stack)
+    manager.create_volume(manager.admin_context(), vol['id'],
+                          db_volumes.summary(_row(vol['id'])))
+    with open(path, 'rb') as f:
+        assert f.read(8) == b'precious'
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'available'
+
+
+def _row(volume_id):
+    with db_api.reader() as session:
+        return db_volumes.get(session, volume_id)
