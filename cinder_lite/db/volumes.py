@@ -1,4 +1,6 @@
 """SQL for volumes.  Status changes are compare-and-swap updates."""
+import datetime
+
 import sqlalchemy as sa
 
 from cinder_lite.common import exception
@@ -155,3 +157,30 @@ def type_in_use(session, type_id):
         sa.select(models.Volume.id).where(
             models.Volume.volume_type_id == type_id)).limit(1)
     ).first() is not None
+
+
+def claim_host(session, volume_id, pool):
+    """Record the scheduler's choice for a volume nobody scheduled yet;
+    False when it is scheduled already (or no longer creating), so one
+    volume is never sent to two backends."""
+    result = session.execute(
+        sa.update(models.Volume)
+        .where(models.Volume.id == volume_id,
+               models.Volume.deleted.is_(False),
+               models.Volume.status == states.CREATING,
+               models.Volume.host.is_(None))
+        .values(host=pool, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1
+
+
+def unscheduled(session, max_age):
+    """Volumes ``creating`` with no host, unchanged for ``max_age``
+    seconds: their scheduling request was lost."""
+    cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
+    V = models.Volume
+    return session.execute(sa.select(V).where(
+        V.deleted.is_(False), V.status == states.CREATING,
+        V.host.is_(None),
+        sa.func.coalesce(V.updated_at, V.created_at) <= cutoff)
+    ).scalars().all()

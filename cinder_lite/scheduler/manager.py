@@ -1,13 +1,16 @@
 """The scheduler: picks a backend for each new volume and hands the volume
 to it."""
 import logging
+import threading
 
 import oslo_messaging as messaging
 
+from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import messages as db_messages
+from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler.filters import availability_zone_filter
 from cinder_lite.scheduler.filters import capabilities_filter
@@ -66,15 +69,14 @@ class SchedulerManager:
             with db_api.writer() as session:
                 backends = self.host_manager.live_backends(session)
                 chosen = choose_backend(backends, request_spec)
-                db_volumes.transition(session, volume_id, states.CREATING,
-                                      expected=(states.CREATING,),
-                                      values={'host': chosen.pool})
+                claimed = db_volumes.claim_host(session, volume_id,
+                                                chosen.pool)
         except exception.NoValidBackend as e:
             self._fail(ctxt, volume_id, e.message)
             return
-        except (exception.InvalidTransition, exception.VolumeNotFound) as e:
-            LOG.warning('volume %s left creating before it was scheduled: '
-                        '%s', volume_id, e)
+        if not claimed:
+            LOG.warning('volume %s is scheduled already or no longer '
+                        'creating; not scheduled again', volume_id)
             return
         self.host_manager.consume(chosen, request_spec['size'])
         LOG.info('volume %s scheduled to %s', volume_id, chosen.pool)
@@ -83,6 +85,57 @@ class SchedulerManager:
             volume = dict(volume, host=chosen.pool)
         self.volume_rpcapi.create_volume(ctxt, chosen.host, volume_id,
                                          volume=volume)
+
+    # -- reconciliation ------------------------------------------------------
+    def start_reconciling(self):
+        """Schedule the volumes whose scheduling request was lost (an
+        API or scheduler that died in between): now, then every
+        ``reconcile_interval`` seconds."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._reconcile_loop,
+                                        daemon=True, name='reconcile')
+        self._thread.start()
+
+    def stop_reconciling(self):
+        if getattr(self, '_thread', None) is not None:
+            self._stop.set()
+            self._thread.join(timeout=30)
+
+    def _reconcile_loop(self):
+        interval = self.conf.reconcile_interval
+        while True:
+            try:
+                self.reconcile_now()
+            except Exception:
+                LOG.exception('reconcile of unscheduled volumes failed')
+            if not interval or self._stop.wait(interval):
+                return
+
+    def reconcile_now(self, max_age=None):
+        if max_age is None:
+            max_age = self.conf.reconcile_after
+        with db_api.reader() as session:
+            lost = []
+            for volume in db_volumes.unscheduled(session, max_age):
+                try:
+                    vtype = db_types.get(session, volume.volume_type_id)
+                except exception.NotFound:
+                    vtype = {'id': volume.volume_type_id, 'extra_specs': {}}
+                lost.append((volume.id, {
+                    'size': volume.size,
+                    'availability_zone': volume.availability_zone,
+                    'volume_type_id': volume.volume_type_id,
+                    'extra_specs': vtype['extra_specs'],
+                    'multiattach': volume.multiattach,
+                    'volume': db_volumes.summary(volume)}))
+        changes = []
+        for volume_id, spec in lost:
+            LOG.warning('reconcile: volume %s was never scheduled (its '
+                        'request was lost); scheduling it now', volume_id)
+            self.create_volume(cl_context.get_admin_context(), volume_id,
+                               spec)
+            changes.append('volume %s: scheduled again' % volume_id)
+        return changes
 
     def _fail(self, ctxt, volume_id, reason):
         LOG.warning('volume %s: creating -> error: %s', volume_id, reason)

@@ -11,4 +11,6 @@ def build(conf):
     return [service.RPCService(
         conf, SCHEDULER_BINARY, rpcapi.TOPIC, conf.host, [mgr],
         conf.storage_availability_zone,
-        rpc_version=rpcapi.RPC_API_VERSION)]
+        rpc_version=rpcapi.RPC_API_VERSION,
+        on_registered=lambda svc: mgr.start_reconciling(),
+        on_stopped=mgr.stop_reconciling)]

@@ -208,3 +208,39 @@ def test_admin_only_views(two):
     for path in ('/os-services', '/scheduler-stats/get_pools',
                  '/capabilities/testnode@ma'):
         assert member.get(path).status_code == 403, path
+
+
+def test_a_lost_scheduling_request_is_reconciled(stack):
+    """A volume recorded ``creating`` whose request never reached a
+    scheduler (the API died after recording it) is scheduled by the
+    scheduler's reconciliation, and a volume already scheduled is never
+    scheduled twice."""
+    import sqlalchemy as sa
+
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import models
+
+    api = stack.client()
+    vol = api.create_volume()
+    lost = api.create_volume()
+    with db_api.writer() as session:
+        session.execute(sa.update(models.Volume).where(
+            models.Volume.id == lost['id']).values(
+            status='creating', host=None))
+    scheduler = stack.scheduler[0].endpoints[0]
+    assert scheduler.reconcile_now() == []          # not old enough yet
+    assert scheduler.reconcile_now(max_age=0) == [
+        'volume %s: scheduled again' % lost['id']]
+    shown = api.wait_volume(lost['id'], 'available')
+    assert shown['os-vol-host-attr:host'] == 'testnode@file#file'
+    # a duplicate request for a scheduled volume changes nothing
+    scheduler.create_volume(scheduler_context(), vol['id'], {
+        'size': 1, 'availability_zone': 'nova', 'extra_specs': {},
+        'volume_type_id': vol['volume_type'], 'multiattach': False})
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'available'
+
+
+def scheduler_context():
+    from cinder_lite.common import context
+    return context.get_admin_context()

@@ -29,8 +29,11 @@ CLUSTER_OPTIONS = {
     'node_options': {'ma': {'target_protocol': 'nbd',
                             'target_port_range': '%d-%d' % (
                                 _NBD_PORTS, _NBD_PORTS + 200)}}}
-TRANSITIONAL_VOLUME = {'creating', 'deleting', 'extending', 'attaching',
-                       'detaching'}
+# statuses only a finished (or reconciled) operation leaves; attaching,
+# detaching, reserved and in-use follow from the attachments
+TRANSITIONAL_VOLUME = {'creating', 'deleting', 'extending'}
+DERIVED = (('attached', 'in-use'), ('attaching', 'attaching'),
+           ('detaching', 'detaching'), ('reserved', 'reserved'))
 
 
 class Worker(threading.Thread):
@@ -90,7 +93,23 @@ class Worker(threading.Thread):
             self.volumes.add(vol)
             if self.wait_status(vol, ('available',)) == 'available':
                 self.attach_detach(vol)
-            self.retry('DELETE', '/volumes/%s' % vol, (202, 404))
+            self.delete_volume(vol)
+
+    def delete_volume(self, vol):
+        """Detach what is left on the volume (an attach cut short by a
+        crash), then delete it."""
+        while not self.stop.is_set():
+            self.detach_all(vol)
+            resp = self.call('DELETE', '/volumes/%s' % vol)
+            if resp is not None and resp.status_code in (202, 404):
+                return
+            time.sleep(0.2)
+
+    def detach_all(self, vol):
+        listed = self.call('GET', '/attachments?volume_id=%s' % vol)
+        for att in (listed.json()['attachments'] if listed is not None
+                    and listed.status_code == 200 else []):
+            self.detach(att['id'])
 
     def attach_detach(self, vol):
         resp = self.call('POST', '/attachments', json={'attachment': {
@@ -102,10 +121,7 @@ class Worker(threading.Thread):
                 self.errors.append('attach: %d %s' % (resp.status_code,
                                                       resp.text))
             # a failed attach may still have left a record to delete
-            listed = self.call('GET', '/attachments?volume_id=%s' % vol)
-            for att in (listed.json()['attachments'] if listed is not None
-                        and listed.status_code == 200 else []):
-                self.detach(att['id'])
+            self.detach_all(vol)
             return
         att = resp.json()['attachment']['id']
         done = self.call('POST', '/attachments/%s/action' % att,
@@ -119,36 +135,61 @@ class Worker(threading.Thread):
         self.retry('DELETE', '/attachments/%s' % att, (200, 404))
 
 
-def _kill_and_restart(cluster):
-    cluster.kill('ma')
-    cluster.start_process('ma')
+def _kill_and_restart(cluster, name='ma'):
+    cluster.kill(name)
+    cluster.start_process(name)
     cluster.wait_ready()
 
 
 def _unstable(api):
+    """What is transitional, or a volume status that does not follow
+    from its attachments."""
     volumes = api.get('/volumes/detail?all_tenants=1').json()['volumes']
+    atts = api.get('/attachments/detail?all_tenants=1').json()[
+        'attachments']
     bad = ['volume %s %s' % (v['id'], v['status']) for v in volumes
            if v['status'] in TRANSITIONAL_VOLUME]
-    for att in api.get('/attachments/detail?all_tenants=1').json()[
-            'attachments']:
+    for att in atts:
         if att['status'] == 'detaching' or (
                 att['status'] == 'attaching' and not att['connection_info']):
             bad.append('attachment %s %s' % (att['id'], att['status']))
+    for v in volumes:
+        if v['status'] in TRANSITIONAL_VOLUME or v['status'] in (
+                'error', 'error_deleting', 'error_extending'):
+            continue
+        present = {a['status'] for a in atts if a['volume_id'] == v['id']}
+        derived = next((vs for s, vs in DERIVED if s in present),
+                       'available')
+        if v['status'] != derived:
+            bad.append('volume %s %s, attachments say %s' % (
+                v['id'], v['status'], derived))
     return bad
 
 
 def test_volume_service_killed_30_times(cluster):
+    _storm(cluster, ['ma'] * KILLS)
+
+
+def test_api_and_scheduler_killed(cluster):
+    """The same with the API (mid-request) and the scheduler (volumes
+    recorded but never scheduled) killed, 15 times each."""
+    _storm(cluster, ['api', 'scheduler'] * (KILLS // 2))
+
+
+def _storm(cluster, victims):
     api = stack.Client(cluster.url, project=cluster_mod.PROJECT)
-    api.create_type('on-ma', {'volume_backend_name': 'ma'})
+    if 'on-ma' not in [t['name'] for t in
+                       api.get('/types').json()['volume_types']]:
+        api.create_type('on-ma', {'volume_backend_name': 'ma'})
     stop = threading.Event()
     workers = [Worker(cluster, n, stop) for n in range(WORKERS)]
     for w in workers:
         w.start()
     rnd = random.Random(20261123)
     try:
-        for _ in range(KILLS):
+        for name in victims:
             time.sleep(rnd.uniform(0.1, 1.5))
-            _kill_and_restart(cluster)
+            _kill_and_restart(cluster, name)
     finally:
         stop.set()
         for w in workers:
@@ -186,7 +227,7 @@ def test_volume_service_killed_30_times(cluster):
     stack.wait_for(lambda: not _nbdkits(cluster), timeout=30,
                    what='no nbdkit left: %s' % _nbdkits(cluster))
     # the cycles really ran across the kills
-    assert sum(len(w.volumes) for w in workers) >= KILLS // 3
+    assert sum(len(w.volumes) for w in workers) >= len(victims) // 3
     assert sum(len(w.attached) for w in workers) > 0
 
 
