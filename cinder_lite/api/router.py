@@ -9,6 +9,7 @@ import routes
 import webob.exc
 
 from cinder_lite.api.handlers import admin
+from cinder_lite.api.handlers import attachment_events
 from cinder_lite.api.handlers import attachments
 from cinder_lite.api.handlers import messages
 from cinder_lite.api.handlers import types
@@ -52,6 +53,7 @@ ROUTE_DECLARATIONS = (
     ('/scheduler-stats/get_pools', {'GET': admin.get_pools}),
     ('/capabilities/{host}', {'GET': admin.show_capabilities}),
     ('/messages', {'GET': messages.list_messages}),
+    ('/os-attachment-events', {'GET': attachment_events.list_events}),
     ('/messages/{message_id}', {'GET': messages.show_message,
                                 'DELETE': messages.delete_message}),
 )

@@ -37,7 +37,8 @@ REFUSED = 1
 NOT_FOUND = 2
 
 USAGE = ('usage: cinder-lite-manage {db sync|db version|service list|'
-         'service remove|backend list|attachment list|attachment reconcile|'
+         'service remove|backend list|attachment list|attachment events|'
+         'attachment reconcile|'
          'volume show-exports|version}')
 
 
@@ -171,6 +172,22 @@ def attachment_list(conf):
     return OK
 
 
+def attachment_events(conf):
+    """The attachment audit trail, oldest first."""
+    db_api.configure(conf)
+    with db_api.reader() as session:
+        rows = db_attachments.events(
+            session, volume_id=conf.command.volume_id,
+            attachment_id=conf.command.attachment_id,
+            limit=conf.command.limit)
+        table(['Time', 'Attachment ID', 'Volume ID', 'From', 'To', 'Mode',
+               'Host', 'User', 'Request', 'Reason'],
+              [(e.created_at, e.attachment_id, e.volume_id, e.from_status,
+                e.to_status, e.attach_mode, e.attached_host, e.user_id,
+                e.request_id, e.reason) for e in rows])
+    return OK
+
+
 def attachment_reconcile(conf):
     """Ask every volume service that is up (or the one of ``--host``) to
     reconcile now (cinder_lite.volume.reconcile) and print what each
@@ -268,6 +285,14 @@ def _add_parsers(subparsers):
     att_list.add_argument('--volume', dest='volume_id', metavar='VOLUME_ID',
                           help='only the attachments of this volume')
     att_list.set_defaults(func=attachment_list)
+    att_events = att_sub.add_parser(
+        'events', help='the audit trail: every attachment status change')
+    att_events.add_argument('--volume', dest='volume_id', metavar='ID',
+                            default=None)
+    att_events.add_argument('--attachment', dest='attachment_id',
+                            metavar='ID', default=None)
+    att_events.add_argument('--limit', type=int, default=1000)
+    att_events.set_defaults(func=attachment_events)
     att_rec = att_sub.add_parser(
         'reconcile', help='resolve volumes and attachments left in a '
                           'transitional state, now')

@@ -67,6 +67,7 @@ EXTEND = 'volume:extend'
 FORCE_DETACH = 'volume_extension:volume_admin_actions:force_detach'
 RESET_STATUS = 'volume_extension:volume_admin_actions:reset_status'
 MESSAGES = 'message:get_all'
+ATTACHMENT_EVENTS = 'volume:attachment_events'
 MESSAGE_DELETE = 'message:delete'
 
 _RULES = [
@@ -148,6 +149,9 @@ _RULES = [
         ('POST', '/volumes/{volume_id}/action')),
     _op(RESET_STATUS, 'rule:admin_api', 'Overwrite the status of a volume.',
         ('POST', '/volumes/{volume_id}/action')),
+    _op(ATTACHMENT_EVENTS, 'rule:admin_api',
+        'Read the attachment audit trail.',
+        ('GET', '/os-attachment-events')),
     _op(MESSAGES, ADMIN_OR_OWNER, 'List and show user messages.',
         ('GET', '/messages'), ('GET', '/messages/{message_id}')),
     _op(MESSAGE_DELETE, ADMIN_OR_MEMBER, 'Delete a user message.',

@@ -11,6 +11,7 @@ committed rows, so the counts it makes are exact; SQLite's BEGIN IMMEDIATE
 serialises writers outright.  The volume status is then derived from the
 live attachments before commit.
 """
+from oslo_context import context as o_context
 import sqlalchemy as sa
 
 from cinder_lite.common import exception
@@ -78,7 +79,42 @@ def create(session, values):
     attachment = A(**values)
     session.add(attachment)
     session.flush()
+    _record(session, attachment.id, attachment.volume_id,
+            attachment.project_id, None, attachment.attach_status,
+            attachment.instance_uuid, attachment.attached_host,
+            attachment.attach_mode, attachment.status_reason)
     return attachment
+
+
+def _record(session, attachment_id, volume_id, project_id, from_status,
+            to_status, instance_uuid, host, mode, reason):
+    """Append an attachment event; the actor is the request context of
+    this thread (the caller of the API, or the one whose request a
+    service is working on)."""
+    actor = o_context.get_current()
+    session.execute(sa.insert(models.AttachmentEvent).values(
+        attachment_id=attachment_id, volume_id=volume_id,
+        project_id=project_id,
+        user_id=getattr(actor, 'user_id', None),
+        actor_project_id=getattr(actor, 'project_id', None),
+        request_id=getattr(actor, 'request_id', None),
+        instance_uuid=instance_uuid, attached_host=host, attach_mode=mode,
+        from_status=from_status, to_status=to_status,
+        reason=(reason or '')[:1024] or None, created_at=models.utcnow()))
+
+
+def events(session, volume_id=None, attachment_id=None, project_id=None,
+           limit=1000):
+    """Attachment events, oldest first."""
+    E = models.AttachmentEvent
+    stmt = sa.select(E).order_by(E.id)
+    if volume_id is not None:
+        stmt = stmt.where(E.volume_id == volume_id)
+    if attachment_id is not None:
+        stmt = stmt.where(E.attachment_id == attachment_id)
+    if project_id is not None:
+        stmt = stmt.where(E.project_id == project_id)
+    return session.execute(stmt.limit(limit)).scalars().all()
 
 
 def get(session, attachment_id, project_id=None):
@@ -91,8 +127,10 @@ def get(session, attachment_id, project_id=None):
     return attachment
 
 
-def transition(session, attachment_id, target, expected=None, values=None):
-    """Compare-and-swap of an attachment's status."""
+def transition(session, attachment_id, target, expected=None, values=None,
+               reason=None):
+    """Compare-and-swap of an attachment's status, recorded as an
+    attachment event (``reason``, else the new status_reason, says why)."""
     allowed = tuple(expected or states.sources_for(
         target, states.ATTACHMENT_TRANSITIONS))
     values = dict(values or {})
@@ -100,12 +138,22 @@ def transition(session, attachment_id, target, expected=None, values=None):
     if target == states.DETACHED:
         values.update(deleted=True, deleted_at=values['updated_at'],
                       detach_time=values['updated_at'])
+    before = session.execute(
+        sa.select(A.attach_status, A.volume_id, A.project_id,
+                  A.instance_uuid, A.attached_host, A.attach_mode)
+        .where(A.id == attachment_id, A.deleted.is_(False))).first()
     result = session.execute(
         sa.update(A)
         .where(A.id == attachment_id, A.deleted.is_(False),
                A.attach_status.in_(allowed))
         .values(**values)
         .execution_options(synchronize_session=False))
+    if result.rowcount == 1 and before is not None:
+        _record(session, attachment_id, before.volume_id, before.project_id,
+                before.attach_status, target, before.instance_uuid,
+                values.get('attached_host', before.attached_host),
+                values.get('attach_mode', before.attach_mode),
+                reason or values.get('status_reason'))
     if result.rowcount != 1:
         current = session.execute(sa.select(A.attach_status).where(
             A.id == attachment_id, A.deleted.is_(False))

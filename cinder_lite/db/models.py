@@ -147,3 +147,28 @@ class Message(Base):
     detail = sa.Column(sa.String(1024), nullable=False)
     created_at = sa.Column(DateTime, nullable=False, default=utcnow)
     expires_at = sa.Column(DateTime)
+
+
+class AttachmentEvent(Base):
+    """One attachment status change; rows are only ever added."""
+    __tablename__ = 'attachment_events'
+
+    id = sa.Column(sa.BigInteger().with_variant(sa.Integer, 'sqlite'),
+                   primary_key=True, autoincrement=True)
+    attachment_id = sa.Column(sa.String(36), nullable=False)
+    volume_id = sa.Column(sa.String(36), nullable=False)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255))
+    actor_project_id = sa.Column(sa.String(255))
+    request_id = sa.Column(sa.String(255))
+    instance_uuid = sa.Column(sa.String(36))
+    attached_host = sa.Column(sa.String(255))
+    attach_mode = sa.Column(sa.String(2))
+    from_status = sa.Column(sa.String(32))
+    to_status = sa.Column(sa.String(32), nullable=False)
+    reason = sa.Column(sa.String(1024))
+    created_at = sa.Column(DateTime, nullable=False, default=utcnow)
+    __table_args__ = (
+        sa.Index('ix_attachment_events_volume', 'volume_id', 'id'),
+        sa.Index('ix_attachment_events_attachment', 'attachment_id', 'id'),
+    )

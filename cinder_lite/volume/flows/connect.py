@@ -62,7 +62,9 @@ class RecordConnection(task.Task):
                 session, attachment_id, states.ATTACH_ATTACHING,
                 expected=(states.ATTACH_ATTACHING,),
                 values={'connection_info': connection_info,
-                        'attach_time': db_attachments.models.utcnow()})
+                        'attach_time': db_attachments.models.utcnow()},
+                reason='connected (%s)'
+                       % connection_info['driver_volume_type'])
             db_attachments.sync_volume_status(session, volume['id'])
         LOG.info('attachment %s of volume %s: connected (%s, %s)',
                  attachment_id, volume['id'],
