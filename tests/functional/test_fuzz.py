@@ -42,21 +42,24 @@ def connectors():
 
 
 def bodies(ids):
-    volume = st.fixed_dictionaries({'size': st.sampled_from([1, 1, 2])},
-                                   optional={
-        'volume_type': st.sampled_from(ids['type'])}) | \
-        st.fixed_dictionaries({}, optional={
+    good_volume = st.fixed_dictionaries(
+        {'size': st.sampled_from([1, 1, 2])},
+        optional={'volume_type': st.sampled_from(ids['type'])})
+    any_volume = st.fixed_dictionaries({}, optional={
         'size': st.integers(-1, 3) | scalars, 'name': scalars,
         'volume_type': st.sampled_from(ids['type']) | scalars,
         'multiattach': scalars, 'metadata': anything})
-    attachment = st.fixed_dictionaries({
-        'volume_uuid': st.sampled_from(ids['volume'])}, optional={
-        'instance_uuid': st.sampled_from(ids['instance']),
-        'connector': connectors(), 'mode': st.sampled_from(['rw', 'ro'])}) \
-        | st.fixed_dictionaries({}, optional={
+    volume = good_volume | any_volume
+    good_attachment = st.fixed_dictionaries(
+        {'volume_uuid': st.sampled_from(ids['volume'])},
+        optional={'instance_uuid': st.sampled_from(ids['instance']),
+                  'connector': connectors(),
+                  'mode': st.sampled_from(['rw', 'ro'])})
+    any_attachment = st.fixed_dictionaries({}, optional={
         'volume_uuid': st.sampled_from(ids['volume']) | scalars,
         'instance_uuid': st.sampled_from(ids['instance']) | scalars,
         'connector': connectors() | scalars, 'mode': scalars})
+    attachment = good_attachment | any_attachment
     actions = st.sampled_from([
         'os-attach', 'os-detach', 'os-reserve', 'os-unreserve',
         'os-begin_detaching', 'os-roll_detaching', 'os-extend',
