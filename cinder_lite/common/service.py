@@ -131,6 +131,20 @@ def _nudge(done):
         inproc_bus.wake()
 
 
+def run_periodically(func, interval, stop, what):
+    """Call ``func`` now and then every ``interval`` seconds until
+    ``stop`` is set (only once when ``interval`` is 0).  An error is logged
+    and the next round runs anyway (a database outage must not end the
+    loop)."""
+    while True:
+        try:
+            func()
+        except Exception:
+            LOG.exception('%s failed', what)
+        if not interval or stop.wait(interval):
+            return
+
+
 def stop_all(services):
     """Stop ``services`` together and wait until each is done."""
     threads = [threading.Thread(target=svc.stop) for svc in services]

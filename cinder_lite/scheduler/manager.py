@@ -7,6 +7,7 @@ import oslo_messaging as messaging
 
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
+from cinder_lite.common import service
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import messages as db_messages
@@ -102,14 +103,9 @@ class SchedulerManager:
             self._thread.join(timeout=30)
 
     def _reconcile_loop(self):
-        interval = self.conf.reconcile_interval
-        while True:
-            try:
-                self.reconcile_now()
-            except Exception:
-                LOG.exception('reconcile of unscheduled volumes failed')
-            if not interval or self._stop.wait(interval):
-                return
+        service.run_periodically(self.reconcile_now,
+                                 self.conf.reconcile_interval, self._stop,
+                                 'reconcile of unscheduled volumes')
 
     def reconcile_now(self, max_age=None):
         if max_age is None:

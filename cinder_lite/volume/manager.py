@@ -10,6 +10,7 @@ import oslo_messaging as messaging
 
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
+from cinder_lite.common import service
 from cinder_lite.common import notify
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
@@ -80,15 +81,9 @@ class VolumeManager:
         self._periodic.start()
 
     def _reconcile_loop(self):
-        interval = self.conf.reconcile_interval
-        while True:
-            try:
-                self.reconcile_now()
-            except Exception:
-                # a database outage must not end the loop
-                LOG.exception('reconcile of %s failed', self.host)
-            if not interval or self._stop.wait(interval):
-                return
+        service.run_periodically(self.reconcile_now,
+                                 self.conf.reconcile_interval, self._stop,
+                                 'reconcile of %s' % self.host)
 
     def reconcile_now(self, max_age=None):
         """The rules of cinder_lite.volume.reconcile; returns the changes

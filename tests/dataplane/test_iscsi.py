@@ -119,10 +119,27 @@ def test_connector_without_initiator_is_refused(iscsi_stack, connector,
         'status'] == 'available'
 
 
+def _stack_on(tmp_path, port):
+    """A stack whose file backend runs its tgtd on 127.0.0.1:port."""
+    return stack_mod.Stack(tmp_path / 'st', backends={'file': {
+        'target_protocol': 'iscsi', 'target_port': port,
+        'target_control_port': port % 32768}}).start()
+
+
+def _attach_fails(s, api, vol):
+    """Attach host a: 503, and the attachment stays error_attaching."""
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'connector': dp.attacher(s, 'a').connector}})
+    assert resp.status_code == 503, resp.text
+    (att,) = api.get('/attachments/detail').json()['attachments']
+    assert att['status'] == 'error_attaching'
+    return att
+
+
 FAILING_TGTADM = '''#!/bin/sh
-# tgtadm that fails the ACL step; with KILL it first kills the daemon
+# tgtadm that fails the ACL step; with KILL_TGTD_PIDFILE set it first
+# kills the daemon whose pid that file records
 case "$*" in *"--op bind"*)
-    [ "$1" = KILL ] || true
     if [ -n "$KILL_TGTD_PIDFILE" ]; then kill -9 "$(sed 's/.*"pid": \\([0-9]*\\).*/\\1/' "$KILL_TGTD_PIDFILE")"; fi
     echo "tgtadm: can't send the request to the tgt daemon" >&2; exit 107;;
 esac
@@ -143,9 +160,7 @@ def test_export_failing_half_way_leaves_nothing(tmp_path, monkeypatch,
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv('PATH', '%s:%s' % (bin_dir, os.environ['PATH']))
     port = dp.free_port()
-    s = stack_mod.Stack(tmp_path / 'st', backends={'file': {
-        'target_protocol': 'iscsi', 'target_port': port,
-        'target_control_port': port % 32768}}).start()
+    s = _stack_on(tmp_path, port)
     target = dp.backend_target(s)
     if daemon_dies:
         monkeypatch.setenv('KILL_TGTD_PIDFILE',
@@ -153,12 +168,7 @@ def test_export_failing_half_way_leaves_nothing(tmp_path, monkeypatch,
     try:
         api = s.client()
         vol = api.create_volume()
-        resp = api.post('/attachments', json={'attachment': {
-            'volume_uuid': vol['id'],
-            'connector': dp.attacher(s, 'a').connector}})
-        assert resp.status_code == 503, resp.text
-        (att,) = api.get('/attachments/detail').json()['attachments']
-        assert att['status'] == 'error_attaching'
+        att = _attach_fails(s, api, vol)
         assert "can't send the request" in att['status_reason']
         assert target.exports() == {}
         assert dp.tgt_targets(port % 32768) == {}
@@ -185,18 +195,11 @@ def test_portal_taken_gives_a_readable_error(tmp_path):
     holder.bind(('127.0.0.1', 0))
     holder.listen()
     port = holder.getsockname()[1]
-    s = stack_mod.Stack(tmp_path / 'st', backends={'file': {
-        'target_protocol': 'iscsi', 'target_port': port,
-        'target_control_port': port % 32768}}).start()
+    s = _stack_on(tmp_path, port)
     try:
         api = s.client()
         vol = api.create_volume()
-        resp = api.post('/attachments', json={'attachment': {
-            'volume_uuid': vol['id'],
-            'connector': dp.attacher(s, 'a').connector}})
-        assert resp.status_code == 503, resp.text
-        (att,) = api.get('/attachments/detail').json()['attachments']
-        assert att['status'] == 'error_attaching'
+        att = _attach_fails(s, api, vol)
         assert 'did not listen on 127.0.0.1:%d' % port in att[
             'status_reason']
         assert 'Address already in use' in att['status_reason']

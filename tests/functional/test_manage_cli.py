@@ -13,6 +13,7 @@ import pytest
 
 from cinder_lite.connector import host as host_connector
 from cinder_lite.db import migration
+from tests.dataplane import conftest as dataplane
 from tests import stack as stack_mod
 
 VOLUME_BINARY = 'cinder-volume'
@@ -43,12 +44,7 @@ def services(api):
             for s in api.get('/os-services').json()['services']}
 
 
-def need(*programs):
-    missing = [p for p in programs if shutil.which(p) is None]
-    if missing:
-        if os.environ.get(REQUIRE_ENV) == '1':
-            pytest.fail('%s not installed and %s=1' % (missing, REQUIRE_ENV))
-        pytest.skip('%s not installed' % missing)
+need = dataplane.need
 
 
 def connector(name='host-a', ip='127.0.0.2'):
@@ -360,7 +356,8 @@ def test_upgrade_check_schema(tmp_path):
     (schema,) = [c for c in json.loads(proc.stdout)['checks']
                  if c['check'] == 'Database schema']
     assert schema['result'] == 2
-    assert 'revision 0001, the newest is %s' % migration.head_revision() in schema['details']
+    assert 'revision 0001, the newest is %s' % (
+        migration.head_revision()) in schema['details']
 
     assert run('cinder_lite.cmd.manage', [conf], 'db', 'sync').returncode \
         == 0

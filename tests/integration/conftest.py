@@ -6,6 +6,7 @@ import os
 import pytest
 
 from tests.integration import cluster as cluster_mod
+from tests import stack
 
 REQUIRE_ENV = 'CINDER_LITE_REQUIRE_SERVICES'
 
@@ -75,3 +76,12 @@ def cluster(request):
         c.cleanup()
     assert not bad, 'services did not stop cleanly on SIGTERM: %r\n%s' % (
         bad, logs)
+
+
+@pytest.fixture
+def api(cluster):
+    """A client of the cluster's API (project PROJECT, admin)."""
+    cluster.check_alive()
+    client = stack.Client(cluster.url, project=cluster_mod.PROJECT)
+    yield client
+    client.session.close()

@@ -8,10 +8,7 @@ do not depend on their order.
 import concurrent.futures
 import time
 
-import pytest
-
 from tests import stack
-from tests.integration import cluster as cluster_mod
 
 HOST_ATTR = 'os-vol-host-attr:host'
 MA_POOL = 'node-ma@ma#ma'
@@ -20,14 +17,6 @@ MA_SERVICE = ('cinder-volume', 'node-ma@ma')
 NOMA_SERVICE = ('cinder-volume', 'node-noma@noma')
 SCHEDULER_SERVICE = ('cinder-scheduler', 'node-ctl')
 MULTIATTACH_SPECS = {'multiattach': '<is> True'}
-
-
-@pytest.fixture
-def api(cluster):
-    cluster.check_alive()
-    client = stack.Client(cluster.url, project=cluster_mod.PROJECT)
-    yield client
-    client.session.close()
 
 
 def services(api):

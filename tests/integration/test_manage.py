@@ -38,14 +38,6 @@ MA = 'node-ma@ma'
 NOMA = 'node-noma@noma'
 
 
-@pytest.fixture
-def api(cluster):
-    cluster.check_alive()
-    client = stack.Client(cluster.url, project=cluster_mod.PROJECT)
-    yield client
-    client.session.close()
-
-
 def run(cluster, module, *args, node=None):
     extra = [cluster.node_conf(node)] if node else []
     return subprocess.run(cluster.argv(module, *extra) + list(args),
@@ -225,7 +217,8 @@ def test_upgrade_check_of_a_database_behind(cluster):
             ['upgrade', 'check'], capture_output=True, text=True,
             timeout=60)
         assert proc.returncode == 2, proc.stdout + proc.stderr
-        assert 'revision 0001, the newest is %s' % migration.head_revision() in proc.stdout
+        assert 'revision 0001, the newest is %s' % (
+            migration.head_revision()) in proc.stdout
     finally:
         cluster_mod.drop_database('mysql', name)
 
