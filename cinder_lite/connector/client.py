@@ -114,11 +114,16 @@ class AttachClient:
             self.transport.update(attachment['id'], self.connector)
             return self.transport.complete(attachment['id'])
         except Exception:
-            try:
-                self.transport.delete(attachment['id'])
-            except Exception:  # the original error matters more
-                pass
+            self._forget(attachment['id'])
             raise
+
+    def _forget(self, attachment_id):
+        """Delete an attachment after a failure, which is what the caller
+        hears about (a second error here is not)."""
+        try:
+            self.transport.delete(attachment_id)
+        except Exception:
+            pass
 
     def detach(self, attachment_id, device=None):
         """Delete the attachment, closing ``device`` first."""
@@ -140,8 +145,5 @@ class AttachClient:
         try:
             return attachment, self.open(attachment)
         except Exception:
-            try:
-                self.transport.delete(attachment['id'])
-            except Exception:  # the original error matters more
-                pass
+            self._forget(attachment['id'])
             raise
