@@ -7,6 +7,7 @@ A client error looks like ``{"badRequest": {"code": 400, "message":
 import json
 import logging
 
+import sqlalchemy.exc
 import webob
 import webob.exc
 
@@ -19,6 +20,14 @@ FAULT_NAMES = {400: 'badRequest', 401: 'unauthorized', 403: 'forbidden',
                409: 'conflictingRequest', 413: 'overLimit',
                415: 'badMediaType', 501: 'notImplemented',
                503: 'serviceUnavailable'}
+
+# The database could not be reached, or gave up on a lock: the request
+# may be retried, so these answer 503 instead of 500.
+DATABASE_UNAVAILABLE = (sqlalchemy.exc.OperationalError,
+                        sqlalchemy.exc.InterfaceError,
+                        sqlalchemy.exc.DisconnectionError,
+                        sqlalchemy.exc.TimeoutError)
+RETRY_AFTER_S = '2'
 
 # Domain errors and the status each maps to when a handler expects it.
 STATUS_OF = ((exception.NotFound, 404),
@@ -68,6 +77,16 @@ class FaultWrapper:
             return self.app(environ, start_response)
         except webob.exc.HTTPException as e:
             return render(e)(environ, start_response)
+        except DATABASE_UNAVAILABLE as e:
+            LOG.warning('database unavailable in %s %s (request %s): %s',
+                        environ.get('REQUEST_METHOD'),
+                        environ.get('PATH_INFO'),
+                        environ.get('openstack.request_id'),
+                        str(e).splitlines()[0][:300])
+            return render(webob.exc.HTTPServiceUnavailable(
+                explanation='The database is unavailable; retry later.',
+                headers={'Retry-After': RETRY_AFTER_S}))(environ,
+                                                          start_response)
         except Exception:
             LOG.exception('unexpected error in %s %s (request %s)',
                           environ.get('REQUEST_METHOD'),

@@ -69,6 +69,12 @@ def check_backends(session, request, volume_type, conf):
         raise exception.InvalidInput(
             reason="Availability zone '%s' is invalid." % az)
     in_zone = [r for r in rows if r.availability_zone == az]
+    if not in_zone:
+        # transient (services restarting, heartbeats late): retry later
+        raise exception.ServiceUnavailable(
+            host='cinder-volume',
+            reason='no volume service in availability zone %s has '
+                   'reported within service_down_time; retry later' % az)
     capable = [r for r in in_zone if capabilities_filter.satisfies(
         r.capabilities or {}, volume_type['extra_specs'])]
     if not capable:

@@ -1,0 +1,88 @@
+"""MariaDB restarts under load: requests made while it is away answer a
+clear 503 (never a 500), every service carries on by itself once it is
+back (heartbeats, new work), and nothing is left half done."""
+import os
+import socket
+import subprocess
+import threading
+import time
+
+from tests import stack
+from tests.integration import cluster as cluster_mod
+
+CLUSTER_KINDS = ['mysql']
+CLUSTER_OPTIONS = {'extra_default': {'reconcile_after': 5,
+                                     'reconcile_interval': 2}}
+PIDFILE = '/run/mysqld/mysqld.pid'
+
+
+def _port_open(port=3306):
+    try:
+        socket.create_connection(('127.0.0.1', port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def _restart_mariadb(pause):
+    """Shut the server down, wait ``pause`` seconds, start it as the
+    machine does (start-stop-daemon)."""
+    subprocess.run(['mysqladmin', '-uroot', 'shutdown'], check=True,
+                   capture_output=True, timeout=120)
+    stack.wait_for(lambda: not _port_open(), timeout=60,
+                   what='MariaDB down')
+    down = time.monotonic()
+    time.sleep(pause)
+    subprocess.run(['start-stop-daemon', '--start', '--oknodo',
+                    '--background', '--exec', '/usr/sbin/mariadbd'],
+                   check=True, capture_output=True, timeout=60)
+    stack.wait_for(_port_open, timeout=120, what='MariaDB up')
+    return down, time.monotonic()
+
+
+def test_services_ride_out_a_database_restart(cluster, api):
+    assert os.path.exists(PIDFILE)
+    results, stop = [], threading.Event()
+
+    def load():
+        client = stack.Client(cluster.url, project=cluster_mod.PROJECT)
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                resp = client.post('/volumes', json={'volume': {'size': 1}})
+                results.append((resp.status_code, resp.text[:300],
+                                resp.json().get('volume', {}).get('id')
+                                if resp.status_code == 202 else None,
+                                started))
+                client.get('/volumes')
+            except Exception as e:
+                results.append((None, repr(e), None, started))
+            time.sleep(0.2)
+
+    worker = threading.Thread(target=load, daemon=True)
+    worker.start()
+    time.sleep(1)
+    down, up = _restart_mariadb(4)
+    time.sleep(3)
+    stop.set()
+    worker.join(timeout=120)
+    assert not worker.is_alive()
+
+    statuses = [r[0] for r in results]
+    assert set(statuses) <= {202, 503}, [r for r in results
+                                         if r[0] not in (202, 503)]
+    during = [r for r in results if down <= r[3] <= up]
+    assert during and {r[0] for r in during} == {503}, during
+    assert all('atabase' in r[1] for r in during), during
+    cluster.wait_ready(timeout=90)
+    accepted = [r[2] for r in results if r[0] == 202]
+    for volume_id in accepted:
+        stack.wait_for(
+            lambda: api.get('/volumes/%s' % volume_id).json()['volume'][
+                'status'] in ('available', 'error'), timeout=60,
+            what='volume %s settled' % volume_id)
+    vol = api.create_volume()
+    for volume_id in accepted + [vol['id']]:
+        assert api.delete('/volumes/%s' % volume_id).status_code == 202
+    for volume_id in accepted + [vol['id']]:
+        api.wait_deleted(volume_id)
