@@ -595,7 +595,7 @@ class Cluster:
         return os.path.join(self.workdir, '%s-only.conf' % name)
 
     def write_process_confs(self):
-        for name in ('api', 'scheduler') + tuple(NODES):
+        for name in {'api', 'scheduler', *NODES, *self.process_sections}:
             write_conf(self.process_conf(name),
                        self.process_sections.get(name, {}))
 
@@ -624,7 +624,9 @@ class Cluster:
                 env={'CINDER_LITE_CONFIG_FILES': self.common_conf})
         if name == 'api':
             argv = self.argv('cinder_lite.cmd.api', self.process_conf(name))
-        elif name == 'scheduler':
+        elif name.startswith('scheduler'):
+            # 'scheduler', or more schedulers ('scheduler2' …) whose host
+            # comes from process_sections
             argv = self.argv('cinder_lite.cmd.scheduler',
                              self.process_conf(name))
         elif name in NODES:
