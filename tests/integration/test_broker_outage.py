@@ -8,12 +8,12 @@ the node keeps its vhosts and users) and started again with
 ``start_app``.
 """
 import subprocess
-import threading
 import time
 import uuid
 
 from tests import stack
 from tests.integration import cluster as cluster_mod
+from tests.integration import load
 
 CLUSTER_KINDS = ['mysql']
 OUTAGE_S = 6
@@ -27,37 +27,17 @@ def _rabbit(action):
 
 
 def test_services_ride_out_a_broker_restart(cluster, api):
-    results, stop = [], threading.Event()
-
-    def load():
-        client = stack.Client(cluster.url, project=cluster_mod.PROJECT)
-        while not stop.is_set():
-            started = time.monotonic()
-            try:
-                resp = client.post('/volumes', json={'volume': {'size': 1}})
-                results.append((resp.status_code, resp.text[:300],
-                                resp.json().get('volume', {}).get('id')
-                                if resp.status_code == 202 else None,
-                                started, time.monotonic()))
-            except Exception as e:     # a timeout on the client side
-                results.append((None, repr(e), None, started,
-                                time.monotonic()))
-            time.sleep(0.2)
-
-    worker = threading.Thread(target=load, daemon=True)
-    worker.start()
-    time.sleep(1)
-    _rabbit('stop_app')
-    down = time.monotonic()
-    try:
-        time.sleep(OUTAGE_S)
-    finally:
-        _rabbit('start_app')
-    up = time.monotonic()
-    time.sleep(2)
-    stop.set()
-    worker.join(timeout=120)
-    assert not worker.is_alive()
+    with load.CreateLoad(cluster) as traffic:
+        time.sleep(1)
+        _rabbit('stop_app')
+        down = time.monotonic()
+        try:
+            time.sleep(OUTAGE_S)
+        finally:
+            _rabbit('start_app')
+        up = time.monotonic()
+        time.sleep(2)
+    results = traffic.results
 
     statuses = [r[0] for r in results]
     assert set(statuses) <= {202, 503}, results

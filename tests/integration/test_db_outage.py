@@ -4,11 +4,10 @@ back (heartbeats, new work), and nothing is left half done."""
 import os
 import socket
 import subprocess
-import threading
 import time
 
 from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.integration import load
 
 CLUSTER_KINDS = ['mysql']
 CLUSTER_OPTIONS = {'extra_default': {'reconcile_after': 5,
@@ -42,31 +41,11 @@ def _restart_mariadb(pause):
 
 def test_services_ride_out_a_database_restart(cluster, api):
     assert os.path.exists(PIDFILE)
-    results, stop = [], threading.Event()
-
-    def load():
-        client = stack.Client(cluster.url, project=cluster_mod.PROJECT)
-        while not stop.is_set():
-            started = time.monotonic()
-            try:
-                resp = client.post('/volumes', json={'volume': {'size': 1}})
-                results.append((resp.status_code, resp.text[:300],
-                                resp.json().get('volume', {}).get('id')
-                                if resp.status_code == 202 else None,
-                                started))
-                client.get('/volumes')
-            except Exception as e:
-                results.append((None, repr(e), None, started))
-            time.sleep(0.2)
-
-    worker = threading.Thread(target=load, daemon=True)
-    worker.start()
-    time.sleep(1)
-    down, up = _restart_mariadb(4)
-    time.sleep(3)
-    stop.set()
-    worker.join(timeout=120)
-    assert not worker.is_alive()
+    with load.CreateLoad(cluster, also_list=True) as traffic:
+        time.sleep(1)
+        down, up = _restart_mariadb(4)
+        time.sleep(3)
+    results = traffic.results
 
     statuses = [r[0] for r in results]
     assert set(statuses) <= {202, 503}, [r for r in results
