@@ -86,10 +86,11 @@ def service_list(conf):
     db_api.configure(conf)
     with db_api.reader() as session:
         rows = db_services.list_services(session)
-        table(['Binary', 'Host', 'Zone', 'Status', 'State', 'Updated At'],
+        table(['Binary', 'Host', 'Zone', 'Status', 'State', 'Updated At',
+               'Cluster'],
               [(r.binary, r.host, r.availability_zone,
                 'disabled' if r.disabled else 'enabled', _state(r, conf),
-                r.heartbeat_at) for r in rows])
+                r.heartbeat_at, r.cluster_name) for r in rows])
 
 
 def _live_volumes_on(session, backend_host):
@@ -99,6 +100,20 @@ def _live_volumes_on(session, backend_host):
                                    filters={'host~': backend_host})
     return [v for v in rows if v.host == backend_host
             or v.host.startswith(backend_host + '#')]
+
+
+def _holds(session, row):
+    """(what, advice) when volume service ``row`` still holds exports of
+    live attachments (they could never be disconnected once it is gone),
+    else None."""
+    held = db_attachments.connected_on_host(
+        session, row.host, row.cluster_name or row.host)
+    if not held:
+        return None
+    return ('still holds the exports of %d attachment(s) (e.g. %s)'
+            % (len(held), ', '.join(a.id for a, _v in held[:3])),
+            'Detach them first; with the service down, an admin\'s '
+            'os-force_detach records them detached.')
 
 
 def service_remove(conf):
@@ -121,11 +136,19 @@ def service_remove(conf):
             return REFUSED
         if binary == host_state.VOLUME_BINARY:
             volumes = _live_volumes_on(session, host)
+            if row.cluster_name and len(db_services.backend_members(
+                    session, row.cluster_name, binary)) == 1:
+                # the last member: the cluster's volumes live on it
+                volumes += _live_volumes_on(session, row.cluster_name)
             if volumes:
                 _error('%s still has %d volume(s) that are not deleted; not '
                        'removed. Delete or move them first (e.g. %s).'
                        % (what, len(volumes),
                           ', '.join(v.id for v in volumes[:3])))
+                return REFUSED
+            refusal = _holds(session, row)
+            if refusal:
+                _error('%s %s; not removed. %s' % (what, *refusal))
                 return REFUSED
         if not db_services.remove_if_down(session, row.id,
                                           conf.service_down_time):

@@ -33,7 +33,7 @@ class RPCService:
     def __init__(self, conf, binary, topic, host, endpoints,
                  availability_zone, backend=None, report=None,
                  rpc_version=None, on_registered=None, register=True,
-                 on_stopped=None):
+                 on_stopped=None, cluster_name=None):
         self.conf = conf
         self.binary = binary
         self.topic = topic
@@ -49,35 +49,44 @@ class RPCService:
         # False for RPC servers that are not services of their own (the
         # API's attach endpoint): no row in the services table.
         self.register = register
+        # a cluster this service serves active-active with others: it also
+        # consumes the RPC server ``cluster_name``, whose messages go to
+        # one member each
+        self.cluster_name = cluster_name
         self.service_id = None
         self.service_uuid = None
         self._stop = threading.Event()
         self._thread = None
-        self._server = None
+        self._servers = []
 
     def start(self):
         if not self.register:
-            self._server = rpc.get_server(self.topic, self.host,
-                                          self.endpoints)
-            self._server.start()
+            self._serve()
             return
         with db_api.writer() as session:
             row = db_services.register(
                 session, self.host, self.binary, self.topic,
                 self.availability_zone, backend=self.backend,
-                rpc_version=self.rpc_version)
+                rpc_version=self.rpc_version,
+                cluster_name=self.cluster_name)
             self.service_id, self.service_uuid = row.id, row.uuid
         if self.on_registered:
             self.on_registered(self)
-        self._server = rpc.get_server(self.topic, self.host, self.endpoints)
-        self._server.start()
+        self._serve()
         self.beat()
         self._thread = threading.Thread(target=self._beat_loop,
                                         name='heartbeat-%s' % self.host,
                                         daemon=True)
         self._thread.start()
-        LOG.info('%s started on %s (topic %s)', self.binary, self.host,
-                 self.topic)
+        LOG.info('%s started on %s (topic %s%s)', self.binary, self.host,
+                 self.topic, ', cluster %s' % self.cluster_name
+                 if self.cluster_name else '')
+
+    def _serve(self):
+        for server in filter(None, (self.host, self.cluster_name)):
+            rpc_server = rpc.get_server(self.topic, server, self.endpoints)
+            rpc_server.start()
+            self._servers.append(rpc_server)
 
     def beat(self):
         """One heartbeat: refresh the services row (with capabilities) and
@@ -99,13 +108,14 @@ class RPCService:
 
     def stop(self):
         self._stop.set()
-        if self._server is not None:
-            self._server.stop()
+        for rpc_server in self._servers:
+            rpc_server.stop()
+        if self._servers:
             # consumers of the in-process bus sleep until woken
             inproc_bus.wake()
 
     def wait(self):
-        if self._server is not None:
+        if self._servers:
             # The listener notices the stop only between two receives;
             # nudge in-process consumers so it does not sleep out its poll
             # timeout.
@@ -114,7 +124,8 @@ class RPCService:
                                       daemon=True)
             nudger.start()
             try:
-                self._server.wait()
+                for rpc_server in self._servers:
+                    rpc_server.wait()
             finally:
                 done.set()
         if self._thread is not None:

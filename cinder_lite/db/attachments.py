@@ -219,31 +219,66 @@ def for_volumes(session, volume_ids, statuses=None):
     return session.execute(stmt.order_by(A.created_at)).scalars().all()
 
 
-def connections_on_host(session, volume_id, host, exclude=None):
+def connections_on_host(session, volume_id, host, exclude=None,
+                        export_host=None):
     """Ids of the live attachments of a volume connected from ``host``
-    (other than ``exclude``): they share one host connection."""
+    (other than ``exclude``) through the export of volume service
+    ``export_host`` (any when None): they share one host connection."""
     if not host:
         return []
-    rows = session.execute(_live(sa.select(A.id, A.connection_info).where(
+    stmt = sa.select(A.id, A.connection_info).where(
         A.volume_id == volume_id, A.attached_host == host,
-        A.id != (exclude or '')))).all()
+        A.id != (exclude or ''))
+    if export_host is not None:
+        stmt = stmt.where(sa.or_(A.export_host == export_host,
+                                 A.export_host.is_(None)))
+    rows = session.execute(_live(stmt)).all()
     return sorted(r.id for r in rows if r.connection_info)
 
 
-def connected_on_host(session, backend_host):
+def connected_on_host(session, service_host, backend):
     """(attachment, volume) pairs of live attachments holding a connection
-    on the volumes of ``backend_host`` (``node@backend``)."""
+    through an export of volume service ``service_host`` (``node@backend``)
+    on backend ``backend`` (the same, or its ``cluster@backend``).  Rows
+    from before exports were recorded per service belong to the backend's
+    own host."""
+    V = models.Volume
+    on_backend = V.host.startswith(backend + '#', autoescape=True)
     rows = session.execute(
-        _live(sa.select(A, models.Volume)
-              .join(models.Volume, models.Volume.id == A.volume_id)
-              .where(models.Volume.deleted.is_(False),
-                     models.Volume.host.startswith(backend_host + '#',
-                                                  autoescape=True),
+        _live(sa.select(A, V)
+              .join(V, V.id == A.volume_id)
+              .where(V.deleted.is_(False), on_backend,
+                     exported_by(service_host, backend),
                      A.attach_status.in_((states.ATTACH_ATTACHING,
                                           states.ATTACHED,
                                           states.ATTACH_DETACHING,
                                           states.ERROR_DETACHING))))).all()
     return [(a, v) for a, v in rows if a.connection_info]
+
+
+def exported_by(service_host, backend):
+    """SQL condition: the attachment's export is (or, with none recorded
+    and ``backend`` being the service itself, may be) on
+    ``service_host``."""
+    if service_host == backend:
+        return sa.or_(A.export_host == service_host,
+                      A.export_host.is_(None))
+    return A.export_host == service_host
+
+
+def export_load(session, service_hosts):
+    """service host -> how many live attachments hold an export there."""
+    if not service_hosts:
+        return {}
+    rows = session.execute(
+        sa.select(A.export_host, sa.func.count())
+        .where(A.deleted.is_(False), A.export_host.in_(list(service_hosts)),
+               A.attach_status.in_((states.ATTACH_ATTACHING,
+                                    states.ATTACHED,
+                                    states.ATTACH_DETACHING,
+                                    states.ERROR_DETACHING)))
+        .group_by(A.export_host)).all()
+    return {host: count for host, count in rows}
 
 
 def sharing_connection(session, attachment):
@@ -253,4 +288,5 @@ def sharing_connection(session, attachment):
         return []
     return connections_on_host(session, attachment.volume_id,
                                attachment.attached_host,
-                               exclude=attachment.id)
+                               exclude=attachment.id,
+                               export_host=attachment.export_host)

@@ -70,6 +70,9 @@ class Volume(TimestampMixin, Base):
                                sa.ForeignKey('volume_types.id'),
                                nullable=False)
     host = sa.Column(sa.String(255))
+    # ``cluster@backend#pool`` when the backend is served active-active by
+    # a cluster of volume services (then ``host`` is the same)
+    cluster_name = sa.Column(sa.String(255))
     availability_zone = sa.Column(sa.String(255))
     multiattach = sa.Column(sa.Boolean, nullable=False, default=False)
     bootable = sa.Column(sa.Boolean, nullable=False, default=False)
@@ -91,6 +94,7 @@ class VolumeAttachment(TimestampMixin, Base):
     __table_args__ = (
         sa.Index('ix_attachments_volume_live', 'volume_id', 'deleted'),
         sa.Index('ix_attachments_project', 'project_id'),
+        sa.Index('ix_attachments_export_host', 'export_host', 'deleted'),
     )
     id = sa.Column(sa.String(36), primary_key=True)
     volume_id = sa.Column(sa.String(36), sa.ForeignKey('volumes.id'),
@@ -104,6 +108,10 @@ class VolumeAttachment(TimestampMixin, Base):
     attach_mode = sa.Column(sa.String(2))
     connector = sa.Column(sa.JSON)
     connection_info = sa.Column(sa.JSON)
+    # The volume service (``node@backend``) that holds the export: the
+    # one connect and disconnect go to.  None on rows from before 0004
+    # (their backend's host).
+    export_host = sa.Column(sa.String(255))
     # Made by a compute service: only a service or an admin may delete it
     # while it is connected.
     service_owned = sa.Column(sa.Boolean, nullable=False, default=False)
@@ -117,13 +125,17 @@ class VolumeAttachment(TimestampMixin, Base):
 class Service(TimestampMixin, Base):
     __tablename__ = 'services'
     __table_args__ = (sa.UniqueConstraint('host', 'binary',
-                                          name='uniq_service_host_binary'),)
+                                          name='uniq_service_host_binary'),
+                      sa.Index('ix_services_cluster', 'cluster_name'))
     id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
     uuid = sa.Column(sa.String(36), nullable=False, unique=True)
     host = sa.Column(sa.String(255), nullable=False)
     binary = sa.Column(sa.String(255), nullable=False)
     topic = sa.Column(sa.String(255), nullable=False)
     backend = sa.Column(sa.String(255))
+    # ``cluster@backend`` of a volume service that serves its backend
+    # active-active with the other members of that cluster
+    cluster_name = sa.Column(sa.String(255))
     availability_zone = sa.Column(sa.String(255), nullable=False)
     disabled = sa.Column(sa.Boolean, nullable=False, default=False)
     disabled_reason = sa.Column(sa.String(255))

@@ -9,7 +9,7 @@ from cinder_lite.db import models
 
 
 def register(session, host, binary, topic, availability_zone, backend=None,
-             rpc_version=None):
+             rpc_version=None, cluster_name=None):
     """Create the service row or refresh the existing one; returns it."""
     row = session.execute(sa.select(models.Service).where(
         models.Service.host == host,
@@ -21,6 +21,7 @@ def register(session, host, binary, topic, availability_zone, backend=None,
         session.add(row)
     row.topic = topic
     row.backend = backend
+    row.cluster_name = cluster_name
     row.availability_zone = availability_zone
     row.rpc_version = rpc_version
     row.heartbeat_at = models.utcnow()
@@ -47,6 +48,18 @@ def list_services(session, host=None, binary=None):
     if binary is not None:
         stmt = stmt.where(models.Service.binary == binary)
     return session.execute(stmt).scalars().all()
+
+
+def backend_members(session, backend, binary):
+    """The services serving ``backend``: the members of cluster
+    ``backend`` (``cluster@section``), or the service ``backend``
+    (``node@section``) itself."""
+    return session.execute(
+        sa.select(models.Service).where(
+            models.Service.binary == binary,
+            sa.or_(models.Service.cluster_name == backend,
+                   models.Service.host == backend))
+        .order_by(models.Service.host)).scalars().all()
 
 
 def get_by_host(session, host, binary):

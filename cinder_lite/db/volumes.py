@@ -24,6 +24,7 @@ def summary(volume):
     that crosses the bus."""
     created = volume.created_at
     return {'id': volume.id, 'size': volume.size, 'host': volume.host,
+            'cluster_name': volume.cluster_name,
             'project_id': volume.project_id, 'user_id': volume.user_id,
             'name': volume.name, 'status': volume.status,
             'availability_zone': volume.availability_zone,
@@ -159,17 +160,19 @@ def type_in_use(session, type_id):
     ).first() is not None
 
 
-def claim_host(session, volume_id, pool):
-    """Record the scheduler's choice for a volume nobody scheduled yet;
-    False when it is scheduled already (or no longer creating), so one
-    volume is never sent to two backends."""
+def claim_host(session, volume_id, pool, cluster_name=None):
+    """Record the scheduler's choice for a volume nobody scheduled yet
+    (``cluster_name``: the same pool, when a cluster serves it); False
+    when it is scheduled already (or no longer creating), so one volume is
+    never sent to two backends."""
     result = session.execute(
         sa.update(models.Volume)
         .where(models.Volume.id == volume_id,
                models.Volume.deleted.is_(False),
                models.Volume.status == states.CREATING,
                models.Volume.host.is_(None))
-        .values(host=pool, updated_at=models.utcnow())
+        .values(host=pool, cluster_name=cluster_name,
+                updated_at=models.utcnow())
         .execution_options(synchronize_session=False))
     return result.rowcount == 1
 
@@ -184,3 +187,45 @@ def unscheduled(session, max_age):
         V.host.is_(None),
         sa.func.coalesce(V.updated_at, V.created_at) <= cutoff)
     ).scalars().all()
+
+
+def join_cluster(session, service_host, cluster_name):
+    """Move the volumes of volume service ``service_host``
+    (``node@section``) to its cluster ``cluster_name``
+    (``cluster@section``), pools kept, and record the service as the
+    holder of their attachments' exports; returns the ids moved.  Run by
+    a service that starts in a cluster after it ran alone."""
+    V, A = models.Volume, models.VolumeAttachment
+    rows = session.execute(sa.select(V.id, V.host).where(
+        V.deleted.is_(False),
+        V.host.startswith(service_host + '#', autoescape=True))).all()
+    for volume_id, host in rows:
+        pool = '%s#%s' % (cluster_name, host.partition('#')[2])
+        session.execute(
+            sa.update(V).where(V.id == volume_id, V.host == host)
+            .values(host=pool, cluster_name=pool)
+            .execution_options(synchronize_session=False))
+    moved = [volume_id for volume_id, _host in rows]
+    if moved:
+        session.execute(
+            sa.update(A).where(A.volume_id.in_(moved),
+                               A.export_host.is_(None))
+            .values(export_host=service_host)
+            .execution_options(synchronize_session=False))
+    return moved
+
+
+def claim_stale(session, volume_id, status, updated_at):
+    """Take a volume found stale in ``status`` (last changed at
+    ``updated_at``) to roll it forward: its ``updated_at`` moves to now
+    unless the row changed since it was read.  True for the one caller
+    that wins when several (the members of a cluster) found it at once."""
+    V = models.Volume
+    unchanged = (V.updated_at.is_(None) if updated_at is None
+                 else V.updated_at == updated_at)
+    result = session.execute(
+        sa.update(V).where(V.id == volume_id, V.deleted.is_(False),
+                           V.status == status, unchanged)
+        .values(updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1

@@ -19,6 +19,8 @@ class BackendState:
     def __init__(self, host, availability_zone, capabilities, reported_at):
         self.host = host
         self.availability_zone = availability_zone
+        # served by a cluster of volume services (host is the cluster's)
+        self.clustered = False
         self.update(capabilities, reported_at)
 
     def update(self, capabilities, reported_at):
@@ -71,22 +73,27 @@ class HostManager:
                 state.update(capabilities, reported_at)
 
     def live_backends(self, session):
-        """Backends that are up and enabled, per the services table."""
+        """Backends that are up and enabled, per the services table.  The
+        members of a cluster are one backend (``cluster@section``), live
+        while one of them is."""
         rows = db_services.list_services(session, binary=VOLUME_BINARY)
+        members = {}
+        for row in rows:
+            if row.disabled or not db_services.is_up(
+                    row, self.conf.service_down_time):
+                continue
+            members.setdefault(row.cluster_name or row.host, []).append(row)
         live = []
         with self._lock:
-            for row in rows:
-                if row.disabled or not db_services.is_up(
-                        row, self.conf.service_down_time):
-                    continue
-                state = self._backends.get(row.host)
-                if state is None or (row.heartbeat_at and
-                                     row.heartbeat_at > state.reported_at
+            for backend, rows in sorted(members.items()):
+                row = max(rows, key=lambda r: r.heartbeat_at)
+                state = self._backends.get(backend)
+                if state is None or (row.heartbeat_at > state.reported_at
                                      and row.capabilities):
-                    state = BackendState(row.host, row.availability_zone,
-                                         row.capabilities,
-                                         row.heartbeat_at)
-                    self._backends[row.host] = state
+                    state = BackendState(backend, row.availability_zone,
+                                         row.capabilities, row.heartbeat_at)
+                    self._backends[backend] = state
+                state.clustered = row.cluster_name is not None
                 live.append(state)
         return live
 

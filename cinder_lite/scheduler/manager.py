@@ -70,8 +70,9 @@ class SchedulerManager:
             with db_api.writer() as session:
                 backends = self.host_manager.live_backends(session)
                 chosen = choose_backend(backends, request_spec)
-                claimed = db_volumes.claim_host(session, volume_id,
-                                                chosen.pool)
+                claimed = db_volumes.claim_host(
+                    session, volume_id, chosen.pool,
+                    cluster_name=chosen.pool if chosen.clustered else None)
         except exception.NoValidBackend as e:
             self._fail(ctxt, volume_id, e.message)
             return
@@ -83,7 +84,9 @@ class SchedulerManager:
         LOG.info('volume %s scheduled to %s', volume_id, chosen.pool)
         volume = request_spec.get('volume')
         if volume is not None:
-            volume = dict(volume, host=chosen.pool)
+            volume = dict(volume, host=chosen.pool,
+                          cluster_name=chosen.pool if chosen.clustered
+                          else None)
         self.volume_rpcapi.create_volume(ctxt, chosen.host, volume_id,
                                          volume=volume)
 

@@ -15,6 +15,7 @@ lock (``db.attachments.lock_volume``), so it is race-free on every database.
 """
 import ipaddress
 import logging
+import random
 import uuid
 
 from cinder_lite.common import exception
@@ -93,30 +94,61 @@ class AttachmentService:
                 session, project, filters, sort_keys, sort_dirs, limit,
                 marker)
 
-    def _backend_up(self, volume):
+    def _backend_up(self, volume, service_host=None):
         try:
-            self._check_backend(volume)
+            self._check_backend(volume, service_host)
             return True
         except exception.Invalid:
             return False
 
-    def _check_backend(self, volume):
-        """Fail fast when the volume's backend is down."""
+    def _check_backend(self, volume, service_host=None):
+        """Fail fast when the volume's backend is down: no member of its
+        cluster (or its one service) is up, or, given ``service_host``,
+        that member is not."""
+        with db_api.reader() as session:
+            self._live_members(session, volume, service_host)
+
+    def _live_members(self, session, volume, service_host=None):
+        """The services of ``volume``'s backend that are up (only
+        ``service_host`` when given); ServiceUnavailable when none is."""
         if not volume.host:
             raise exception.InvalidVolume(
                 reason='Volume %s has no backend.' % volume.id)
         backend = volume_rpcapi.backend_host(volume.host)
-        with db_api.reader() as session:
-            try:
-                svc = db_services.get_by_host(session, backend,
+        members = db_services.backend_members(session, backend,
                                               host_state.VOLUME_BINARY)
-            except exception.ServiceNotFound:
-                raise exception.ServiceUnavailable(
-                    host=backend, reason='no such volume service')
-        if not db_services.is_up(svc, self.conf.service_down_time):
+        if service_host is not None:
+            members = [m for m in members if m.host == service_host]
+        who = service_host or backend
+        if not members:
             raise exception.ServiceUnavailable(
-                host=backend, reason='its heartbeat is older than %d s'
-                                     % self.conf.service_down_time)
+                host=who, reason='no such volume service')
+        live = [m for m in members
+                if db_services.is_up(m, self.conf.service_down_time)]
+        if not live:
+            raise exception.ServiceUnavailable(
+                host=who, reason='%s heartbeat is older than %d s' % (
+                    'its' if len(members) == 1 else 'every member\'s',
+                    self.conf.service_down_time))
+        return live
+
+    def _export_host(self, session, vol, consumer_host):
+        """The volume service that is to export ``vol`` to
+        ``consumer_host``: the one service of the backend, or in a cluster
+        the member already exporting it to that host (one connection per
+        host), else the enabled member holding the fewest exports."""
+        live = self._live_members(session, vol)
+        if len(live) == 1:
+            return live[0].host
+        hosts = {m.host for m in live}
+        for other in db_attachments.live_for_volume(session, vol.id):
+            if other.attached_host == consumer_host and \
+                    other.connection_info and other.export_host in hosts:
+                return other.export_host
+        load = db_attachments.export_load(session, hosts)
+        candidates = [m.host for m in live if not m.disabled] or sorted(hosts)
+        return min(candidates, key=lambda h: (load.get(h, 0),
+                                              random.random()))
 
     # -- reserve -------------------------------------------------------------
     def create(self, context, volume_id, instance_uuid=None, connector=None,
@@ -211,9 +243,6 @@ class AttachmentService:
         attachment = self.get(context, attachment_id)
         policy.authorize(context, policy.ATTACHMENT_UPDATE,
                          {'project_id': attachment.project_id})
-        with db_api.reader() as session:
-            volume = db_volumes.get(session, attachment.volume_id)
-        self._check_backend(volume)
         return self.connect(context, attachment_id, connector)
 
     def connect(self, context, attachment_id, connector):
@@ -231,14 +260,14 @@ class AttachmentService:
                                        attachment.attach_status))
             mode = self._connect_mode(session, vol, attachment, connector)
             connector['mode'] = mode
+            host = self._export_host(session, vol, connector['host'])
             db_attachments.transition(
                 session, attachment_id, states.ATTACH_ATTACHING,
                 values={'attach_mode': mode, 'connector': connector,
                         'attached_host': connector['host'],
                         'mountpoint': connector.get('mountpoint'),
-                        'status_reason': None})
+                        'export_host': host, 'status_reason': None})
             db_attachments.sync_volume_status(session, vol.id)
-            host = vol.host
         self._notify(context, 'volume.attach.start', vol, attachment,
                      attached_host=connector['host'], attach_mode=mode,
                      attach_status=states.ATTACH_ATTACHING)
@@ -361,8 +390,9 @@ class AttachmentService:
         connected = holds_connection(attachment)
         if connected and not force:
             with db_api.reader() as session:
-                self._check_backend(db_volumes.get(session,
-                                                   attachment.volume_id))
+                self._live_members(
+                    session, db_volumes.get(session, attachment.volume_id),
+                    attachment.export_host)
         with db_api.writer() as session:
             vol = db_attachments.lock_volume(session, attachment.volume_id)
             current = db_attachments.get(session, attachment.id)
@@ -371,7 +401,12 @@ class AttachmentService:
                     reason='Attachment %s is already being disconnected.'
                            % attachment.id)
             connected = was_connected = holds_connection(current)
-            if connected and force and not self._backend_up(vol):
+            # the service holding the export (rows from before 0004: the
+            # backend's own)
+            host = current.export_host or volume_rpcapi.backend_host(
+                vol.host or '')
+            if connected and force and not self._backend_up(
+                    vol, current.export_host):
                 LOG.warning('attachment %s: forced detach while backend %s '
                             'is down; recorded without disconnecting',
                             attachment.id, vol.host)
@@ -383,7 +418,6 @@ class AttachmentService:
                 values={'status_reason': DISCONNECTING} if connected
                 else None)
             status = db_attachments.sync_volume_status(session, vol.id)
-            host = vol.host
         if was_connected:
             self._notify(context, 'volume.detach.start', vol, current,
                          attach_status=states.ATTACH_DETACHING)

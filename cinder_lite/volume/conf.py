@@ -6,6 +6,15 @@ these options; a value missing there falls back to ``[backend_defaults]``.
 from oslo_config import cfg
 
 volume_opts = [
+    cfg.StrOpt('cluster',
+               help='Name of the cluster this volume service belongs to. '
+                    'Volume services of one cluster run the same backend '
+                    'sections on shared storage and serve them '
+                    'active-active: volumes live on ``cluster@backend``, '
+                    'any member creates, deletes and extends them, and '
+                    'each attachment is exported by one member, the one '
+                    'its disconnect goes to. Unset: the backends are this '
+                    'host\'s alone.'),
     cfg.ListOpt('enabled_backends', default=['file'],
                 help='Config sections, one per backend this volume service '
                      'runs. A section that does not exist uses the '

@@ -43,6 +43,12 @@ class VolumeManager:
         self.conf = conf
         self.section = section
         self.host = '%s@%s' % (node, section)
+        # active-active: the members of ``cluster@section`` share the
+        # backend, whose volumes live on the cluster; otherwise the
+        # backend is this host's
+        self.cluster_name = ('%s@%s' % (conf.cluster, section)
+                             if conf.cluster else None)
+        self.backend_id = self.cluster_name or self.host
         self.backend_conf = volume_conf.BackendConf(conf, section)
         self.backend_name = self.backend_conf.volume_backend_name or section
         driver_cls = importutils.import_class(self.backend_conf.volume_driver)
@@ -69,6 +75,14 @@ class VolumeManager:
     def init_host(self):
         self.driver.do_setup()
         self.driver.check_for_setup_error()
+        if self.cluster_name:
+            with db_api.writer() as session:
+                moved = db_volumes.join_cluster(session, self.host,
+                                                self.cluster_name)
+            if moved:
+                LOG.warning('%d volume(s) of %s moved to cluster %s, '
+                            'which serves them from now on', len(moved),
+                            self.host, self.cluster_name)
         self.reconcile_exports()
 
     def start_reconciling(self):
@@ -113,8 +127,8 @@ class VolumeManager:
             wanted = {
                 a.id: (volume_dict(v), a.attach_mode, a.connection_info,
                        a.connector)
-                for a, v in db_attachments.connected_on_host(session,
-                                                             self.host)}
+                for a, v in db_attachments.connected_on_host(
+                    session, self.host, self.backend_id)}
         for attachment_id in set(self.driver.list_exports()) - set(wanted):
             LOG.warning('removing export of attachment %s: no live '
                         'attachment owns it', attachment_id)
@@ -199,7 +213,7 @@ class VolumeManager:
                                                 attachment.volume_id))
             shared = bool(db_attachments.connections_on_host(
                 session, attachment.volume_id, connector.get('host'),
-                exclude=attachment_id))
+                exclude=attachment_id, export_host=self.host))
         with self.working_on(attachment_id):
             return self._run_flow(
                 lambda: connect_flow.run(self.driver, volume, attachment_id,
@@ -217,7 +231,7 @@ class VolumeManager:
                                                 attachment.volume_id))
             shared = bool(db_attachments.connections_on_host(
                 session, attachment.volume_id, attachment.attached_host,
-                exclude=attachment_id))
+                exclude=attachment_id, export_host=self.host))
             connector = attachment.connector
         with self.working_on(attachment_id):
             self._run_flow(

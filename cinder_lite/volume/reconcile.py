@@ -4,8 +4,10 @@ A volume service runs this at start and every ``reconcile_interval``
 seconds; ``cinder-lite-manage attachment reconcile`` asks the running
 services to run it now.  Only rows of this backend that have not changed
 for ``reconcile_after`` seconds, and that no flow of this process is
-working on, are touched; every change is logged with its reason and
-returned.
+working on, are touched: of a cluster's volumes, each by the one member
+that claims it first (compare-and-swap on ``updated_at``), and of its
+attachments, each by the member holding its export.  Every change is
+logged with its reason and returned.
 
 Rules (``reason`` is what the row's status_reason or the user message
 says):
@@ -56,16 +58,18 @@ LOG = logging.getLogger(__name__)
 EVENT_EXTEND_INTERRUPTED = 'VOLUME_VOLUME_007_003'
 
 
-def _stale(session, backend_host, max_age):
-    """Transitional attachments and volumes of ``backend_host`` unchanged
-    for ``max_age`` seconds."""
+def _stale(session, service_host, backend, max_age):
+    """Transitional attachments exported by ``service_host`` and
+    transitional volumes of ``backend`` (the service, or its cluster)
+    unchanged for ``max_age`` seconds."""
     cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
     V, A = models.Volume, models.VolumeAttachment
-    on_backend = V.host.startswith(backend_host + '#', autoescape=True)
+    on_backend = V.host.startswith(backend + '#', autoescape=True)
     changed = sa.func.coalesce(A.updated_at, A.created_at)
     attachments = session.execute(
         sa.select(A, V).join(V, V.id == A.volume_id).where(
             on_backend, V.deleted.is_(False), A.deleted.is_(False),
+            db_attachments.exported_by(service_host, backend),
             changed <= cutoff,
             A.attach_status.in_((states.ATTACH_ATTACHING,
                                  states.ATTACH_DETACHING,
@@ -84,10 +88,11 @@ def run(manager, max_age, busy=()):
     line each.  ``busy``: ids of attachments and volumes a flow of this
     process is working on now."""
     with db_api.reader() as session:
-        attachments, volumes = _stale(session, manager.host, max_age)
+        attachments, volumes = _stale(session, manager.host,
+                                      manager.backend_id, max_age)
         attachments = [(a.id, a.attach_status, bool(a.connection_info),
                         db_volumes.summary(v)) for a, v in attachments]
-        volumes = [db_volumes.summary(v) for v in volumes]
+        volumes = [(db_volumes.summary(v), v.updated_at) for v in volumes]
     changes = []
     for attachment_id, status, connected, volume in attachments:
         if attachment_id in busy:
@@ -101,8 +106,14 @@ def run(manager, max_age, busy=()):
             continue
         if change:
             changes.append(change)
-    for volume in volumes:
+    for volume, updated_at in volumes:
         if volume['id'] in busy:
+            continue
+        with db_api.writer() as session:
+            # the other members of a cluster reconcile the same volumes
+            claimed = db_volumes.claim_stale(session, volume['id'],
+                                             volume['status'], updated_at)
+        if not claimed:
             continue
         change = _volume(manager, volume)
         if change:
@@ -141,7 +152,7 @@ def _finish_disconnect(manager, attachment_id, volume, status):
         connector = attachment.connector
         shared = bool(db_attachments.connections_on_host(
             session, volume['id'], attachment.attached_host,
-            exclude=attachment_id))
+            exclude=attachment_id, export_host=manager.host))
     try:
         if connector:
             manager.driver.terminate_connection(volume, connector,

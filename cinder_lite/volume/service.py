@@ -23,8 +23,9 @@ def build(conf):
         def report(svc, mgr=mgr):
             caps = mgr.capabilities()
             try:
+                # a cluster is one backend to the schedulers
                 scheduler.update_backend_capabilities(
-                    cl_context.get_admin_context(), svc.host,
+                    cl_context.get_admin_context(), mgr.backend_id,
                     svc.availability_zone, caps,
                     models.utcnow().isoformat())
             except Exception:
@@ -40,5 +41,5 @@ def build(conf):
             conf, host_state.VOLUME_BINARY, rpcapi.TOPIC, mgr.host, [mgr],
             conf.storage_availability_zone, backend=section, report=report,
             rpc_version=rpcapi.RPC_API_VERSION, on_registered=registered,
-            on_stopped=mgr.cleanup))
+            on_stopped=mgr.cleanup, cluster_name=mgr.cluster_name))
     return services

@@ -143,15 +143,16 @@ def test_delete_twice_while_deleting_is_400(api, stack):
     vol = api.create_volume()
     # Stop the backend so the delete stays in 'deleting'.
     svc = stack.volume_service('file')
-    svc._server.stop()
-    svc._server.wait()
+    server, = svc._servers
+    server.stop()
+    server.wait()
     try:
         assert api.delete('/volumes/%s' % vol['id']).status_code == 202
         resp = api.delete('/volumes/%s' % vol['id'])
         assert resp.status_code == 400
         assert 'deleting' in resp.json()['badRequest']['message']
     finally:
-        svc._server.start()
+        server.start()
     api.wait_deleted(vol['id'])
 
 

@@ -509,7 +509,7 @@ class Cluster:
                  report_interval=1, service_down_time=3, extra_default=None,
                  extra_sections=None, api_server='cinder-lite-api',
                  process_sections=None, api_host='127.0.0.1',
-                 node_options=None):
+                 node_options=None, extra_nodes=None):
         if kind not in ALL_KINDS:
             raise ValueError('unknown database kind %r' % (kind,))
         self.kind = kind
@@ -531,6 +531,10 @@ class Cluster:
         # the API's listen address; node name -> extra backend options
         self.api_host = api_host
         self.node_options = node_options or {}
+        # more volume nodes, as in NODES (e.g. a second member of a
+        # cluster); they start with the others
+        self.nodes = dict(NODES)
+        self.nodes.update(extra_nodes or {})
         # 'cinder-lite-api', or 'gunicorn' serving cinder_lite.wsgi.api
         # with GUNICORN_WORKERS workers
         self.api_server = api_server
@@ -575,15 +579,24 @@ class Cluster:
         sections = {'DEFAULT': default,
                     'database': {'connection': self.db_url}}
         sections.update(self.extra_sections)
-        write_conf(self.common_conf, sections)
-        for node, (host, section, opts) in NODES.items():
+        self._write_conf(self.common_conf, sections)
+        for node, (host, section, opts) in self.nodes.items():
             backend = {'volume_backend_name': section}
             backend.update(opts)
             backend.update(self.node_options.get(node, {}))
-            write_conf(self.node_conf(node), {
+            self._write_conf(self.node_conf(node), {
                 'DEFAULT': {'host': host, 'enabled_backends': section},
                 section: backend})
         self.write_process_confs()
+
+    def _write_conf(self, path, sections):
+        """write_conf with ``{workdir}`` in string values replaced by
+        this cluster's work directory."""
+        write_conf(path, {
+            name: {key: value.replace('{workdir}', self.workdir)
+                   if isinstance(value, str) else value
+                   for key, value in options.items()}
+            for name, options in sections.items()})
 
     def argv(self, module, *extra_conf):
         argv = [python(), '-m', module, '--config-file', self.common_conf]
@@ -595,9 +608,10 @@ class Cluster:
         return os.path.join(self.workdir, '%s-only.conf' % name)
 
     def write_process_confs(self):
-        for name in {'api', 'scheduler', *NODES, *self.process_sections}:
-            write_conf(self.process_conf(name),
-                       self.process_sections.get(name, {}))
+        for name in {'api', 'scheduler', *self.nodes,
+                     *self.process_sections}:
+            self._write_conf(self.process_conf(name),
+                             self.process_sections.get(name, {}))
 
     def manage(self, *args, timeout=60, check=True):
         """Run cinder-lite-manage with the common config; returns the
@@ -629,7 +643,7 @@ class Cluster:
             # comes from process_sections
             argv = self.argv('cinder_lite.cmd.scheduler',
                              self.process_conf(name))
-        elif name in NODES:
+        elif name in self.nodes:
             argv = self.argv('cinder_lite.cmd.volume', self.node_conf(name),
                              self.process_conf(name))
         else:
@@ -663,7 +677,7 @@ class Cluster:
             self.port = free_port(self.api_host)
             self._write_configs()
             self.manage('db', 'sync')
-            for name in ('scheduler', 'ma', 'noma', 'api'):
+            for name in ('scheduler', *self.nodes, 'api'):
                 self.start_process(name)
             self.wait_ready(timeout)
         except BaseException:
@@ -717,7 +731,7 @@ class Cluster:
 
     def expected_services(self):
         hosts = {('cinder-scheduler', 'node-ctl')}
-        for host, section, _opts in NODES.values():
+        for host, section, _opts in self.nodes.values():
             hosts.add(('cinder-volume', '%s@%s' % (host, section)))
         return hosts
 

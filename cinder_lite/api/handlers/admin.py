@@ -50,7 +50,7 @@ def _service_view(req, row, conf):
         'disabled_reason': row.disabled_reason,
     }
     if req.version >= (3, 7):
-        view['cluster'] = None
+        view['cluster'] = row.cluster_name
     if req.version >= (3, 49) and row.binary == host_state.VOLUME_BINARY:
         view['backend_state'] = 'up' if up else 'down'
     return view
@@ -119,13 +119,20 @@ def get_pools(req):
         if 'volume_type' in params:
             specs = db_types.get_by_name_or_id(
                 session, params['volume_type'])['extra_specs']
-    pools = []
+    pools, seen = [], set()
+    # newest heartbeat first: a cluster's pool is shown once, as its
+    # freshest member reported it
+    rows = sorted(rows, key=lambda r: r.heartbeat_at or datetime.datetime.min,
+                  reverse=True)
     for row in rows:
         if not db_services.is_up(row, conf.service_down_time):
             continue
         caps = dict(row.capabilities or {})
-        name = '%s#%s' % (row.host, caps.get('volume_backend_name')
-                          or row.backend)
+        name = '%s#%s' % (row.cluster_name or row.host,
+                          caps.get('volume_backend_name') or row.backend)
+        if name in seen:
+            continue
+        seen.add(name)
         if params.get('name') and params['name'] != name:
             continue
         if specs is not None and not capabilities_filter.satisfies(caps,
@@ -146,11 +153,14 @@ def show_capabilities(req):
     host = req.urlvars['host']
     conf = _conf(req)
     with db_api.reader() as session:
-        try:
-            row = db_services.get_by_host(session, host.partition('#')[0],
-                                          host_state.VOLUME_BINARY)
-        except exception.ServiceNotFound:
-            raise exception.HostNotFound(host=host)
+        # a volume service, or a cluster (asked through a live member)
+        members = db_services.backend_members(
+            session, host.partition('#')[0], host_state.VOLUME_BINARY)
+    if not members:
+        raise exception.HostNotFound(host=host)
+    row = max(members, key=lambda r: (
+        db_services.is_up(r, conf.service_down_time),
+        r.heartbeat_at or datetime.datetime.min))
     if not db_services.is_up(row, conf.service_down_time):
         age = models.utcnow() - (row.heartbeat_at or
                                  datetime.datetime.min)
@@ -160,7 +170,7 @@ def show_capabilities(req):
     rpcapi = req.environ['cinder_lite.services'].volumes.volume_rpcapi
     caps = rpcapi.get_capabilities(req.context, row.host)
     return wsgi.json_response({
-        'namespace': 'OS::Storage::Capabilities::%s' % row.host,
+        'namespace': 'OS::Storage::Capabilities::%s' % host.partition('#')[0],
         'vendor_name': caps.get('vendor_name'),
         'volume_backend_name': caps.get('volume_backend_name'),
         'pool_name': None,

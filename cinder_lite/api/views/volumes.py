@@ -52,7 +52,7 @@ def detail(req, conf, volume, type_name, attachments=()):
         view['shared_targets'] = (shared if version >= (3, 69)
                                   else (True if shared is None else shared))
     if version >= (3, 61) and is_admin:
-        view['cluster_name'] = None
+        view['cluster_name'] = volume.cluster_name
     if version >= (3, 63):
         view['volume_type_id'] = volume.volume_type_id
     if version >= (3, 65):

@@ -54,14 +54,17 @@ class InitializeConnection(task.Task):
 
 
 class RecordConnection(task.Task):
-    def execute(self, volume, attachment_id, connection_info):
+    def execute(self, driver, volume, attachment_id, connection_info):
         with db_api.writer() as session:
             db_attachments.lock_volume(session, volume['id'],
                                        db_attachments.ATTACHABLE)
             db_attachments.transition(
                 session, attachment_id, states.ATTACH_ATTACHING,
                 expected=(states.ATTACH_ATTACHING,),
+                # the export is on this volume service, whichever the API
+                # meant: the disconnect must come here
                 values={'connection_info': connection_info,
+                        'export_host': driver.host,
                         'attach_time': db_attachments.models.utcnow()},
                 reason='connected (%s)'
                        % connection_info['driver_volume_type'])
