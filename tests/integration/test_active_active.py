@@ -18,6 +18,7 @@ API workers and two schedulers in front.
 import collections
 import concurrent.futures
 import datetime
+import os
 import re
 import socket
 import uuid
@@ -308,3 +309,41 @@ def test_both_members_reconcile_each_volume_once(cluster, api):
         assert api.delete('/volumes/%s' % volume_id).status_code == 202
     for volume_id in lost:
         api.wait_deleted(volume_id)
+
+
+def test_concurrent_extends_of_an_in_use_volume_lose_no_update(cluster,
+                                                               api):
+    """Six extends of one in-use volume at once, served by both members:
+    each moves the size by compare-and-swap from the size the API read,
+    so those that overlap have one winner and the rest are refused; the
+    database and the file end at the largest accepted size."""
+    vtype = _volume_type(api, 'aa-extend', {'multiattach': '<is> True'})
+    vol = api.create_volume(volume_type=vtype['name'])
+    host = _attacher(cluster, 30)
+    attachment = host.attach(vol['id'], str(uuid.uuid4()))
+    v342 = {'OpenStack-API-Version': 'volume 3.42'}
+
+    def extend(size):
+        return size, api.post('/volumes/%s/action' % vol['id'],
+                              json={'os-extend': {'new_size': size}},
+                              headers=v342)
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(extend, range(2, 8)))
+    won = [size for size, r in answers if r.status_code == 202]
+    refused = [r for _size, r in answers if r.status_code == 400]
+    assert won and len(won) + len(refused) == 6, [
+        (size, r.status_code, r.text) for size, r in answers]
+    # refused: it lost the swap, or it came after a larger one
+    assert all('changed size meanwhile' in r.text
+               or 'must be greater' in r.text for r in refused), [
+        r.text for r in refused]
+    assert any('changed size meanwhile' in r.text for r in refused)
+    shown = api.get('/volumes/%s' % vol['id']).json()['volume']
+    assert (shown['size'], shown['status']) == (max(won), 'in-use')
+    path = '%s/state/volumes/ma/volume-%s' % (cluster.workdir, vol['id'])
+    assert os.path.getsize(path) == max(won) * 1024 ** 3
+    assert api.delete('/attachments/%s' % attachment['id'], headers={
+        'OpenStack-API-Version': 'volume 3.54'}).status_code == 200
+    api.wait_volume(vol['id'], 'available')
+    assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+    api.wait_deleted(vol['id'])

@@ -1,6 +1,7 @@
-"""MariaDB restarts under load: requests made while it is away answer a
-clear 503 (never a 500), every service carries on by itself once it is
-back (heartbeats, new work), and nothing is left half done."""
+"""MariaDB and PostgreSQL restart under load: requests made while the
+database is away answer a clear 503 (never a 500), every service carries
+on by itself once it is back (heartbeats, new work), and nothing is left
+half done."""
 import os
 import socket
 import subprocess
@@ -9,13 +10,13 @@ import time
 from tests import stack
 from tests.integration import load
 
-CLUSTER_KINDS = ['mysql']
+CLUSTER_KINDS = ['mysql', 'postgresql']
 CLUSTER_OPTIONS = {'extra_default': {'reconcile_after': 5,
                                      'reconcile_interval': 2}}
 PIDFILE = '/run/mysqld/mysqld.pid'
 
 
-def _port_open(port=3306):
+def _port_open(port):
     try:
         socket.create_connection(('127.0.0.1', port), timeout=1).close()
         return True
@@ -25,25 +26,51 @@ def _port_open(port=3306):
 
 def _restart_mariadb(pause):
     """Shut the server down, wait ``pause`` seconds, start it as the
-    machine does (start-stop-daemon)."""
+    machine does (start-stop-daemon).  Returns when it was seen down and
+    when it was told to start: it was away for all of that interval."""
+    assert os.path.exists(PIDFILE)
     subprocess.run(['mysqladmin', '-uroot', 'shutdown'], check=True,
                    capture_output=True, timeout=120)
-    stack.wait_for(lambda: not _port_open(), timeout=60,
+    stack.wait_for(lambda: not _port_open(3306), timeout=60,
                    what='MariaDB down')
     down = time.monotonic()
     time.sleep(pause)
+    starting = time.monotonic()
     subprocess.run(['start-stop-daemon', '--start', '--oknodo',
                     '--background', '--exec', '/usr/sbin/mariadbd'],
                    check=True, capture_output=True, timeout=60)
-    stack.wait_for(_port_open, timeout=120, what='MariaDB up')
-    return down, time.monotonic()
+    stack.wait_for(lambda: _port_open(3306), timeout=120,
+                   what='MariaDB up')
+    return down, starting
+
+
+def _restart_postgresql(pause):
+    """Stop the cluster (fast: open sessions are ended), wait ``pause``
+    seconds, start it again with pg_ctlcluster as the machine does
+    (returns as _restart_mariadb does)."""
+    version, = os.listdir('/etc/postgresql')
+    ctl = ['pg_ctlcluster', '--skip-systemctl-redirect', version, 'main']
+    subprocess.run(ctl + ['stop', '-m', 'fast'], check=True,
+                   capture_output=True, timeout=120)
+    stack.wait_for(lambda: not _port_open(5432), timeout=60,
+                   what='PostgreSQL down')
+    down = time.monotonic()
+    time.sleep(pause)
+    starting = time.monotonic()
+    subprocess.run(ctl + ['start'], check=True, capture_output=True,
+                   timeout=120)
+    stack.wait_for(lambda: _port_open(5432), timeout=120,
+                   what='PostgreSQL up')
+    return down, starting
+
+
+RESTART = {'mysql': _restart_mariadb, 'postgresql': _restart_postgresql}
 
 
 def test_services_ride_out_a_database_restart(cluster, api):
-    assert os.path.exists(PIDFILE)
     with load.CreateLoad(cluster, also_list=True) as traffic:
         time.sleep(1)
-        down, up = _restart_mariadb(4)
+        down, up = RESTART[cluster.kind](4)
         time.sleep(3)
     results = traffic.results
 
