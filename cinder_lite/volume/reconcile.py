@@ -19,6 +19,12 @@ attachment ``attaching``,   the connect was interrupted: its export, if
 no connection info          any, is removed and it becomes
                             ``error_attaching`` (the caller deletes it or
                             connects again)
+attachment ``attaching``,   the connection was handed out but never
+with connection info        completed (the host or its caller died, or is
+                            slow): it is rolled forward to ``attached``
+                            with its export kept, since the host may be
+                            using it; a late complete is still accepted
+                            and the owner detaches it as usual
 attachment ``detaching``    the disconnect was interrupted: it is rolled
                             forward (connection terminated, export
                             removed, ``detached``)
@@ -35,8 +41,9 @@ volume ``extending``        the extend was interrupted: the recorded size
                             the owner gets a message
 ==========================  ===============================================
 
-``reserved`` attachments hold nothing on the backend and are left to their
-owners; connected attachments keep their exports (re-created by
+``reserved`` attachments hold nothing on the backend and stay reserved for
+their owners (a volume with only reservations is ``reserved``, not in a
+transition); connected attachments keep their exports (re-created by
 ``reconcile_exports`` when missing).  The volume status is derived from the
 attachments again after each attachment change.
 """
@@ -99,6 +106,8 @@ def run(manager, max_age, busy=()):
             continue
         if status == states.ATTACH_ATTACHING and not connected:
             change = _connect_interrupted(manager, attachment_id, volume)
+        elif status == states.ATTACH_ATTACHING:
+            change = _never_completed(attachment_id, volume, max_age)
         elif status in (states.ATTACH_DETACHING, states.ERROR_DETACHING):
             change = _finish_disconnect(manager, attachment_id, volume,
                                         status)
@@ -144,6 +153,30 @@ def _connect_interrupted(manager, attachment_id, volume):
                 'error_attaching (%s); volume %s', attachment_id,
                 volume['id'], reason, status)
     return 'attachment %s: attaching -> error_attaching' % attachment_id
+
+
+def _never_completed(attachment_id, volume, max_age):
+    reason = ('connected and not completed within %d s; completed by '
+              'reconcile (the host holds the connection)' % max_age)
+    with db_api.writer() as session:
+        db_attachments.lock_volume(session, volume['id'])
+        try:
+            current = db_attachments.get(session, attachment_id)
+        except exception.NotFound:
+            return None
+        if current.attach_status != states.ATTACH_ATTACHING or \
+                not current.connection_info:
+            return None         # completed or failed meanwhile
+        db_attachments.transition(
+            session, attachment_id, states.ATTACHED,
+            expected=(states.ATTACH_ATTACHING,),
+            values={'attach_time': current.attach_time or models.utcnow()},
+            reason=reason)
+        status = db_attachments.sync_volume_status(session, volume['id'])
+    LOG.warning('reconcile: attachment %s of volume %s: attaching -> '
+                'attached (%s); volume %s', attachment_id, volume['id'],
+                reason, status)
+    return 'attachment %s: attaching -> attached' % attachment_id
 
 
 def _finish_disconnect(manager, attachment_id, volume, status):

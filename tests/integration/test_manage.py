@@ -257,3 +257,42 @@ def test_attachment_reconcile_resolves_an_interrupted_detach(cluster, api):
     assert again.returncode == 0 and 'nothing to change' in again.stdout
     assert manage(cluster, 'attachment', 'reconcile', '--host',
                   'node-x@none').returncode == 2
+
+
+def test_attachment_reconcile_completes_a_connection_never_completed(
+        cluster, api):
+    """An attachment connected (the host got its connection info) but
+    never completed: reconcile rolls it forward to ``attached`` with its
+    export kept, a late complete is still accepted, and the owner detaches
+    it as usual."""
+    vol = pinned_volume(api, 'ma')
+    conn = host_connector.get_connector(host='host-late', ip='127.0.0.2')
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'instance_uuid': str(uuid.uuid4()),
+        'connector': conn}})
+    assert resp.status_code == 200, resp.text
+    att = resp.json()['attachment']
+    assert att['status'] == 'attaching' and att['connection_info']
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'attaching'
+    info = att['connection_info']
+    proc = manage(cluster, 'attachment', 'reconcile', '--host', MA,
+                  '--older-than', '0')
+    assert proc.returncode == 0, proc.stderr
+    assert 'attachment %s: attaching -> attached' % att['id'] in proc.stdout
+    assert api.get('/attachments/%s' % att['id']).json()['attachment'][
+        'status'] == 'attached'
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'in-use'
+    # the export the host holds stays up
+    socket.create_connection((info['host'], info['port']), timeout=2).close()
+    events = api.get('/os-attachment-events?attachment_id=%s'
+                     % att['id']).json()['attachment_events']
+    assert any('completed by reconcile' in (e['reason'] or '')
+               for e in events), events
+    assert api.post('/attachments/%s/action' % att['id'],
+                    json={'os-complete': None}).status_code == 204
+    assert api.delete('/attachments/%s' % att['id']).status_code == 200
+    api.wait_volume(vol['id'], 'available')
+    assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+    api.wait_deleted(vol['id'])
