@@ -44,9 +44,6 @@ class Backend:
     def __init__(self, conf, node, section):
         self.section = section
         self.host = '%s@%s' % (node, section)
-        # the backend's volumes live on the cluster when there is one
-        self.backend_id = ('%s@%s' % (conf.cluster, section)
-                           if conf.cluster else self.host)
         self.protocol = volume_conf.BackendConf(conf, section).target_protocol
         self.directory = os.path.join(conf.state_path, 'targets', section)
 
@@ -185,8 +182,8 @@ def compare(conf, backends):
                    for protocol in PROTOCOLS}
         with db_api.reader() as session:
             connected = {a.id: a for a, _v in
-                         db_attachments.connected_on_host(
-                             session, backend.host, backend.backend_id)}
+                         db_attachments.connected_on_host(session,
+                                                          backend.host)}
             found = []
             for protocol, records in exports.items():
                 directory = os.path.join(backend.directory, protocol)

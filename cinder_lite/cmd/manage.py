@@ -106,12 +106,11 @@ def _holds(session, row):
     """(what, advice) when volume service ``row`` still holds exports of
     live attachments (they could never be disconnected once it is gone),
     else None."""
-    held = db_attachments.connected_on_host(
-        session, row.host, row.cluster_name or row.host)
+    held = db_attachments.held_by(session, row.host)
     if not held:
         return None
     return ('still holds the exports of %d attachment(s) (e.g. %s)'
-            % (len(held), ', '.join(a.id for a, _v in held[:3])),
+            % (len(held), ', '.join(a.id for a in held[:3])),
             'Detach them first; with the service down, an admin\'s '
             'os-force_detach records them detached.')
 

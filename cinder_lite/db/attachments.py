@@ -236,19 +236,16 @@ def connections_on_host(session, volume_id, host, exclude=None,
     return sorted(r.id for r in rows if r.connection_info)
 
 
-def connected_on_host(session, service_host, backend):
+def connected_on_host(session, service_host):
     """(attachment, volume) pairs of live attachments holding a connection
-    through an export of volume service ``service_host`` (``node@backend``)
-    on backend ``backend`` (the same, or its ``cluster@backend``).  Rows
-    from before exports were recorded per service belong to the backend's
-    own host."""
-    V = models.Volume
-    on_backend = V.host.startswith(backend + '#', autoescape=True)
+    through an export of volume service ``service_host``
+    (``node@backend``), whichever backend or cluster their volume is on
+    now."""
     rows = session.execute(
-        _live(sa.select(A, V)
-              .join(V, V.id == A.volume_id)
-              .where(V.deleted.is_(False), on_backend,
-                     exported_by(service_host, backend),
+        _live(sa.select(A, models.Volume)
+              .join(models.Volume, models.Volume.id == A.volume_id)
+              .where(models.Volume.deleted.is_(False),
+                     exported_by(service_host),
                      A.attach_status.in_((states.ATTACH_ATTACHING,
                                           states.ATTACHED,
                                           states.ATTACH_DETACHING,
@@ -256,14 +253,33 @@ def connected_on_host(session, service_host, backend):
     return [(a, v) for a, v in rows if a.connection_info]
 
 
-def exported_by(service_host, backend):
-    """SQL condition: the attachment's export is (or, with none recorded
-    and ``backend`` being the service itself, may be) on
-    ``service_host``."""
-    if service_host == backend:
-        return sa.or_(A.export_host == service_host,
-                      A.export_host.is_(None))
-    return A.export_host == service_host
+def exported_by(service_host):
+    """SQL condition (on attachments joined with their volumes): the
+    export is on volume service ``service_host``.  Rows from before
+    exports were recorded per service (none recorded) belong to the
+    service their volume is on."""
+    return sa.or_(
+        A.export_host == service_host,
+        sa.and_(A.export_host.is_(None),
+                models.Volume.host.startswith(service_host + '#',
+                                              autoescape=True)))
+
+
+def held_by(session, service_host):
+    """Live attachments whose export volume service ``service_host``
+    holds or may be making: what it must disconnect before it goes."""
+    rows = session.execute(
+        _live(sa.select(A)
+              .join(models.Volume, models.Volume.id == A.volume_id)
+              .where(exported_by(service_host),
+                     A.attach_status.in_((states.ATTACH_ATTACHING,
+                                          states.ATTACHED,
+                                          states.ATTACH_DETACHING,
+                                          states.ERROR_DETACHING,
+                                          states.ERROR_ATTACHING)))
+              .order_by(A.created_at))).scalars().all()
+    return [a for a in rows if a.attach_status != states.ERROR_ATTACHING
+            or a.connection_info]
 
 
 def export_load(session, service_hosts):

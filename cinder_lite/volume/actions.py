@@ -6,6 +6,7 @@ os-begin_detaching → os-terminate_connection → os-detach) works on the
 same attachment records as the attachments API, so the volume status is
 derived the same way whichever API a client uses.
 """
+import datetime
 import logging
 
 from cinder_lite.common import exception
@@ -99,7 +100,13 @@ class VolumeActions:
                       and a.instance_uuid in (None, instance_uuid)]
         preferred = [a for a in candidates if host_name and
                      a.attached_host == host_name]
-        chosen = (preferred or candidates or [None])[0]
+        # a connection os-initialize_connection made and reconcile
+        # completed before this os-attach came
+        completed = [a for a in live
+                     if a.attach_status == states.ATTACHED
+                     and a.instance_uuid is None and a.connection_info
+                     and not a.service_owned]
+        chosen = (preferred or candidates or completed or [None])[0]
         if chosen is None:
             chosen_id = self.attachments.reserve(context, volume,
                                                  instance_uuid, mode)
@@ -122,7 +129,8 @@ class VolumeActions:
                         reason='volume %s already has its writer' % vol.id)
             db_attachments.transition(
                 session, att.id, states.ATTACHED,
-                expected=(states.ATTACH_RESERVED, states.ATTACH_ATTACHING),
+                expected=(states.ATTACH_RESERVED, states.ATTACH_ATTACHING,
+                          states.ATTACHED),
                 values={'instance_uuid': instance_uuid,
                         'attached_host': att.attached_host or host_name,
                         'mountpoint': mountpoint, 'attach_mode': mode,
@@ -293,13 +301,13 @@ class VolumeActions:
 
     def _check_backend_holds(self, volume, target, migration_policy):
         with db_api.reader() as session:
-            try:
-                svc = db_services.get_by_host(
-                    session, volume_rpcapi.backend_host(volume.host or ''),
-                    host_state.VOLUME_BINARY)
-                caps = svc.capabilities or {}
-            except exception.ServiceNotFound:
-                caps = {}
+            # the service, or the members of the cluster: the freshest
+            # report
+            members = [m for m in db_services.backend_members(
+                session, volume_rpcapi.backend_host(volume.host or ''),
+                host_state.VOLUME_BINARY) if m.capabilities]
+            caps = max(members, key=lambda m: m.heartbeat_at or
+                       datetime.datetime.min).capabilities if members else {}
         if not capabilities_filter.satisfies(caps, target['extra_specs']):
             if migration_policy == 'on-demand':
                 reason = ('its backend %s cannot hold type %s and '

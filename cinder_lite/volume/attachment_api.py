@@ -52,6 +52,13 @@ def holds_connection(attachment):
             and bool(attachment.connection_info))
 
 
+def half_connected(attachment):
+    """``attaching`` without connection info: the connect has not
+    finished (or its volume service went down before it did)."""
+    return (attachment.attach_status == states.ATTACH_ATTACHING
+            and not attachment.connection_info)
+
+
 def single_writer(session, volume):
     """True for volumes of a type with ``mode = RO`` and multiattach."""
     if not volume.multiattach:
@@ -142,8 +149,9 @@ class AttachmentService:
             return live[0].host
         hosts = {m.host for m in live}
         for other in db_attachments.live_for_volume(session, vol.id):
+            # also a connect still under way: its export is being made
             if other.attached_host == consumer_host and \
-                    other.connection_info and other.export_host in hosts:
+                    holds_connection(other) and other.export_host in hosts:
                 return other.export_host
         load = db_attachments.export_load(session, hosts)
         candidates = [m.host for m in live if not m.disabled] or sorted(hosts)
@@ -388,7 +396,7 @@ class AttachmentService:
         attachment detached without it; the volume service removes exports
         the database does not know when it starts again."""
         connected = holds_connection(attachment)
-        if connected and not force:
+        if connected and not force and not half_connected(attachment):
             with db_api.reader() as session:
                 self._live_members(
                     session, db_volumes.get(session, attachment.volume_id),
@@ -410,6 +418,15 @@ class AttachmentService:
                 LOG.warning('attachment %s: forced detach while backend %s '
                             'is down; recorded without disconnecting',
                             attachment.id, vol.host)
+                connected = False
+            elif connected and half_connected(current) and \
+                    not self._backend_up(vol, current.export_host):
+                # nothing was handed out; an export the service made
+                # before it went down is removed when it starts again
+                # (reconcile_exports keeps only live attachments' exports)
+                LOG.warning('attachment %s: connect never finished and %s '
+                            'is down; recorded detached without it',
+                            attachment.id, host)
                 connected = False
             target = (states.ATTACH_DETACHING if connected
                       else states.DETACHED)

@@ -75,15 +75,21 @@ class VolumeManager:
     def init_host(self):
         self.driver.do_setup()
         self.driver.check_for_setup_error()
-        if self.cluster_name:
-            with db_api.writer() as session:
-                moved = db_volumes.join_cluster(session, self.host,
-                                                self.cluster_name)
-            if moved:
-                LOG.warning('%d volume(s) of %s moved to cluster %s, '
-                            'which serves them from now on', len(moved),
-                            self.host, self.cluster_name)
         self.reconcile_exports()
+
+    def join_cluster(self):
+        """Move the volumes this service ran alone to its cluster; called
+        once the service is registered as a member, so the cluster has a
+        live member when they get there."""
+        if not self.cluster_name:
+            return
+        with db_api.writer() as session:
+            moved = db_volumes.join_cluster(session, self.host,
+                                            self.cluster_name)
+        if moved:
+            LOG.warning('%d volume(s) of %s moved to cluster %s, which '
+                        'serves them from now on', len(moved), self.host,
+                        self.cluster_name)
 
     def start_reconciling(self):
         """Reconcile now (in the background) and then every
@@ -127,8 +133,8 @@ class VolumeManager:
             wanted = {
                 a.id: (volume_dict(v), a.attach_mode, a.connection_info,
                        a.connector)
-                for a, v in db_attachments.connected_on_host(
-                    session, self.host, self.backend_id)}
+                for a, v in db_attachments.connected_on_host(session,
+                                                             self.host)}
         for attachment_id in set(self.driver.list_exports()) - set(wanted):
             LOG.warning('removing export of attachment %s: no live '
                         'attachment owns it', attachment_id)
@@ -243,8 +249,20 @@ class VolumeManager:
         return shared
 
     def extend_volume(self, ctxt, volume_id, new_size):
-        with db_api.reader() as session:
-            volume = volume_dict(db_volumes.get(session, volume_id))
+        with db_api.writer() as session:
+            row = db_volumes.get(session, volume_id)
+            volume = volume_dict(row)
+            # Claim it as reconciliation does: a request that waited in
+            # the queue past reconcile_after may find the volume rolled
+            # back by another member (or this one), and must then leave
+            # the storage alone.
+            claimed = db_volumes.claim_stale(session, volume_id,
+                                             states.EXTENDING, row.updated_at)
+        if not claimed:
+            LOG.warning('volume %s is no longer extending (%s); extend to '
+                        '%d GiB not done', volume_id, volume['status'],
+                        new_size)
+            return
         try:
             with self.working_on(volume_id):
                 self.driver.extend_volume(volume, new_size)

@@ -53,6 +53,7 @@ import logging
 import sqlalchemy as sa
 
 from cinder_lite.common import exception
+from cinder_lite.common import notify
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
@@ -75,8 +76,8 @@ def _stale(session, service_host, backend, max_age):
     changed = sa.func.coalesce(A.updated_at, A.created_at)
     attachments = session.execute(
         sa.select(A, V).join(V, V.id == A.volume_id).where(
-            on_backend, V.deleted.is_(False), A.deleted.is_(False),
-            db_attachments.exported_by(service_host, backend),
+            V.deleted.is_(False), A.deleted.is_(False),
+            db_attachments.exported_by(service_host),
             changed <= cutoff,
             A.attach_status.in_((states.ATTACH_ATTACHING,
                                  states.ATTACH_DETACHING,
@@ -107,7 +108,8 @@ def run(manager, max_age, busy=()):
         if status == states.ATTACH_ATTACHING and not connected:
             change = _connect_interrupted(manager, attachment_id, volume)
         elif status == states.ATTACH_ATTACHING:
-            change = _never_completed(attachment_id, volume, max_age)
+            change = _never_completed(manager, attachment_id, volume,
+                                      max_age)
         elif status in (states.ATTACH_DETACHING, states.ERROR_DETACHING):
             change = _finish_disconnect(manager, attachment_id, volume,
                                         status)
@@ -134,30 +136,43 @@ def _connect_interrupted(manager, attachment_id, volume):
     manager.driver.remove_export(volume, None, attachment_id, False)
     reason = ('connect interrupted (the volume service stopped before it '
               'finished); delete the attachment or connect again')
-    with db_api.writer() as session:
-        # under the volume's lock, which recording a connection also takes
-        db_attachments.lock_volume(session, volume['id'])
-        try:
-            current = db_attachments.get(session, attachment_id)
-        except exception.NotFound:
-            return None
-        if current.attach_status != states.ATTACH_ATTACHING or \
-                current.connection_info:
-            return None         # it moved on meanwhile
-        db_attachments.transition(
-            session, attachment_id, states.ERROR_ATTACHING,
-            expected=(states.ATTACH_ATTACHING,),
-            values={'status_reason': reason})
-        status = db_attachments.sync_volume_status(session, volume['id'])
+    settled = _settle_attaching(attachment_id, volume, False,
+                                states.ERROR_ATTACHING,
+                                {'status_reason': reason}, reason)
+    if settled is None:
+        return None
+    status, _attachment = settled
     LOG.warning('reconcile: attachment %s of volume %s: attaching -> '
                 'error_attaching (%s); volume %s', attachment_id,
                 volume['id'], reason, status)
     return 'attachment %s: attaching -> error_attaching' % attachment_id
 
 
-def _never_completed(attachment_id, volume, max_age):
+def _never_completed(manager, attachment_id, volume, max_age):
     reason = ('connected and not completed within %d s; completed by '
               'reconcile (the host holds the connection)' % max_age)
+    settled = _settle_attaching(attachment_id, volume, True, states.ATTACHED,
+                                {'attach_time': models.utcnow()}, reason)
+    if settled is None:
+        return None
+    status, attachment = settled
+    LOG.warning('reconcile: attachment %s of volume %s: attaching -> '
+                'attached (%s); volume %s', attachment_id, volume['id'],
+                reason, status)
+    # what os-complete would have said (a late one finds it attached)
+    notify.info(manager.admin_context(), manager.host, 'volume.attach.end',
+                notify.attachment_payload(
+                    dict(volume, status=status),
+                    dict(attachment, attach_status=states.ATTACHED)))
+    return 'attachment %s: attaching -> attached' % attachment_id
+
+
+def _settle_attaching(attachment_id, volume, connected, target, values,
+                      reason):
+    """Move an ``attaching`` attachment (with connection info or not, as
+    ``connected`` says) to ``target`` under the volume's lock, which
+    recording a connection also takes; returns the volume's status and
+    the attachment's fields, or None when it moved on meanwhile."""
     with db_api.writer() as session:
         db_attachments.lock_volume(session, volume['id'])
         try:
@@ -165,18 +180,17 @@ def _never_completed(attachment_id, volume, max_age):
         except exception.NotFound:
             return None
         if current.attach_status != states.ATTACH_ATTACHING or \
-                not current.connection_info:
-            return None         # completed or failed meanwhile
-        db_attachments.transition(
-            session, attachment_id, states.ATTACHED,
-            expected=(states.ATTACH_ATTACHING,),
-            values={'attach_time': current.attach_time or models.utcnow()},
-            reason=reason)
-        status = db_attachments.sync_volume_status(session, volume['id'])
-    LOG.warning('reconcile: attachment %s of volume %s: attaching -> '
-                'attached (%s); volume %s', attachment_id, volume['id'],
-                reason, status)
-    return 'attachment %s: attaching -> attached' % attachment_id
+                bool(current.connection_info) != connected:
+            return None
+        if current.attach_time:
+            values = dict(values, attach_time=current.attach_time)
+        fields = {k: getattr(current, k) for k in (
+            'id', 'instance_uuid', 'attached_host', 'attach_mode')}
+        db_attachments.transition(session, attachment_id, target,
+                                  expected=(states.ATTACH_ATTACHING,),
+                                  values=values, reason=reason)
+        return (db_attachments.sync_volume_status(session, volume['id']),
+                fields)
 
 
 def _finish_disconnect(manager, attachment_id, volume, status):

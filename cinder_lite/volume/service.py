@@ -35,6 +35,7 @@ def build(conf):
 
         def registered(svc, mgr=mgr):
             mgr.service_uuid = svc.service_uuid
+            mgr.join_cluster()
             mgr.start_reconciling()
 
         services.append(service.RPCService(

@@ -64,6 +64,14 @@ def test_a_cluster_member_serves_the_cluster_backend(tmp_path):
                            what='extended')
         api.wait_volume(vol['id'], 'available')
 
+        # retype judges the cluster's capabilities (its members' report)
+        api.create_type('shared', {'multiattach': '<is> True'})
+        resp = api.post('/volumes/%s/action' % vol['id'], json={
+            'os-retype': {'new_type': 'shared'}})
+        assert resp.status_code == 202, resp.text
+        assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+            'multiattach'] is True
+
         attachment = _attach(api, vol['id'])
         assert attachment['connection_info']['driver_volume_type'] == \
             'local'

@@ -222,3 +222,61 @@ def test_bad_action_bodies(api, plain, body):
 
 def test_unknown_volume_action_404(api):
     act(api, str(uuid.uuid4()), {'os-reserve': None}, expect=404)
+
+
+def _reconcile_now(stack):
+    """Run the volume service's reconciliation with no age limit."""
+    manager, = stack.volume_service('file').endpoints
+    return manager.reconcile_now(max_age=0)
+
+
+def test_os_attach_after_reconcile_completed_the_connection(api, stack,
+                                                            plain):
+    """The legacy flow slowed down between os-initialize_connection and
+    os-attach: reconcile completes the connection meanwhile, and the
+    late os-attach still records the instance on that attachment."""
+    vid = plain['id']
+    act(api, vid, {'os-reserve': None})
+    act(api, vid, {'os-initialize_connection': {
+        'connector': connector()}}, expect=200)
+    (att,) = api.get('/attachments').json()['attachments']
+    assert volume(api, vid)['status'] == 'attaching'
+    assert _reconcile_now(stack) == [
+        'attachment %s: attaching -> attached' % att['id']]
+    assert volume(api, vid)['status'] == 'in-use'
+    act(api, vid, {'os-attach': {'instance_uuid': I1,
+                                 'mountpoint': '/dev/vdb', 'mode': 'rw'}})
+    vol = volume(api, vid)
+    (entry,) = vol['attachments']
+    assert (entry['attachment_id'], entry['server_id'], entry['device']) \
+        == (att['id'], I1, '/dev/vdb')
+    act(api, vid, {'os-begin_detaching': None})
+    act(api, vid, {'os-terminate_connection': {'connector': connector()}})
+    act(api, vid, {'os-detach': {'attachment_id': None}})
+    assert volume(api, vid)['status'] == 'available'
+
+
+def test_detach_of_a_connect_cut_short_while_the_backend_is_down(
+        api, stack, plain):
+    """An attachment ``attaching`` without connection info (the volume
+    service went down during the connect): with the backend down its
+    delete records it detached at once instead of waiting for the
+    backend; nothing was handed out."""
+    from cinder_lite.common import states
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import attachments as db_attachments
+
+    att = create(api, plain['id'], instance=I1)
+    with db_api.writer() as session:
+        db_attachments.lock_volume(session, plain['id'])
+        db_attachments.transition(
+            session, att['id'], states.ATTACH_ATTACHING,
+            values={'connector': connector(), 'attached_host': 'compute-1',
+                    'export_host': 'testnode@file'})
+        db_attachments.sync_volume_status(session, plain['id'])
+    assert volume(api, plain['id'])['status'] == 'attaching'
+    stack.stop_backend('file')
+    resp = api.delete('/attachments/%s' % att['id'])
+    assert resp.status_code == 200, resp.text
+    assert volume(api, plain['id'])['status'] == 'available'
+    assert api.get('/attachments/%s' % att['id']).status_code == 404

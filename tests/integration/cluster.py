@@ -735,6 +735,31 @@ class Cluster:
             hosts.add(('cinder-volume', '%s@%s' % (host, section)))
         return hosts
 
+    def _services_up(self, session):
+        """(binary, host) of the services os-services shows up; None
+        while the API does not answer."""
+        try:
+            resp = session.get(self.url + '/v3/%s/os-services' % PROJECT,
+                               headers={'X-Auth-Token': 'admin:%s' % PROJECT},
+                               timeout=5)
+        except requests.RequestException:
+            return None
+        if resp.status_code != 200:
+            return None
+        return {(s['binary'], s['host'])
+                for s in resp.json()['services'] if s['state'] == 'up'}
+
+    def ensure_running(self, name, binary, host, timeout=60):
+        """Start process ``name`` (one of ``process_sections``, e.g.
+        'scheduler2') unless it was started, then wait until os-services
+        shows its service (``binary``, ``host``) up."""
+        if name not in self.processes:
+            self.start_process(name)
+        session = requests.Session()
+        wait_until(lambda: (binary, host) in (self._services_up(session)
+                                              or ()),
+                   timeout, what='%s %s up' % (binary, host))
+
     def wait_ready(self, timeout=START_TIMEOUT):
         """Until the API answers and os-services shows every service up."""
         session = requests.Session()
@@ -742,18 +767,9 @@ class Cluster:
 
         def _ready():
             self.check_alive()
-            try:
-                resp = session.get(
-                    self.url + '/v3/%s/os-services' % PROJECT,
-                    headers={'X-Auth-Token': 'admin:%s' % PROJECT},
-                    timeout=5)
-            except requests.RequestException:
-                return False
-            if resp.status_code != 200:
-                return False
-            up = {(s['binary'], s['host'])
-                  for s in resp.json()['services'] if s['state'] == 'up'}
-            return expected <= up and self._api_workers_ready()
+            up = self._services_up(session)
+            return up is not None and expected <= up and \
+                self._api_workers_ready()
 
         try:
             wait_until(_ready, timeout, what='API and %d services up on %s'

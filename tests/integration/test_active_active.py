@@ -93,15 +93,6 @@ def _volume_type(api, name, specs):
     return api.create_type(name, dict(specs, volume_backend_name='ma'))
 
 
-def _ensure_scheduler2(cluster, api):
-    if 'scheduler2' not in cluster.processes:
-        cluster.start_process('scheduler2')
-    stack.wait_for(lambda: any(
-        s['host'] == 'node-ctl2' and s['state'] == 'up'
-        for s in api.get('/os-services').json()['services']),
-        timeout=60, what='second scheduler up')
-
-
 def test_members_are_one_backend(cluster, api):
     services = api.get('/os-services', headers={
         'OpenStack-API-Version': 'volume 3.7'}).json()['services']
@@ -120,7 +111,7 @@ def test_members_are_one_backend(cluster, api):
 
 
 def test_concurrent_creates_land_once_on_both_members(cluster, api):
-    _ensure_scheduler2(cluster, api)
+    cluster.ensure_running('scheduler2', 'cinder-scheduler', 'node-ctl2')
     vtype = _volume_type(api, 'aa-plain', {})
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         made = list(pool.map(lambda _: stack.Client(
@@ -247,6 +238,13 @@ def test_one_member_down_the_other_serves(cluster, api):
     assert api.get('/attachments/%s' % stranded['id'], headers={
         'OpenStack-API-Version': 'volume 3.54'}).json()['attachment'][
         'status'] == 'attached'
+
+    # and the dead member cannot be removed while it holds exports
+    proc = cluster.manage('service', 'remove', 'cinder-volume',
+                          'node-ma2@ma', check=False)
+    assert proc.returncode != 0
+    assert 'still holds the exports of %d attachment' % len(on['ma2']) \
+        in proc.stderr + proc.stdout, (proc.stdout, proc.stderr)
 
     cluster.start_process('ma2')
     cluster.wait_ready()

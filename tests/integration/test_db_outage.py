@@ -24,53 +24,46 @@ def _port_open(port):
         return False
 
 
-def _restart_mariadb(pause):
-    """Shut the server down, wait ``pause`` seconds, start it as the
-    machine does (start-stop-daemon).  Returns when it was seen down and
-    when it was told to start: it was away for all of that interval."""
-    assert os.path.exists(PIDFILE)
-    subprocess.run(['mysqladmin', '-uroot', 'shutdown'], check=True,
-                   capture_output=True, timeout=120)
-    stack.wait_for(lambda: not _port_open(3306), timeout=60,
-                   what='MariaDB down')
-    down = time.monotonic()
-    time.sleep(pause)
-    starting = time.monotonic()
-    subprocess.run(['start-stop-daemon', '--start', '--oknodo',
-                    '--background', '--exec', '/usr/sbin/mariadbd'],
-                   check=True, capture_output=True, timeout=60)
-    stack.wait_for(lambda: _port_open(3306), timeout=120,
-                   what='MariaDB up')
-    return down, starting
-
-
-def _restart_postgresql(pause):
-    """Stop the cluster (fast: open sessions are ended), wait ``pause``
-    seconds, start it again with pg_ctlcluster as the machine does
-    (returns as _restart_mariadb does)."""
+def _pg_ctl(action, *args):
     version, = os.listdir('/etc/postgresql')
-    ctl = ['pg_ctlcluster', '--skip-systemctl-redirect', version, 'main']
-    subprocess.run(ctl + ['stop', '-m', 'fast'], check=True,
-                   capture_output=True, timeout=120)
-    stack.wait_for(lambda: not _port_open(5432), timeout=60,
-                   what='PostgreSQL down')
+    return ['pg_ctlcluster', '--skip-systemctl-redirect', version, 'main',
+            action] + list(args)
+
+
+# kind -> (name, port, stop command, start command), as the machine runs
+# them; PostgreSQL stops fast, which also ends the open sessions
+SERVERS = {
+    'mysql': ('MariaDB', 3306, lambda: ['mysqladmin', '-uroot', 'shutdown'],
+              lambda: ['start-stop-daemon', '--start', '--oknodo',
+                       '--background', '--exec', '/usr/sbin/mariadbd']),
+    'postgresql': ('PostgreSQL', 5432, lambda: _pg_ctl('stop', '-m', 'fast'),
+                   lambda: _pg_ctl('start')),
+}
+
+
+def _restart(kind, pause):
+    """Stop the database server of ``kind``, wait ``pause`` seconds, start
+    it again.  Returns when it was seen down and when it was told to
+    start: it was away for all of that interval."""
+    name, port, stop, start = SERVERS[kind]
+    if kind == 'mysql':
+        assert os.path.exists(PIDFILE)
+    subprocess.run(stop(), check=True, capture_output=True, timeout=120)
+    stack.wait_for(lambda: not _port_open(port), timeout=60,
+                   what='%s down' % name)
     down = time.monotonic()
     time.sleep(pause)
     starting = time.monotonic()
-    subprocess.run(ctl + ['start'], check=True, capture_output=True,
-                   timeout=120)
-    stack.wait_for(lambda: _port_open(5432), timeout=120,
-                   what='PostgreSQL up')
+    subprocess.run(start(), check=True, capture_output=True, timeout=120)
+    stack.wait_for(lambda: _port_open(port), timeout=120,
+                   what='%s up' % name)
     return down, starting
-
-
-RESTART = {'mysql': _restart_mariadb, 'postgresql': _restart_postgresql}
 
 
 def test_services_ride_out_a_database_restart(cluster, api):
     with load.CreateLoad(cluster, also_list=True) as traffic:
         time.sleep(1)
-        down, up = RESTART[cluster.kind](4)
+        down, up = _restart(cluster.kind, 4)
         time.sleep(3)
     results = traffic.results
 

@@ -30,12 +30,7 @@ def _creations(cluster):
 
 
 def test_two_schedulers_never_schedule_a_volume_twice(cluster, api):
-    if 'scheduler2' not in cluster.processes:
-        cluster.start_process('scheduler2')
-    stack.wait_for(lambda: any(
-        s['host'] == 'node-ctl2' and s['state'] == 'up'
-        for s in api.get('/os-services').json()['services']),
-        timeout=60, what='second scheduler up')
+    cluster.ensure_running('scheduler2', 'cinder-scheduler', 'node-ctl2')
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         made = list(pool.map(lambda _: stack.Client(
             cluster.url, project=cluster_mod.PROJECT).create_volume(),
