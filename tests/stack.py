@@ -15,9 +15,7 @@ import requests
 from cinder_lite.api import server
 from cinder_lite.cmd import all as cmd_all
 from cinder_lite.common import config
-from cinder_lite.common import notify
 from cinder_lite.common import policy
-from cinder_lite.common import rpc
 from cinder_lite.common import service
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
@@ -189,8 +187,7 @@ class Stack:
 
     def stop(self):
         service.stop_all(self.services)
-        rpc.cleanup()
-        notify.cleanup()
+        service.release_bus()
         db_api.dispose()
         cfg.CONF.reset()
         cfg.CONF.clear()

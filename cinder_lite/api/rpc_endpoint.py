@@ -8,6 +8,7 @@ import oslo_messaging as messaging
 from cinder_lite.api import rpcapi
 from cinder_lite.api.views import attachments as views
 from cinder_lite.common import exception
+from cinder_lite.common import service
 
 
 def _uuid(value, name, nullable=False):
@@ -66,3 +67,12 @@ class AttachmentEndpoint:
     def attachment_get(self, ctxt, attachment_id):
         return self._view(self.attachments.get(
             _as_service(ctxt), _uuid(attachment_id, 'attachment_id')))
+
+
+def build_service(conf, attachments):
+    """The RPC server of this API process on topic ``cinder-lite-api``
+    (no services row: it is part of the API service)."""
+    return service.RPCService(
+        conf, 'cinder-lite-api', rpcapi.TOPIC, conf.host,
+        [AttachmentEndpoint(attachments)], conf.storage_availability_zone,
+        register=False)

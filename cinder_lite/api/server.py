@@ -16,9 +16,6 @@ from cheroot import wsgi as cheroot_wsgi
 
 from cinder_lite.api import deploy
 from cinder_lite.api import rpc_endpoint
-from cinder_lite.api import rpcapi
-from cinder_lite.common import notify
-from cinder_lite.common import rpc
 from cinder_lite.common import service
 from cinder_lite.db import api as db_api
 
@@ -180,10 +177,7 @@ def build(conf, reuse_port=False):
     nodes send attach requests to; both share one service layer."""
     services = deploy.Services(conf)
     return [
-        service.RPCService(conf, 'cinder-lite-api', rpcapi.TOPIC, conf.host,
-                           [rpc_endpoint.AttachmentEndpoint(
-                               services.attachments)],
-                           conf.storage_availability_zone, register=False),
+        rpc_endpoint.build_service(conf, services.attachments),
         APIServer(conf, deploy.make_app(conf, services),
                   reuse_port=reuse_port),
     ]
@@ -196,6 +190,5 @@ def worker_main(conf):
         service.run(conf, build(conf,
                                 reuse_port=conf.osapi_volume_workers > 1))
     finally:
-        rpc.cleanup()
-        notify.cleanup()
+        service.release_bus()
         db_api.dispose()

@@ -156,6 +156,12 @@ def run_periodically(func, interval, stop, what):
             return
 
 
+def release_bus():
+    """Close this process's RPC and notification transports."""
+    rpc.cleanup()
+    notify.cleanup()
+
+
 def stop_all(services):
     """Stop ``services`` together and wait until each is done."""
     threads = [threading.Thread(target=svc.stop) for svc in services]
@@ -213,8 +219,7 @@ def run(conf, services):
                 stopping = True
     notify_systemd('STOPPING=1')
     stop_all(services)
-    rpc.cleanup()
-    notify.cleanup()
+    release_bus()
 
 
 def admin_context():

@@ -18,10 +18,7 @@ import threading
 
 from cinder_lite.api import deploy
 from cinder_lite.api import rpc_endpoint
-from cinder_lite.api import rpcapi
 from cinder_lite.common import config
-from cinder_lite.common import notify
-from cinder_lite.common import rpc
 from cinder_lite.common import service
 from cinder_lite.db import api as db_api
 
@@ -38,17 +35,13 @@ def init_application():
     conf = config.parse_args(argv)
     db_api.configure(conf)
     services = deploy.Services(conf)
-    endpoint = service.RPCService(
-        conf, 'cinder-lite-api', rpcapi.TOPIC, conf.host,
-        [rpc_endpoint.AttachmentEndpoint(services.attachments)],
-        conf.storage_availability_zone, register=False)
+    endpoint = rpc_endpoint.build_service(conf, services.attachments)
     endpoint.start()
 
     def _shutdown():
         endpoint.stop()
         endpoint.wait()
-        rpc.cleanup()
-        notify.cleanup()
+        service.release_bus()
         db_api.dispose()
 
     atexit.register(_shutdown)
