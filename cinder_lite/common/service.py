@@ -63,12 +63,21 @@ class RPCService:
         if not self.register:
             self._serve()
             return
+        # The row appears with capabilities: an API judging a create by the
+        # services that are up must not find this one up and empty.
+        caps = None
+        if self.report is not None:
+            try:
+                caps = self.report(self)
+            except Exception:
+                LOG.exception('first capability report of %s failed',
+                              self.host)
         with db_api.writer() as session:
             row = db_services.register(
                 session, self.host, self.binary, self.topic,
                 self.availability_zone, backend=self.backend,
                 rpc_version=self.rpc_version,
-                cluster_name=self.cluster_name)
+                cluster_name=self.cluster_name, capabilities=caps)
             self.service_id, self.service_uuid = row.id, row.uuid
         if self.on_registered:
             self.on_registered(self)

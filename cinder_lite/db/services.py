@@ -9,7 +9,7 @@ from cinder_lite.db import models
 
 
 def register(session, host, binary, topic, availability_zone, backend=None,
-             rpc_version=None, cluster_name=None):
+             rpc_version=None, cluster_name=None, capabilities=None):
     """Create the service row or refresh the existing one; returns it."""
     row = session.execute(sa.select(models.Service).where(
         models.Service.host == host,
@@ -22,6 +22,8 @@ def register(session, host, binary, topic, availability_zone, backend=None,
     row.topic = topic
     row.backend = backend
     row.cluster_name = cluster_name
+    if capabilities is not None:
+        row.capabilities = capabilities
     row.availability_zone = availability_zone
     row.rpc_version = rpc_version
     row.heartbeat_at = models.utcnow()

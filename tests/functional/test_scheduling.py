@@ -244,3 +244,34 @@ def test_a_lost_scheduling_request_is_reconciled(stack):
 def scheduler_context():
     from cinder_lite.common import context
     return context.get_admin_context()
+
+
+def test_a_backend_up_before_its_first_report_gets_a_503(two):
+    """A volume service whose row is up but holds no capabilities yet
+    (its first report is not in) might hold the type: a create asking for
+    what only it could have is told to retry (503), not refused (400).
+    Services register with their first report, so this row is made by
+    hand."""
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import services as db_services
+
+    with db_api.writer() as session:
+        db_services.register(session, 'othernode@fresh', 'cinder-volume',
+                             'cinder-lite-volume', 'nova', backend='fresh')
+    api = two.client()
+    api.create_type('fresh', {'volume_backend_name': 'fresh'})
+    resp = api.post('/volumes', json={'volume': {
+        'size': 1, 'volume_type': 'fresh'}})
+    assert resp.status_code == 503, resp.text
+    assert 'othernode@fresh' in resp.text
+    assert 'not reported its capabilities yet' in resp.text
+    assert api.get('/volumes').json()['volumes'] == []
+    with db_api.writer() as session:
+        row = db_services.get_by_host(session, 'othernode@fresh',
+                                      'cinder-volume')
+        db_services.heartbeat(session, row.id, {
+            'volume_backend_name': 'other', 'total_capacity_gb': 10,
+            'free_capacity_gb': 10})
+    resp = api.post('/volumes', json={'volume': {
+        'size': 1, 'volume_type': 'fresh'}})
+    assert resp.status_code == 400, resp.text

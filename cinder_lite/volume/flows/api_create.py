@@ -78,6 +78,13 @@ def check_backends(session, request, volume_type, conf):
     capable = [r for r in in_zone if capabilities_filter.satisfies(
         r.capabilities or {}, volume_type['extra_specs'])]
     if not capable:
+        silent = sorted(r.host for r in in_zone if not r.capabilities)
+        if silent:
+            # up, but its first report is not in yet: it may hold this
+            raise exception.ServiceUnavailable(
+                host=', '.join(silent),
+                reason='it has not reported its capabilities yet; retry '
+                       'later')
         wanted = capabilities_filter.capability_requirements(
             volume_type['extra_specs'])
         raise exception.NoValidBackend(
