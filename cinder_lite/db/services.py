@@ -85,6 +85,14 @@ def set_disabled(session, host, binary, disabled, reason=None):
     return get_by_host(session, host, binary)
 
 
+def freshest(services):
+    """The service of ``services`` with the latest heartbeat (of a
+    cluster's members: the one whose report is newest, and up if any
+    is)."""
+    return max(services, key=lambda s: s.heartbeat_at or
+               datetime.datetime.min)
+
+
 def is_up(service, down_time):
     """A service is up while its last heartbeat is younger than
     ``down_time`` seconds."""

@@ -86,7 +86,7 @@ class HostManager:
         live = []
         with self._lock:
             for backend, rows in sorted(members.items()):
-                row = max(rows, key=lambda r: r.heartbeat_at)
+                row = db_services.freshest(rows)
                 state = self._backends.get(backend)
                 if state is None or (row.heartbeat_at > state.reported_at
                                      and row.capabilities):

@@ -70,9 +70,9 @@ class SchedulerManager:
             with db_api.writer() as session:
                 backends = self.host_manager.live_backends(session)
                 chosen = choose_backend(backends, request_spec)
-                claimed = db_volumes.claim_host(
-                    session, volume_id, chosen.pool,
-                    cluster_name=chosen.pool if chosen.clustered else None)
+                cluster_name = chosen.pool if chosen.clustered else None
+                claimed = db_volumes.claim_host(session, volume_id,
+                                                chosen.pool, cluster_name)
         except exception.NoValidBackend as e:
             self._fail(ctxt, volume_id, e.message)
             return
@@ -85,8 +85,7 @@ class SchedulerManager:
         volume = request_spec.get('volume')
         if volume is not None:
             volume = dict(volume, host=chosen.pool,
-                          cluster_name=chosen.pool if chosen.clustered
-                          else None)
+                          cluster_name=cluster_name)
         self.volume_rpcapi.create_volume(ctxt, chosen.host, volume_id,
                                          volume=volume)
 

@@ -6,7 +6,6 @@ os-begin_detaching → os-terminate_connection → os-detach) works on the
 same attachment records as the attachments API, so the volume status is
 derived the same way whichever API a client uses.
 """
-import datetime
 import logging
 
 from cinder_lite.common import exception
@@ -306,8 +305,8 @@ class VolumeActions:
             members = [m for m in db_services.backend_members(
                 session, volume_rpcapi.backend_host(volume.host or ''),
                 host_state.VOLUME_BINARY) if m.capabilities]
-            caps = max(members, key=lambda m: m.heartbeat_at or
-                       datetime.datetime.min).capabilities if members else {}
+            caps = db_services.freshest(members).capabilities \
+                if members else {}
         if not capabilities_filter.satisfies(caps, target['extra_specs']):
             if migration_policy == 'on-demand':
                 reason = ('its backend %s cannot hold type %s and '

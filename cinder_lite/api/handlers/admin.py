@@ -158,9 +158,7 @@ def show_capabilities(req):
             session, host.partition('#')[0], host_state.VOLUME_BINARY)
     if not members:
         raise exception.HostNotFound(host=host)
-    row = max(members, key=lambda r: (
-        db_services.is_up(r, conf.service_down_time),
-        r.heartbeat_at or datetime.datetime.min))
+    row = db_services.freshest(members)
     if not db_services.is_up(row, conf.service_down_time):
         age = models.utcnow() - (row.heartbeat_at or
                                  datetime.datetime.min)
