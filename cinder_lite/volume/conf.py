@@ -6,7 +6,7 @@ these options; a value missing there falls back to ``[backend_defaults]``.
 from oslo_config import cfg
 
 volume_opts = [
-    cfg.StrOpt('cluster',
+    cfg.StrOpt('cluster', regex=r'^[^@#\s]+$',
                help='Name of the cluster this volume service belongs to. '
                     'Volume services of one cluster run the same backend '
                     'sections on shared storage and serve them '
