@@ -115,6 +115,14 @@ class ConnectRefused(Invalid):
     msg_fmt = 'The backend refused the connection: %(reason)s'
 
 
+class DisconnectFailed(ConnectFailed):
+    msg_fmt = 'The backend could not complete the disconnect: %(reason)s'
+
+
+class DisconnectRefused(ConnectRefused):
+    msg_fmt = 'The backend refused the disconnect: %(reason)s'
+
+
 class BackendError(CinderLiteError):
     msg_fmt = 'The backend failed: %(reason)s'
 
@@ -134,13 +142,24 @@ class AttachmentInUse(Conflict):
                'service (or as an administrator).')
 
 
+class DuplicateConnector(Conflict):
+    # Cinder's words (409 from attachment update)
+    msg_fmt = ('Resource conflict: duplicate connectors detected on volume '
+               '%(volume_id)s')
+
+
+class AttachmentBusy(Conflict):
+    msg_fmt = ('Attachment %(attachment_id)s is %(what)s by another '
+               'request; try again when that has finished.')
+
+
 class VolumeTypeExists(Conflict):
     msg_fmt = 'Volume type with name %(name)s already exists.'
 
 
 class VolumeTypeInUse(Invalid):
-    msg_fmt = ('Volume type %(type_id)s deletion is not allowed with '
-               'volumes present with the type.')
+    # Cinder's words
+    msg_fmt = 'Target volume type is still in use.'
 
 
 class TypeAccessExists(Conflict):

@@ -30,6 +30,11 @@ class VolumeType(TimestampMixin, Base):
     name = sa.Column(sa.String(255), nullable=False, unique=True)
     description = sa.Column(sa.String(255))
     is_public = sa.Column(sa.Boolean, nullable=False, default=True)
+    # Soft delete: deleted volumes keep their type.  A deleted type's name
+    # becomes its id, so the name is free for a new type.
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False,
+                        server_default=sa.false())
+    deleted_at = sa.Column(DateTime)
 
 
 class VolumeTypeExtraSpec(Base):

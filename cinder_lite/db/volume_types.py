@@ -1,4 +1,11 @@
-"""SQL for volume types, their extra specs and their project access."""
+"""SQL for volume types, their extra specs and their project access.
+
+Types are soft-deleted (volumes deleted long ago still point at theirs);
+every lookup and listing here sees live types only, except ``names``,
+which volume views use.  A type is deleted and a volume takes a type
+inside one transaction each, and the type's row lock orders the two
+(``lock_live`` / ``delete``), so a volume never gets a deleted type.
+"""
 import uuid
 
 import sqlalchemy as sa
@@ -43,7 +50,9 @@ def names(session, type_ids):
 
 
 def _visible(stmt, project_id):
-    """Public types, and private ones the project was given access to."""
+    """Live types: public ones, and private ones the project was given
+    access to (all of them when ``project_id`` is None)."""
+    stmt = stmt.where(models.VolumeType.deleted.is_(False))
     if project_id is None:
         return stmt
     access = sa.select(models.VolumeTypeProject.volume_type_id).where(
@@ -128,10 +137,39 @@ def update(session, type_id, values):
     return _to_dict(session, vtype)
 
 
-def delete(session, type_id):
-    vtype = _get_row(session, type_id)
-    session.delete(vtype)
-    session.flush()
+def lock_live(session, type_id):
+    """Take a shared lock on a live type's row for the rest of the
+    transaction, so that it cannot be deleted before a volume recorded
+    with it commits; VolumeTypeNotFound when it is deleted (or being
+    deleted: the lock waits for that transaction, and at READ COMMITTED
+    the row is then read again).  SQLite's BEGIN IMMEDIATE serialises the
+    two transactions anyway."""
+    found = session.execute(
+        sa.select(models.VolumeType.id)
+        .where(models.VolumeType.id == type_id,
+               models.VolumeType.deleted.is_(False))
+        .with_for_update(read=True)).scalar_one_or_none()
+    if found is None:
+        raise exception.VolumeTypeNotFound(type_id=type_id)
+
+
+def delete(session, type_id, in_use):
+    """Mark a type deleted and free its name.  ``in_use(session)`` is
+    asked after the row lock is taken: a volume create holding the type
+    (``lock_live``) has committed by then and is seen, so either the
+    create or the delete fails, never both or neither."""
+    now = models.utcnow()
+    result = session.execute(
+        sa.update(models.VolumeType)
+        .where(models.VolumeType.id == type_id,
+               models.VolumeType.deleted.is_(False))
+        .values(deleted=True, deleted_at=now, updated_at=now,
+                name=type_id)
+        .execution_options(synchronize_session=False))
+    if result.rowcount != 1:
+        raise exception.VolumeTypeNotFound(type_id=type_id)
+    if in_use(session):
+        raise exception.VolumeTypeInUse(type_id=type_id)
 
 
 def set_extra_specs(session, type_id, specs):

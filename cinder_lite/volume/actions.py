@@ -293,6 +293,7 @@ class VolumeActions:
             if changes_sharing and db_attachments.live_for_volume(
                     session, vol.id):
                 raise refusal
+            db_types.lock_live(session, target['id'])
             db_volumes.update(session, vol.id, {
                 'volume_type_id': target['id'], 'multiattach': multiattach})
         LOG.info('volume %s retyped %s -> %s', volume.id, current['name'],

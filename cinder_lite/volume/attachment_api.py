@@ -162,47 +162,73 @@ class AttachmentService:
     def create(self, context, volume_id, instance_uuid=None, connector=None,
                mode=None, service_owned=False):
         """Reserve an attachment, and connect it when a connector is
-        given.  Returns the attachment as it is after the call."""
+        given.  Returns the attachment as it is after the call.
+
+        With a connector, the reservation and the start of the connect are
+        one transaction: a refusal (a mode the volume cannot give, a
+        duplicate connection, a backend gone) leaves nothing behind."""
         volume = self._volume(context, volume_id)
         policy.authorize(context, policy.ATTACHMENT_CREATE,
                          {'project_id': volume.project_id})
-        if connector is not None:
-            validate_connector(connector)
-            self._check_backend(volume)
-        attachment_id = self.reserve(context, volume, instance_uuid, mode,
-                                     service_owned)
         if connector is None:
-            return self.get(context, attachment_id)
-        return self.connect(context, attachment_id, connector)
+            return self.get(context, self.reserve(
+                context, volume, instance_uuid, mode, service_owned))
+        validate_connector(connector)
+        connector = dict(connector)
+        self._check_backend(volume)
+        # the connector's mode counts as the top-level one (a compute
+        # service passes the attach mode inside the connector)
+        with db_api.writer() as session:
+            vol, attachment = self._reserve(
+                session, context, volume, instance_uuid,
+                mode or connector.get('mode'), service_owned,
+                states.ATTACH_RESERVED)
+            host, mode = self._start_connect(session, vol, attachment,
+                                             connector)
+            db_attachments.sync_volume_status(session, vol.id)
+        LOG.info('attachment %s of volume %s: reserved and connecting '
+                 '(instance %s, host %s, mode %s)', attachment.id, vol.id,
+                 instance_uuid, connector['host'], mode)
+        return self._connect_on_backend(context, vol, attachment, host,
+                                        connector, mode)
 
     def reserve(self, context, volume, instance_uuid, mode,
                 service_owned=False, status=states.ATTACH_RESERVED):
-        if mode is not None and mode not in MODES:
-            raise exception.InvalidAttachMode(
-                reason="mode must be 'rw' or 'ro', not %r" % mode)
         with db_api.writer() as session:
-            vol = db_attachments.lock_volume(session, volume.id,
-                                             db_attachments.ATTACHABLE)
-            live = db_attachments.live_for_volume(session, vol.id)
-            self._check_sharing(context, vol, live, instance_uuid)
-            mode = self._reserve_mode(session, vol, live, mode)
-            attachment = db_attachments.create(session, {
-                'id': str(uuid.uuid4()),
-                'volume_id': vol.id,
-                'project_id': vol.project_id,
-                'instance_uuid': instance_uuid,
-                'attach_status': status,
-                'attach_mode': mode,
-                'service_owned': bool(service_owned),
-                'deleted': False,
-                'created_at': models.utcnow(),
-            })
+            vol, attachment = self._reserve(session, context, volume,
+                                            instance_uuid, mode,
+                                            service_owned, status)
             volume_status = db_attachments.sync_volume_status(session,
                                                               vol.id)
         LOG.info('attachment %s of volume %s: reserved (instance %s, mode '
                  '%s); volume %s', attachment.id, vol.id, instance_uuid,
-                 mode or 'undecided', volume_status)
+                 attachment.attach_mode or 'undecided', volume_status)
         return attachment.id
+
+    def _reserve(self, session, context, volume, instance_uuid, mode,
+                 service_owned, status):
+        """Record a new attachment of ``volume`` under its row lock;
+        returns (locked volume, attachment)."""
+        if mode is not None and mode not in MODES:
+            raise exception.InvalidAttachMode(
+                reason="mode must be 'rw' or 'ro', not %r" % mode)
+        vol = db_attachments.lock_volume(session, volume.id,
+                                         db_attachments.ATTACHABLE)
+        live = db_attachments.live_for_volume(session, vol.id)
+        self._check_sharing(context, vol, live, instance_uuid)
+        mode = self._reserve_mode(session, vol, live, mode)
+        attachment = db_attachments.create(session, {
+            'id': str(uuid.uuid4()),
+            'volume_id': vol.id,
+            'project_id': vol.project_id,
+            'instance_uuid': instance_uuid,
+            'attach_status': status,
+            'attach_mode': mode,
+            'service_owned': bool(service_owned),
+            'deleted': False,
+            'created_at': models.utcnow(),
+        })
+        return vol, attachment
 
     def _check_sharing(self, context, vol, live, instance_uuid):
         if not live:
@@ -233,16 +259,26 @@ class AttachmentService:
                     reason='volume %s is read-only; attach it with mode '
                            'ro' % vol.id)
             return 'ro'
-        if single_writer(session, vol):
+        if mode == 'rw' and single_writer(session, vol):
             writers = [a.id for a in live if a.attach_mode == 'rw']
-            if mode == 'rw' and writers:
+            if writers:
                 raise exception.InvalidAttachMode(
                     reason='volume %s takes one writer and attachment %s '
                            'is it; attach read-only or wait until it '
                            'detaches' % (vol.id, writers[0]))
-            if mode is None:
-                mode = 'ro' if writers else 'rw'
+        # None stays undecided: the connector's mode (or the volume's
+        # default) decides it when the attachment connects
         return mode
+
+    def _default_mode(self, session, vol, attachment):
+        """The mode of an attachment that nobody chose one for: rw, or on
+        a single-writer volume ro once another attachment is the
+        writer."""
+        if single_writer(session, vol) and any(
+                a.attach_mode == 'rw' and a.id != attachment.id
+                for a in db_attachments.live_for_volume(session, vol.id)):
+            return 'ro'
+        return DEFAULT_MODE
 
     # -- connect -------------------------------------------------------------
     def update(self, context, attachment_id, connector):
@@ -266,39 +302,69 @@ class AttachmentService:
                            'delete it and create a new one to connect '
                            'again.' % (attachment_id,
                                        attachment.attach_status))
-            mode = self._connect_mode(session, vol, attachment, connector)
-            connector['mode'] = mode
-            host = self._export_host(session, vol, connector['host'])
-            db_attachments.transition(
-                session, attachment_id, states.ATTACH_ATTACHING,
-                values={'attach_mode': mode, 'connector': connector,
-                        'attached_host': connector['host'],
-                        'mountpoint': connector.get('mountpoint'),
-                        'export_host': host, 'status_reason': None})
+            host, mode = self._start_connect(session, vol, attachment,
+                                             connector)
             db_attachments.sync_volume_status(session, vol.id)
+        return self._connect_on_backend(context, vol, attachment, host,
+                                        connector, mode)
+
+    def _start_connect(self, session, vol, attachment, connector):
+        """Decide the mode and the exporting service of a connect and mark
+        the attachment ``attaching`` (inside the transaction holding the
+        volume's row lock); returns (export host, mode) and sets the
+        connector's mode."""
+        mode = self._connect_mode(session, vol, attachment, connector)
+        if not vol.multiattach:
+            self._check_one_connection(session, vol, attachment,
+                                       connector['host'])
+        connector['mode'] = mode
+        host = self._export_host(session, vol, connector['host'])
+        db_attachments.transition(
+            session, attachment.id, states.ATTACH_ATTACHING,
+            values={'attach_mode': mode, 'connector': connector,
+                    'attached_host': connector['host'],
+                    'mountpoint': connector.get('mountpoint'),
+                    'export_host': host, 'status_reason': None})
+        return host, mode
+
+    def _check_one_connection(self, session, vol, attachment, host):
+        """A plain volume is connected once per host: a second attachment
+        (the same instance, live migrating) connects from another host."""
+        for other in db_attachments.live_for_volume(session, vol.id):
+            if other.id != attachment.id and \
+                    other.attached_host == host and holds_connection(other):
+                raise exception.DuplicateConnector(volume_id=vol.id)
+
+    def _connect_on_backend(self, context, vol, attachment, host, connector,
+                            mode):
+        """The RPC half of a connect started by ``_start_connect``."""
         self._notify(context, 'volume.attach.start', vol, attachment,
                      attached_host=connector['host'], attach_mode=mode,
                      attach_status=states.ATTACH_ATTACHING)
         try:
-            self.volume_rpcapi.connect(context, host, attachment_id,
+            self.volume_rpcapi.connect(context, host, attachment.id,
                                        connector, mode)
-        except (exception.ConnectFailed, exception.ConnectRefused):
+        except (exception.ConnectFailed, exception.ConnectRefused,
+                exception.NotFound):
             raise
         except Exception as e:
             # The backend did not answer: record why, leave nothing
             # pretending to be connected.
-            self._mark_failed(attachment_id, states.ERROR_ATTACHING,
+            self._mark_failed(attachment.id, states.ERROR_ATTACHING,
                               (states.ATTACH_ATTACHING,), str(e))
             raise
-        return self.get(context, attachment_id)
+        return self.get(context, attachment.id)
 
     def _connect_mode(self, session, vol, attachment, connector):
+        """As Cinder: the mode given when the attachment was made, else
+        the connector's, else the default."""
         wanted = connector.get('mode')
         if wanted is not None and wanted not in MODES:
             raise exception.InvalidAttachMode(
                 reason="connector mode must be 'rw' or 'ro', not %r"
                        % wanted)
-        mode = attachment.attach_mode or wanted or DEFAULT_MODE
+        mode = (attachment.attach_mode or wanted
+                or self._default_mode(session, vol, attachment))
         if vol.readonly and mode == 'rw':
             raise exception.InvalidAttachMode(
                 reason='volume %s is read-only' % vol.id)
@@ -352,13 +418,18 @@ class AttachmentService:
                     reason='Attachment %s is still being connected; '
                            'complete it once its connection info is '
                            'there.' % attachment_id)
+            values = {'attach_time': current.attach_time or models.utcnow()}
+            if current.attach_mode is None:
+                # completed without a connect: decide the mode now, so a
+                # single-writer volume never shows two writers
+                values['attach_mode'] = self._default_mode(session, vol,
+                                                           current)
             try:
                 db_attachments.transition(
                     session, attachment_id, states.ATTACHED,
                     expected=(states.ATTACH_RESERVED,
                               states.ATTACH_ATTACHING),
-                    values={'attach_time': current.attach_time
-                            or models.utcnow()})
+                    values=values)
             except exception.InvalidTransition as e:
                 raise exception.InvalidInput(
                     reason='Attachment %s cannot be completed while it is '
@@ -389,6 +460,22 @@ class AttachmentService:
             return db_attachments.live_for_volume(session,
                                                   attachment.volume_id)
 
+    def _check_not_busy(self, vol, current, force):
+        """Refuse (409) to detach an attachment that another request is
+        disconnecting or still connecting, while its backend is up: the
+        two would race on the backend.  When the backend is down a
+        ``force`` detach records it detached anyway (see ``detach``)."""
+        if current.status_reason == DISCONNECTING:
+            what = 'being disconnected'
+        elif half_connected(current):
+            what = 'being connected'
+        else:
+            return
+        if force or what == 'being connected':
+            if not self._backend_up(vol, current.export_host):
+                return
+        raise exception.AttachmentBusy(attachment_id=current.id, what=what)
+
     def detach(self, context, attachment, force=False):
         """Disconnect (through the backend when connected) and delete.
 
@@ -404,10 +491,7 @@ class AttachmentService:
         with db_api.writer() as session:
             vol = db_attachments.lock_volume(session, attachment.volume_id)
             current = db_attachments.get(session, attachment.id)
-            if current.status_reason == DISCONNECTING and not force:
-                raise exception.InvalidInput(
-                    reason='Attachment %s is already being disconnected.'
-                           % attachment.id)
+            self._check_not_busy(vol, current, force)
             connected = was_connected = holds_connection(current)
             # the service holding the export (rows from before 0004: the
             # backend's own)

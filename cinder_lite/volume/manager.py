@@ -305,20 +305,28 @@ class VolumeManager:
         ConnectFailed (the backend failed)."""
         try:
             return run()
+        except exception.NotFound as e:
+            # detached (or its volume deleted) by another request meanwhile:
+            # the flow reverted what it made; the caller learns it is gone
+            LOG.warning('attachment %s: %s abandoned: %s', attachment_id,
+                        what, e)
+            raise
         except exception.Invalid as e:
             LOG.warning('attachment %s: %s -> %s: %s', attachment_id,
                         current, failed, e)
             self._attachment_failed(volume, attachment_id, failed,
                                     (current, failed),
                                     '%s refused: %s' % (what, e))
-            raise exception.ConnectRefused(reason=str(e))
+            raise (exception.DisconnectRefused if what == 'disconnect'
+                   else exception.ConnectRefused)(reason=str(e))
         except Exception as e:
             LOG.exception('attachment %s: %s -> %s', attachment_id, current,
                           failed)
             self._attachment_failed(volume, attachment_id, failed,
                                     (current, failed),
                                     '%s failed: %s' % (what, e))
-            raise exception.ConnectFailed(reason=str(e))
+            raise (exception.DisconnectFailed if what == 'disconnect'
+                   else exception.ConnectFailed)(reason=str(e))
 
     def _attachment_failed(self, volume, attachment_id, target, expected,
                            reason):

@@ -72,9 +72,9 @@ class TypeService:
             if vtype['name'] == self.conf.default_volume_type:
                 raise exception.InvalidVolumeType(
                     reason='Default volume type can not be deleted.')
-            if db_volumes.type_in_use(session, type_id):
-                raise exception.VolumeTypeInUse(type_id=type_id)
-            db_types.delete(session, type_id)
+            db_types.delete(session, type_id, in_use=lambda s:
+                            db_volumes.type_in_use(s, type_id))
+        LOG.info('volume type %s (%s) deleted', type_id, vtype['name'])
 
     def get_extra_specs(self, context, type_id):
         policy.authorize(context, policy.TYPE_SPECS_READ)

@@ -298,3 +298,57 @@ def test_same_instance_may_reserve_plain_volume_again(cluster, api,
     replies = race_deletes(cluster, sorted(made))
     assert by_status(replies) == {200: SAME_INSTANCE_RACERS}, replies
     assert_free(api, vol_id)
+
+
+TYPE_ROUNDS = 6
+
+
+def test_volume_create_racing_type_delete(cluster, api):
+    """The type's row lock decides it on every database: either the
+    volume gets the type and the delete is refused as in use, or the type
+    is deleted and the create answers 404.  Never both, never a 500."""
+    outcomes = collections.Counter()
+    for round_ in range(TYPE_ROUNDS):
+        vtype = api.create_type()
+        created, deleted = race(cluster, [
+            ('POST', '/volumes', {'volume': {
+                'size': 1, 'volume_type': vtype['id']}}),
+            ('DELETE', '/types/%s' % vtype['id'], None)])
+        pair = (created.status, deleted.status)
+        outcomes[pair] += 1
+        assert pair in ((202, 400), (404, 202)), (round_, created, deleted)
+        if created.status == 202:
+            assert deleted.body['badRequest']['message'] == \
+                'Target volume type is still in use.'
+            vol = api.wait_volume(created.body['volume']['id'], 'available')
+            assert vol['volume_type'] == vtype['name']
+            delete_volume(api, vol['id'])
+            resp = api.delete('/types/%s' % vtype['id'])
+            assert resp.status_code == 202, resp.text
+        assert api.get('/types/%s' % vtype['id']).status_code == 404
+
+
+def test_two_detaches_of_one_attachment(cluster, api, multiattach_volume):
+    """A delete and a force-detach of one connected attachment at once:
+    one detaches it, the other is told it is gone (404) or already being
+    disconnected (409); nothing is asked of the backend twice."""
+    vol_id = multiattach_volume['id']
+    for round_ in range(TYPE_ROUNDS):
+        resp = api.post('/attachments', json={'attachment': {
+            'volume_uuid': vol_id, 'instance_uuid': str(uuid.uuid4()),
+            'connector': {'host': 'compute-%d' % round_}}})
+        assert resp.status_code == 200, resp.text
+        att = resp.json()['attachment']['id']
+        replies = race(cluster, [
+            ('DELETE', '/attachments/%s' % att, None),
+            ('POST', '/volumes/%s/action' % vol_id,
+             {'os-force_detach': {'attachment_id': att}})])
+        codes = sorted(r.status for r in replies)
+        assert codes in ([202, 404], [202, 409], [200, 404], [200, 409]), \
+            (round_, replies)
+        for reply in replies:
+            if reply.status == 409:
+                assert 'being disconnected' in \
+                    reply.body['conflictingRequest']['message'], reply
+        assert api.get('/attachments/%s' % att).status_code == 404
+        assert_free(api, vol_id)

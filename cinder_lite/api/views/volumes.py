@@ -36,6 +36,9 @@ def detail(req, conf, volume, type_name, attachments=()):
         'consistencygroup_id': None,
     }
     if is_admin:
+        # as Cinder: admins only, None while no migration runs (cinder_lite
+        # has none)
+        view['migration_status'] = None
         view['os-vol-host-attr:host'] = volume.host
         view['os-vol-mig-status-attr:migstat'] = None
         view['os-vol-mig-status-attr:name_id'] = None

@@ -119,6 +119,9 @@ def record_volume(context, request, volume_type, availability_zone):
         'created_at': models.utcnow(),
     }
     with db_api.writer() as session:
+        # a type deleted since it was resolved answers 404; one being
+        # deleted now waits for this volume and is then refused as in use
+        db_types.lock_live(session, volume_type['id'])
         volume = db_volumes.create(session, values)
     LOG.info('volume %s: recorded as creating', volume.id)
     return volume
