@@ -64,7 +64,9 @@ def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None):
 def _live(stmt):
     # Status changes are Core UPDATEs; re-read rows the session already
     # holds instead of trusting its identity map.
-    return stmt.where(A.deleted.is_(False)).execution_options(
+    # ``= false``, not ``IS false``: MySQL serves only the former from an
+    # index
+    return stmt.where(A.deleted == sa.false()).execution_options(
         populate_existing=True)
 
 

@@ -25,6 +25,13 @@ def upgrade(revision='head', engine=None):
         command.upgrade(_config(conn), revision)
 
 
+def downgrade(revision, engine=None):
+    """Undo migrations down to ``revision`` ('base': all of them)."""
+    engine = engine or db_api.get_engine()
+    with engine.begin() as conn:
+        command.downgrade(_config(conn), revision)
+
+
 def current_revision(engine=None):
     engine = engine or db_api.get_engine()
     with engine.connect() as conn:

@@ -62,8 +62,13 @@ class VolumeTypeProject(Base):
 
 class Volume(TimestampMixin, Base):
     __tablename__ = 'volumes'
-    __table_args__ = (sa.Index('ix_volumes_project_status', 'project_id',
-                               'status'),)
+    __table_args__ = (
+        sa.Index('ix_volumes_project_status', 'project_id', 'status'),
+        # list pages in the default order (migration 0006)
+        sa.Index('ix_volumes_live_created', 'deleted', 'created_at', 'id'),
+        sa.Index('ix_volumes_project_created', 'project_id', 'deleted',
+                 'created_at', 'id'),
+    )
     id = sa.Column(sa.String(36), primary_key=True)
     project_id = sa.Column(sa.String(255), nullable=False)
     user_id = sa.Column(sa.String(255))
@@ -97,8 +102,14 @@ class Volume(TimestampMixin, Base):
 class VolumeAttachment(TimestampMixin, Base):
     __tablename__ = 'volume_attachments'
     __table_args__ = (
-        sa.Index('ix_attachments_volume_live', 'volume_id', 'deleted'),
-        sa.Index('ix_attachments_project', 'project_id'),
+        # list pages in the default order (migration 0006)
+        sa.Index('ix_attachments_live_created', 'deleted', 'created_at',
+                 'id'),
+        sa.Index('ix_attachments_project_created', 'project_id', 'deleted',
+                 'created_at', 'id'),
+        sa.Index('ix_attachments_volume_created', 'volume_id', 'deleted',
+                 'created_at', 'id'),
+        sa.Index('ix_attachments_instance', 'instance_uuid', 'deleted'),
         sa.Index('ix_attachments_export_host', 'export_host', 'deleted'),
     )
     id = sa.Column(sa.String(36), primary_key=True)

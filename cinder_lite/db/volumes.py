@@ -36,7 +36,9 @@ def summary(volume):
 def _live(stmt):
     # Status changes are Core UPDATEs; re-read rows the session already
     # holds instead of trusting its identity map.
-    return stmt.where(models.Volume.deleted.is_(False)).execution_options(
+    # ``= false``, not ``IS false``: MySQL serves only the former from an
+    # index
+    return stmt.where(models.Volume.deleted == sa.false()).execution_options(
         populate_existing=True)
 
 
