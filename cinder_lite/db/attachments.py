@@ -11,6 +11,8 @@ committed rows, so the counts it makes are exact; SQLite's BEGIN IMMEDIATE
 serialises writers outright.  The volume status is then derived from the
 live attachments before commit.
 """
+import collections
+
 from oslo_context import context as o_context
 import sqlalchemy as sa
 
@@ -74,6 +76,54 @@ def live_for_volume(session, volume_id):
     """Attachments of a volume that are not detached, oldest first."""
     return session.execute(_live(sa.select(A).where(
         A.volume_id == volume_id)).order_by(A.created_at, A.id)
+    ).scalars().all()
+
+
+def live_statuses(session, volume_id):
+    """The statuses a volume's live attachments are in, read from the
+    index on (volume_id, deleted) without loading the rows: a volume
+    shared by thousands of hosts costs one index range, not thousands of
+    objects."""
+    return set(session.execute(
+        sa.select(A.attach_status).distinct().where(
+            A.volume_id == volume_id, A.deleted == sa.false())).scalars())
+
+
+def live_writer(session, volume_id, exclude=None):
+    """Id of a live read-write attachment of the volume other than
+    ``exclude``, or None."""
+    return session.execute(
+        sa.select(A.id).where(A.volume_id == volume_id,
+                              A.deleted == sa.false(),
+                              A.attach_mode == 'rw',
+                              A.id != (exclude or ''))
+        .limit(1)).scalar_one_or_none()
+
+
+def other_instance(session, volume_id, instance_uuid):
+    """Whether a live attachment of the volume is not ``instance_uuid``'s
+    (any live attachment when it is None)."""
+    stmt = sa.select(A.id).where(A.volume_id == volume_id,
+                                 A.deleted == sa.false())
+    if instance_uuid is not None:
+        stmt = stmt.where(sa.or_(A.instance_uuid.is_(None),
+                                 A.instance_uuid != instance_uuid))
+    return session.execute(stmt.limit(1)).first() is not None
+
+
+def live_summaries(session, volume_id):
+    """What a detach answers about the attachments a volume still has
+    (id, status, instance), oldest first, without loading whole rows."""
+    return session.execute(
+        sa.select(A.id, A.attach_status, A.instance_uuid, A.volume_id)
+        .where(A.volume_id == volume_id, A.deleted == sa.false())
+        .order_by(A.volume_id, A.deleted, A.created_at, A.id)).all()
+
+
+def live_on_host(session, volume_id, host):
+    """Live attachments of a volume made from consumer ``host``."""
+    return session.execute(_live(sa.select(A).where(
+        A.volume_id == volume_id, A.attached_host == host))
     ).scalars().all()
 
 
@@ -178,9 +228,7 @@ def sync_volume_status(session, volume_id):
     """Set the volume status implied by its live attachments; returns
     it.  Call inside the transaction that changed them (after
     ``lock_volume``)."""
-    statuses = [a.attach_status for a in live_for_volume(session,
-                                                         volume_id)]
-    status = states.derive_volume_status(statuses)
+    status = states.derive_volume_status(live_statuses(session, volume_id))
     # Only statuses that attachments drive: an extend, a delete or an
     # operator's reset owns the status while it lasts.
     session.execute(sa.update(models.Volume)
@@ -212,13 +260,19 @@ def list_attachments(session, project_id=None, filters=None,
 
 
 def for_volumes(session, volume_ids, statuses=None):
-    """Live attachments of several volumes (for the volume views)."""
+    """Live attachments of several volumes, for the volume views: the
+    columns those show, not whole rows (a shared volume may list
+    thousands)."""
     if not volume_ids:
         return []
-    stmt = _live(sa.select(A).where(A.volume_id.in_(list(volume_ids))))
+    stmt = sa.select(A.id, A.volume_id, A.instance_uuid, A.attached_host,
+                     A.mountpoint, A.attach_time, A.attach_mode).where(
+        A.volume_id.in_(list(volume_ids)), A.deleted == sa.false())
     if statuses:
         stmt = stmt.where(A.attach_status.in_(statuses))
-    return session.execute(stmt.order_by(A.created_at)).scalars().all()
+    # the order of ix_attachments_volume_created: no sort
+    return session.execute(stmt.order_by(A.volume_id, A.deleted,
+                                         A.created_at, A.id)).all()
 
 
 def connections_on_host(session, volume_id, host, exclude=None,
@@ -297,6 +351,30 @@ def export_load(session, service_hosts):
                                     states.ERROR_DETACHING)))
         .group_by(A.export_host)).all()
     return {host: count for host, count in rows}
+
+
+def sharing_connections(session, attachments):
+    """Attachment id -> ids of the other attachments sharing its host
+    connection, for a page of attachments in one query."""
+    connected = [a for a in attachments
+                 if a.connection_info and a.attached_host]
+    if not connected:
+        return {}
+    rows = session.execute(sa.select(
+        A.id, A.volume_id, A.attached_host, A.export_host,
+        A.connection_info).where(
+        A.volume_id.in_({a.volume_id for a in connected}),
+        A.attached_host.in_({a.attached_host for a in connected}),
+        A.deleted == sa.false())).all()
+    by_host = collections.defaultdict(list)
+    for row in rows:
+        if row.connection_info:
+            by_host[row.volume_id, row.attached_host].append(row)
+    return {a.id: sorted(
+        r.id for r in by_host[a.volume_id, a.attached_host]
+        if r.id != a.id and (a.export_host is None
+                             or r.export_host in (a.export_host, None)))
+        for a in connected}
 
 
 def sharing_connection(session, attachment):

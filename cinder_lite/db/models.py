@@ -109,7 +109,10 @@ class VolumeAttachment(TimestampMixin, Base):
                  'created_at', 'id'),
         sa.Index('ix_attachments_volume_created', 'volume_id', 'deleted',
                  'created_at', 'id'),
-        sa.Index('ix_attachments_instance', 'instance_uuid', 'deleted'),
+        sa.Index('ix_attachments_instance', 'instance_uuid', 'deleted',
+                 'created_at', 'id'),
+        sa.Index('ix_attachments_volume_host', 'volume_id', 'attached_host',
+                 'deleted'),
         sa.Index('ix_attachments_export_host', 'export_host', 'deleted'),
     )
     id = sa.Column(sa.String(36), primary_key=True)

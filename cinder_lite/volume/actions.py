@@ -122,8 +122,8 @@ class VolumeActions:
                 raise exception.InvalidAttachMode(
                     reason='volume %s is read-only' % vol.id)
             if mode == 'rw' and attachment_api.single_writer(session, vol):
-                if any(a.attach_mode == 'rw' and a.id != att.id for a in
-                       db_attachments.live_for_volume(session, vol.id)):
+                if db_attachments.live_writer(session, vol.id,
+                                              exclude=att.id):
                     raise exception.InvalidAttachMode(
                         reason='volume %s already has its writer' % vol.id)
             db_attachments.transition(
@@ -290,7 +290,7 @@ class VolumeActions:
                 if changes_sharing:
                     raise refusal
                 raise
-            if changes_sharing and db_attachments.live_for_volume(
+            if changes_sharing and db_attachments.live_statuses(
                     session, vol.id):
                 raise refusal
             db_types.lock_live(session, target['id'])

@@ -91,6 +91,11 @@ class AttachmentService:
         with db_api.reader() as session:
             return db_attachments.sharing_connection(session, attachment)
 
+    def shared_for(self, attachments):
+        """``shared_with`` for a page of attachments, in one query."""
+        with db_api.reader() as session:
+            return db_attachments.sharing_connections(session, attachments)
+
     def list(self, context, filters, sort_keys, sort_dirs, limit, marker,
              all_tenants=False):
         project = policy.list_scope(context, policy.ATTACHMENT_GET_ALL,
@@ -148,10 +153,10 @@ class AttachmentService:
         if len(live) == 1:
             return live[0].host
         hosts = {m.host for m in live}
-        for other in db_attachments.live_for_volume(session, vol.id):
+        for other in db_attachments.live_on_host(session, vol.id,
+                                                 consumer_host):
             # also a connect still under way: its export is being made
-            if other.attached_host == consumer_host and \
-                    holds_connection(other) and other.export_host in hosts:
+            if holds_connection(other) and other.export_host in hosts:
                 return other.export_host
         load = db_attachments.export_load(session, hosts)
         candidates = [m.host for m in live if not m.disabled] or sorted(hosts)
@@ -214,9 +219,8 @@ class AttachmentService:
                 reason="mode must be 'rw' or 'ro', not %r" % mode)
         vol = db_attachments.lock_volume(session, volume.id,
                                          db_attachments.ATTACHABLE)
-        live = db_attachments.live_for_volume(session, vol.id)
-        self._check_sharing(context, vol, live, instance_uuid)
-        mode = self._reserve_mode(session, vol, live, mode)
+        self._check_sharing(context, session, vol, instance_uuid)
+        mode = self._reserve_mode(session, vol, mode)
         attachment = db_attachments.create(session, {
             'id': str(uuid.uuid4()),
             'volume_id': vol.id,
@@ -230,21 +234,23 @@ class AttachmentService:
         })
         return vol, attachment
 
-    def _check_sharing(self, context, vol, live, instance_uuid):
-        if not live:
-            return
+    def _check_sharing(self, context, session, vol, instance_uuid):
         if not vol.multiattach:
+            # a plain volume has a few live attachments at most
+            live = db_attachments.live_for_volume(session, vol.id)
             same = instance_uuid is not None and all(
                 a.instance_uuid == instance_uuid for a in live)
-            if not same:
+            if live and not same:
                 raise exception.AttachmentRefused(
                     reason='Volume %s is not multiattach and already has '
                            'an attachment (%s, %s); only the same '
                            'instance may attach it again.' % (
                                vol.id, live[0].id, live[0].attach_status))
             return
-        others = [a for a in live if a.instance_uuid != instance_uuid
-                  or instance_uuid is None]
+        if self.conf.allow_multiattach and not vol.bootable:
+            return
+        others = db_attachments.other_instance(session, vol.id,
+                                               instance_uuid)
         if others and not self.conf.allow_multiattach:
             raise exception.AttachmentRefused(
                 reason='Multi-attach is turned off in this cloud.')
@@ -252,7 +258,7 @@ class AttachmentService:
             policy.authorize(context, policy.MULTIATTACH_BOOTABLE,
                              {'project_id': vol.project_id})
 
-    def _reserve_mode(self, session, vol, live, mode):
+    def _reserve_mode(self, session, vol, mode):
         if vol.readonly:
             if mode == 'rw':
                 raise exception.InvalidAttachMode(
@@ -260,12 +266,12 @@ class AttachmentService:
                            'ro' % vol.id)
             return 'ro'
         if mode == 'rw' and single_writer(session, vol):
-            writers = [a.id for a in live if a.attach_mode == 'rw']
-            if writers:
+            writer = db_attachments.live_writer(session, vol.id)
+            if writer:
                 raise exception.InvalidAttachMode(
                     reason='volume %s takes one writer and attachment %s '
                            'is it; attach read-only or wait until it '
-                           'detaches' % (vol.id, writers[0]))
+                           'detaches' % (vol.id, writer))
         # None stays undecided: the connector's mode (or the volume's
         # default) decides it when the attachment connects
         return mode
@@ -274,9 +280,8 @@ class AttachmentService:
         """The mode of an attachment that nobody chose one for: rw, or on
         a single-writer volume ro once another attachment is the
         writer."""
-        if single_writer(session, vol) and any(
-                a.attach_mode == 'rw' and a.id != attachment.id
-                for a in db_attachments.live_for_volume(session, vol.id)):
+        if single_writer(session, vol) and db_attachments.live_writer(
+                session, vol.id, exclude=attachment.id):
             return 'ro'
         return DEFAULT_MODE
 
@@ -330,9 +335,8 @@ class AttachmentService:
     def _check_one_connection(self, session, vol, attachment, host):
         """A plain volume is connected once per host: a second attachment
         (the same instance, live migrating) connects from another host."""
-        for other in db_attachments.live_for_volume(session, vol.id):
-            if other.id != attachment.id and \
-                    other.attached_host == host and holds_connection(other):
+        for other in db_attachments.live_on_host(session, vol.id, host):
+            if other.id != attachment.id and holds_connection(other):
                 raise exception.DuplicateConnector(volume_id=vol.id)
 
     def _connect_on_backend(self, context, vol, attachment, host, connector,
@@ -369,13 +373,12 @@ class AttachmentService:
             raise exception.InvalidAttachMode(
                 reason='volume %s is read-only' % vol.id)
         if mode == 'rw' and single_writer(session, vol):
-            writers = [a.id for a in db_attachments.live_for_volume(
-                session, vol.id) if a.attach_mode == 'rw'
-                and a.id != attachment.id]
-            if writers:
+            writer = db_attachments.live_writer(session, vol.id,
+                                                exclude=attachment.id)
+            if writer:
                 raise exception.InvalidAttachMode(
                     reason='volume %s takes one writer and attachment %s '
-                           'is it' % (vol.id, writers[0]))
+                           'is it' % (vol.id, writer))
         return mode
 
     def _notify(self, context, event_type, vol, attachment, **changed):
@@ -457,8 +460,8 @@ class AttachmentService:
                 instance=attachment.instance_uuid)
         self.detach(context, attachment, force=force)
         with db_api.reader() as session:
-            return db_attachments.live_for_volume(session,
-                                                  attachment.volume_id)
+            return db_attachments.live_summaries(session,
+                                                 attachment.volume_id)
 
     def _check_not_busy(self, vol, current, force):
         """Refuse (409) to detach an attachment that another request is

@@ -109,8 +109,11 @@ def _list(req, detailed):
     rows = _service(req).list(req.context, filters, sort_keys, sort_dirs,
                               limit, req.GET.get('marker'),
                               all_tenants=req.bool_param('all_tenants'))
-    items = [_detail(req, a) if detailed else views.summary(a)
-             for a in rows]
+    if detailed:
+        shared = _service(req).shared_for(rows)
+        items = [views.detail(a, shared.get(a.id, [])) for a in rows]
+    else:
+        items = [views.summary(a) for a in rows]
     return wsgi.json_response(
         links.page(req, conf, 'attachments', rows, items, limit))
 

@@ -1,7 +1,8 @@
 """Indexes that serve list pages: live rows in the default order
 (created_at, id), per project and overall, attachments per volume and per
-instance.  A page of 50 then reads about 50 index entries however many
-rows (mostly deleted history) the table holds.
+instance, and one host's connections to a volume.  A page of 50 then
+reads about 50 index entries however many rows (mostly deleted history)
+the table holds.
 
 Revision ID: 0006
 Revises: 0005
@@ -25,7 +26,10 @@ def upgrade():
     op.create_index('ix_attachments_volume_created', 'volume_attachments',
                     ['volume_id'] + PAGE_KEYS)
     op.create_index('ix_attachments_instance', 'volume_attachments',
-                    ['instance_uuid', 'deleted'])
+                    ['instance_uuid'] + PAGE_KEYS)
+    # the connections of one host to a volume shared by thousands
+    op.create_index('ix_attachments_volume_host', 'volume_attachments',
+                    ['volume_id', 'attached_host', 'deleted'])
     # the new ones begin with the same columns (MySQL keeps the foreign
     # key on volume_id served by ix_attachments_volume_created)
     op.drop_index('ix_attachments_volume_live', 'volume_attachments')
@@ -37,7 +41,8 @@ def downgrade():
                     ['project_id'])
     op.create_index('ix_attachments_volume_live', 'volume_attachments',
                     ['volume_id', 'deleted'])
-    for name, table in (('ix_attachments_instance', 'volume_attachments'),
+    for name, table in (('ix_attachments_volume_host', 'volume_attachments'),
+                        ('ix_attachments_instance', 'volume_attachments'),
                         ('ix_attachments_volume_created',
                          'volume_attachments'),
                         ('ix_attachments_project_created',

@@ -1,0 +1,1157 @@
+#!/usr/bin/env python
+"""Attach-path throughput and latency, with the machine floor measured in
+the same run.
+
+Cycles (each client runs them back to back for ``--seconds`` per cell):
+
+* ``one-step``: POST /attachments with a connector -> POST
+  /attachments/{id}/action {"os-complete": null} -> DELETE /attachments/{id}
+  (3 HTTP requests);
+* ``two-step`` (what the compute side does): POST /attachments without a
+  connector -> PUT /attachments/{id} with the connector -> os-complete ->
+  DELETE (4 HTTP requests).
+
+Layouts: ``one`` = every client attaches the same multiattach volume (each
+with its own instance_uuid and connector host ``bench-<client>``);
+``distinct`` = one multiattach volume per client.  Both layouts use volumes
+of the same multiattach type, so the only difference is contention on one
+volume.  Clients: ``--clients`` (default 1,8,32), each on its own
+keep-alive http.client connection, all threads of this process.
+
+Deployments: ``embedded`` (``python -m cinder_lite.cmd.all``: SQLite, the
+in-process bus) and ``distributed`` over RabbitMQ with MariaDB and/or
+PostgreSQL (``--db``): API (one worker), scheduler and the volume nodes
+``ma`` and ``noma`` as separate processes, as tests/integration/cluster.py
+starts them.  The deployments come from bench/volume_create.py.
+
+CPU: utime+stime from /proc/<pid>/stat of every service process (the API
+with any child worker processes) before and after each cell, divided by
+the cycles of the cell (ms/cycle).  "bench" is this process (the clients).
+Columns marked * are the shared RabbitMQ / database servers as a whole:
+they include whatever else the machine runs against them meanwhile.
+
+Floor, against the same servers, in the same run, at each client count:
+
+* ``http``: GET / (version document, 300) with bare http.client on a
+  keep-alive connection per client;
+* ``rpc``: one oslo.messaging call (cinder_lite's context serializer, a
+  connector-sized payload) to a no-op endpoint on a fresh topic: over the
+  deployment's RabbitMQ vhost with the server in a subprocess, or for the
+  embedded mode over its in-process bus with the server in this process;
+* ``db``: the minimal transactions of one cycle with SQLAlchemy Core in
+  bench tables of the same database (for SQLite: a file next to the
+  deployment's, opened with cinder_lite's pragmas and BEGIN IMMEDIATE):
+  T1 lock the volume row (compare-and-swap) + INSERT the attachment,
+  T2 UPDATE the attachment (connector, connection_info), T3 UPDATE the
+  attachment (attached) + the volume (in-use, count+1), T4 UPDATE the
+  attachment (detached) + the volume (count-1, status), for layouts one
+  (all clients on one volume row) and distinct.
+
+The composed floor of a cycle at c clients is 1 / (n_http / http(c) +
+2 / rpc(c) + 1 / db(c, layout)) cycles/s: each part measured alone at the
+same concurrency, as in notes/physical-limits.md section 4 (a cycle needs
+n_http requests, the two RPC calls connect and disconnect, and the DB
+cycle).  At 1 client that is the sum of the latencies.
+
+Race: ``--race-rounds`` rounds of ``--race-clients`` (32) clients that all
+POST /attachments (no connector) for ONE plain volume with distinct
+instance_uuids at once (barrier).  Exactly one must win (200) and the
+others get 400; the winner is then deleted.
+
+Any non-2xx answer (other than the race's 400s, and GET / which answers
+300) is an error: counted, never hidden; exit status 1 with the first few
+bodies printed, and the service logs kept.
+
+    .venv/bin/python bench/attach.py                   # everything
+    .venv/bin/python bench/attach.py --seconds 5 --modes distributed \\
+        --db postgresql --clients 8 --cycles two-step --layouts one
+    .venv/bin/python bench/attach.py --hold 20 ...  # pause before the
+        # cells of each layout to attach py-spy to the printed pids
+"""
+import argparse
+import datetime
+import http.client
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+import logging
+import warnings
+
+warnings.filterwarnings('ignore', message='.*[Ee]ventlet is deprecated.*')
+# "Number of call queues is N, greater than warning threshold": more than
+# 10 threads calling at once through one RPC client, expected here
+logging.getLogger('oslo_messaging._drivers.amqpdriver').setLevel(
+    logging.ERROR)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from bench import volume_create as vc  # noqa: E402
+from tests.integration import cluster as cluster_mod  # noqa: E402
+
+PROJECT = cluster_mod.PROJECT
+HEADERS = {'X-Auth-Token': 'admin:%s' % PROJECT,
+           'OpenStack-API-Version': 'volume 3.71',
+           'Accept': 'application/json'}
+API = '/v3/%s' % PROJECT
+CYCLES = ('one-step', 'two-step')
+LAYOUTS = ('one', 'distinct')
+HTTP_PER_CYCLE = {'one-step': 3, 'two-step': 4}
+STEPS = ('create', 'update', 'complete', 'delete')
+RPC_PER_CYCLE = 2        # connect, disconnect
+CLK_TCK = os.sysconf('SC_CLK_TCK')
+MAX_ERRORS_PER_CELL = 200
+VOLUME_TIMEOUT = 60.0
+
+
+def pct(values, p):
+    return vc.pct(values, p)
+
+
+def ms(seconds):
+    return vc.ms(seconds)
+
+
+# -- HTTP ------------------------------------------------------------------
+
+class HTTP:
+    """One keep-alive connection (reopened after a failure)."""
+
+    def __init__(self, host, port, timeout=60):
+        self.host, self.port, self.timeout = host, port, timeout
+        self.conn = None
+
+    def request(self, method, path, body=None):
+        """(status, body bytes); status 0 when the connection failed."""
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection(self.host, self.port,
+                                                   timeout=self.timeout)
+        headers = dict(HEADERS)
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers['Content-Type'] = 'application/json'
+        try:
+            self.conn.request(method, path, body=data, headers=headers)
+            resp = self.conn.getresponse()
+            payload = resp.read()
+        except (http.client.HTTPException, OSError) as e:
+            self.close()
+            return 0, ('%s %s: %r' % (method, path, e)).encode()
+        if resp.will_close:
+            self.close()
+        return resp.status, payload
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def http_for(url):
+    parts = urllib.parse.urlsplit(url)
+    return HTTP(parts.hostname, parts.port)
+
+
+class CycleError(Exception):
+    def __init__(self, step, status, body):
+        self.step, self.status, self.body = step, status, body
+        super().__init__('%s: %s %s' % (step, status,
+                                        body[:400].decode('utf-8',
+                                                          'replace')))
+
+
+def expect(step, status, body, *ok):
+    if status not in ok:
+        raise CycleError(step, status, body)
+
+
+# -- the cycles ------------------------------------------------------------
+
+class Client:
+    """One attaching host: its connection, instance and connector."""
+
+    def __init__(self, url, index):
+        self.http = http_for(url)
+        self.index = index
+        self.instance = str(uuid.uuid4())
+        self.connector = {
+            'host': 'bench-%d' % index, 'ip': '127.0.0.1',
+            'initiator': 'iqn.2026-11.org.example:bench-%d' % index}
+        self.steps = {s: [] for s in STEPS}
+        self.cycles = []
+        self.errors = []       # CycleError
+        self.requests = 0
+
+    def _req(self, step, method, path, body=None, ok=(200,)):
+        t0 = time.perf_counter()
+        status, payload = self.http.request(method, path, body)
+        elapsed = time.perf_counter() - t0
+        self.requests += 1
+        expect(step, status, payload, *ok)
+        self.steps[step].append(elapsed)
+        return payload
+
+    def cycle(self, kind, volume_id):
+        t0 = time.perf_counter()
+        body = {'volume_uuid': volume_id, 'instance_uuid': self.instance}
+        if kind == 'one-step':
+            body['connector'] = self.connector
+        att_id = None
+        try:
+            att = json.loads(self._req('create', 'POST', API + '/attachments',
+                                       {'attachment': body}))['attachment']
+            att_id = att['id']
+            want = 'attaching' if kind == 'one-step' else 'reserved'
+            if att['status'] != want:
+                raise CycleError('create', 200, (
+                    'attachment status %r, expected %r' % (att['status'],
+                                                           want)).encode())
+            path = API + '/attachments/' + att_id
+            if kind == 'two-step':
+                self._req('update', 'PUT', path,
+                          {'attachment': {'connector': self.connector}})
+            self._req('complete', 'POST', path + '/action',
+                      {'os-complete': None}, ok=(204,))
+            self._req('delete', 'DELETE', path)
+            att_id = None
+        except CycleError as e:
+            self.errors.append(e)
+            if att_id is not None:
+                self._cleanup(att_id)
+            return False
+        self.cycles.append(time.perf_counter() - t0)
+        return True
+
+    def _cleanup(self, att_id):
+        """Delete what a failed cycle left (a failure here is an error
+        too)."""
+        try:
+            self._req('cleanup', 'DELETE', API + '/attachments/' + att_id,
+                      ok=(200, 404))
+        except CycleError as e:
+            self.errors.append(e)
+
+
+# -- CPU accounting ----------------------------------------------------------
+
+def cpu_ticks(pid):
+    try:
+        with open('/proc/%d/stat' % pid, 'rb') as f:
+            data = f.read().decode('ascii', 'replace')
+    except OSError:
+        return None
+    fields = data[data.rindex(')') + 2:].split()
+    return int(fields[11]) + int(fields[12])     # utime + stime
+
+
+def pids_named(*names):
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/comm' % entry) as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if comm in names:
+            found.append(int(entry))
+    return found
+
+
+class Sampler:
+    """Process groups (name -> function returning pids); snapshot() and
+    delta() in CPU seconds per group."""
+
+    def __init__(self, groups):
+        self.groups = groups      # ordered {name: callable}
+
+    def snapshot(self):
+        snap = {}
+        for name, pids in self.groups.items():
+            snap[name] = {}
+            for pid in pids():
+                ticks = cpu_ticks(pid)
+                if ticks is not None:
+                    snap[name][pid] = ticks
+        return snap
+
+    def delta(self, before, after):
+        out = {}
+        for name in self.groups:
+            b, a = before.get(name, {}), after.get(name, {})
+            out[name] = sum(t - b.get(pid, 0) for pid, t in a.items()) \
+                / float(CLK_TCK)
+        return out
+
+
+def with_children(pid):
+    return lambda: [pid] + cluster_mod.child_pids(pid)
+
+
+def service_groups(deployment):
+    """{name: pids callable} of the deployment's service processes, then
+    this process and (distributed) the shared broker and database."""
+    groups = {'bench': lambda: [os.getpid()]}
+    if isinstance(deployment, vc.Embedded):
+        groups['all'] = with_children(deployment.proc.pid)
+        return groups
+    cluster = deployment.cluster
+    names = sorted(cluster.processes, key=lambda n: (
+        n != 'api', not n.startswith('scheduler'), n))
+    for name in names:
+        proc = cluster.processes[name]
+        label = name if name == 'api' or name.startswith('scheduler') \
+            else 'vol-' + name
+        groups[label] = with_children(proc.pid) if name == 'api' \
+            else (lambda p=proc.pid: [p])
+    groups['rabbitmq*'] = lambda: pids_named('beam.smp')
+    if cluster.kind == 'mysql':
+        groups['db*'] = lambda: pids_named('mariadbd', 'mysqld')
+    else:
+        groups['db*'] = lambda: pids_named('postgres')
+    return groups
+
+
+# -- concurrent runs ---------------------------------------------------------
+
+def run_threads(workers, seconds, body, sampler):
+    """Run ``body(worker)`` in one thread per worker, repeatedly, for
+    ``seconds`` after a common start; returns (wall, cpu delta)."""
+    barrier = threading.Barrier(len(workers) + 1)
+    stop_at = [0.0]
+    stop = threading.Event()
+
+    def loop(worker):
+        barrier.wait()
+        while time.perf_counter() < stop_at[0] and not stop.is_set():
+            body(worker)
+
+    threads = [threading.Thread(target=loop, args=(w,), daemon=True)
+               for w in workers]
+    for t in threads:
+        t.start()
+    before = sampler.snapshot()
+    t0 = time.perf_counter()
+    stop_at[0] = t0 + seconds
+    barrier.wait()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    after = sampler.snapshot()
+    return wall, sampler.delta(before, after)
+
+
+def run_cell(url, kind, layout, clients, seconds, volumes, sampler):
+    workers = [Client(url, i) for i in range(clients)]
+    for w in workers:            # open the connections before the clock
+        w.http.request('GET', '/')
+
+    def body(worker):
+        vol = volumes['one'] if layout == 'one' else \
+            volumes['distinct'][worker.index]
+        worker.cycle(kind, vol)
+        if len(worker.errors) > MAX_ERRORS_PER_CELL // clients + 1:
+            time.sleep(0.05)     # a broken cell: do not spin
+
+    wall, cpu = run_threads(workers, seconds, body, sampler)
+    for w in workers:
+        w.http.close()
+    cycles = [c for w in workers for c in w.cycles]
+    steps = {s: [x for w in workers for x in w.steps[s]] for s in STEPS}
+    errors = [e for w in workers for e in w.errors]
+    return {'cycle': kind, 'layout': layout, 'clients': clients,
+            'ops': len(cycles), 'wall': wall,
+            'rate': len(cycles) / wall if wall else 0.0,
+            'lat': cycles, 'steps': steps, 'errors': errors, 'cpu': cpu,
+            'requests': sum(w.requests for w in workers)}
+
+
+def saturate(make_op, clients, seconds, sampler):
+    """``clients`` threads each calling its own ``make_op(i)()`` back to
+    back; returns rate, latencies, errors and CPU."""
+    ops = [make_op(i) for i in range(clients)]
+    lats = [[] for _ in range(clients)]
+    errors = []
+
+    def body(i):
+        t0 = time.perf_counter()
+        try:
+            ops[i]()
+        except Exception as e:
+            errors.append(repr(e)[:400])
+            time.sleep(0.01)
+            return
+        lats[i].append(time.perf_counter() - t0)
+
+    # warm-up, unmeasured: a few ops each
+    for i in range(clients):
+        for _ in range(3):
+            try:
+                ops[i]()
+            except Exception as e:
+                errors.append('warm-up: %r' % (e,))
+    wall, cpu = run_threads(list(range(clients)), seconds, body, sampler)
+    flat = [x for lst in lats for x in lst]
+    return {'ops': len(flat), 'rate': len(flat) / wall if wall else 0.0,
+            'lat': flat, 'errors': errors, 'cpu': cpu}
+
+
+# -- floor: HTTP -------------------------------------------------------------
+
+def http_floor_op(url):
+    def factory(_i):
+        conn = http_for(url)
+
+        def op():
+            status, body = conn.request('GET', '/')
+            if status not in (200, 300):
+                raise RuntimeError('GET / -> %s %s' % (status, body[:200]))
+        return op
+    return factory
+
+
+# -- floor: RPC --------------------------------------------------------------
+
+class NoopEndpoint:
+    def __init__(self):
+        import oslo_messaging as messaging
+        self.target = messaging.Target(version='1.0')
+
+    def noop(self, ctxt, attachment_id, connector, mode):
+        return {'driver_volume_type': 'local',
+                'data': {'attachment_id': attachment_id,
+                         'device_path': '/dev/null', 'access_mode': mode,
+                         'host': connector.get('host')}}
+
+
+def _transport(url):
+    from oslo_config import cfg
+    import oslo_messaging as messaging
+    from cinder_lite.common import exception
+    from cinder_lite.common import inproc_bus  # noqa: F401 (kombu+inproc)
+    return messaging.get_rpc_transport(
+        cfg.CONF, url=url, allowed_remote_exmods=[exception.__name__])
+
+
+def _rpc_server(transport, topic):
+    import oslo_messaging as messaging
+    from cinder_lite.common import rpc
+    return messaging.get_rpc_server(
+        transport, messaging.Target(topic=topic, server='bench'),
+        [NoopEndpoint()], serializer=rpc.ContextSerializer())
+
+
+def rpc_server_main(url, topic):
+    """``attach.py --rpc-server URL TOPIC``: serve until stdin closes."""
+    transport = _transport(url)
+    server = _rpc_server(transport, topic)
+    server.start()
+    print('ready', flush=True)
+    sys.stdin.read()
+    server.stop()
+    server.wait()
+    transport.cleanup()
+
+
+class RPCFloor:
+    """A no-op RPC server (subprocess over RabbitMQ, or a thread here
+    for the in-process bus) and a client shared by all threads, as the API
+    shares one."""
+
+    def __init__(self, url, in_process):
+        self.url, self.in_process = url, in_process
+        self.topic = 'bench-attach-noop-%s' % uuid.uuid4().hex[:8]
+        self.proc = self.server = self.transport = None
+
+    def start(self):
+        import oslo_messaging as messaging
+        from cinder_lite.common import context
+        from cinder_lite.common import rpc
+        self.transport = _transport(self.url)
+        if self.in_process:
+            self.server = _rpc_server(self.transport, self.topic)
+            self.server.start()
+        else:
+            self.proc = subprocess.Popen(
+                [cluster_mod.python(), os.path.abspath(__file__),
+                 '--rpc-server', self.url, self.topic],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+            line = self.proc.stdout.readline()
+            if line.strip() != 'ready':
+                raise RuntimeError('RPC floor server did not start (%r)'
+                                   % line)
+        self.client = messaging.get_rpc_client(
+            self.transport, messaging.Target(topic=self.topic,
+                                             server='bench', version='1.0'),
+            serializer=rpc.ContextSerializer(), timeout=30)
+        self.ctxt = context.RequestContext(
+            user_id='admin', project_id=PROJECT, roles=['admin'],
+            is_admin=True, overwrite=False)
+        return self
+
+    def pids(self):
+        return [self.proc.pid] if self.proc else []
+
+    def factory(self, i):
+        connector = {'host': 'bench-%d' % i, 'ip': '127.0.0.1',
+                     'initiator': 'iqn.2026-11.org.example:bench-%d' % i}
+        att = str(uuid.uuid4())
+
+        def op():
+            out = self.client.call(self.ctxt, 'noop', attachment_id=att,
+                                   connector=connector, mode='rw')
+            if out['data']['attachment_id'] != att:
+                raise RuntimeError('bad RPC answer %r' % (out,))
+        return op
+
+    def stop(self):
+        if self.server is not None:
+            self.server.stop()
+            self.server.wait()
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()          # our own child, by its handle
+                self.proc.wait(10)
+        if self.transport is not None:
+            self.transport.cleanup()
+
+
+# -- floor: DB ---------------------------------------------------------------
+
+class DBFloor:
+    """The cycle's minimal transactions with SQLAlchemy Core."""
+
+    def __init__(self, url, pool):
+        import sqlalchemy as sa
+        from cinder_lite.db import api as db_api
+        self.sa = sa
+        url = sa.engine.make_url(url)
+        backend = url.get_backend_name()
+        kwargs = {'pool_size': pool, 'max_overflow': 0, 'pool_timeout': 60}
+        if backend == 'sqlite':
+            kwargs['connect_args'] = {'timeout': db_api.SQLITE_BUSY_TIMEOUT_S,
+                                      'check_same_thread': False}
+        elif backend in ('mysql', 'mariadb'):
+            kwargs['isolation_level'] = 'READ COMMITTED'   # as cinder_lite
+        self.engine = sa.create_engine(url, **kwargs)
+        if backend == 'sqlite':
+            # cinder_lite's pragmas (WAL, synchronous=NORMAL, busy
+            # timeout) and BEGIN IMMEDIATE
+            db_api._sqlite_setup(self.engine)
+        md = self.metadata = sa.MetaData()
+        self.V = sa.Table(
+            'bench_floor_volumes', md,
+            sa.Column('id', sa.String(36), primary_key=True),
+            sa.Column('status', sa.String(32), nullable=False),
+            sa.Column('multiattach', sa.Boolean, nullable=False),
+            sa.Column('attach_count', sa.Integer, nullable=False),
+            sa.Column('attach_seq', sa.Integer, nullable=False),
+            sa.Column('updated_at', sa.DateTime))
+        self.A = sa.Table(
+            'bench_floor_attachments', md,
+            sa.Column('id', sa.String(36), primary_key=True),
+            sa.Column('volume_id', sa.String(36), nullable=False,
+                      index=True),
+            sa.Column('instance_uuid', sa.String(36)),
+            sa.Column('attached_host', sa.String(255)),
+            sa.Column('attach_status', sa.String(32), nullable=False),
+            sa.Column('attach_mode', sa.String(2)),
+            sa.Column('connector', sa.JSON),
+            sa.Column('connection_info', sa.JSON),
+            sa.Column('attach_time', sa.DateTime),
+            sa.Column('detach_time', sa.DateTime),
+            sa.Column('deleted', sa.Boolean, nullable=False),
+            sa.Column('created_at', sa.DateTime, nullable=False),
+            sa.Column('updated_at', sa.DateTime))
+        md.drop_all(self.engine)
+        md.create_all(self.engine)
+        self.one = str(uuid.uuid4())
+        self.own = [str(uuid.uuid4()) for _ in range(pool)]
+        with self.engine.begin() as c:
+            c.execute(sa.insert(self.V), [
+                {'id': v, 'status': 'available', 'multiattach': True,
+                 'attach_count': 0, 'attach_seq': 0}
+                for v in [self.one] + self.own])
+
+    def factory(self, layout):
+        sa, V, A = self.sa, self.V, self.A
+        now = datetime.datetime.utcnow
+
+        def make(i):
+            vol = self.one if layout == 'one' else self.own[i]
+            instance = str(uuid.uuid4())
+            connector = {'host': 'bench-%d' % i, 'ip': '127.0.0.1',
+                         'initiator': 'iqn.2026-11.org.example:bench-%d' % i}
+
+            def op():
+                att = str(uuid.uuid4())
+                with self.engine.begin() as c:     # T1 reserve
+                    r = c.execute(sa.update(V).where(
+                        V.c.id == vol, V.c.multiattach == sa.true(),
+                        V.c.status.in_(('available', 'reserved',
+                                        'attaching', 'in-use'))).values(
+                        attach_seq=V.c.attach_seq + 1,
+                        status=sa.case((V.c.status == 'available',
+                                        'reserved'), else_=V.c.status),
+                        updated_at=now()))
+                    if r.rowcount != 1:
+                        raise RuntimeError('reserve: volume not attachable')
+                    c.execute(sa.insert(A).values(
+                        id=att, volume_id=vol, instance_uuid=instance,
+                        attach_status='reserved', deleted=False,
+                        created_at=now()))
+                with self.engine.begin() as c:     # T2 connection info
+                    r = c.execute(sa.update(A).where(
+                        A.c.id == att, A.c.attach_status == 'reserved')
+                        .values(attach_status='attaching', attach_mode='rw',
+                                attached_host=connector['host'],
+                                connector=connector,
+                                connection_info={
+                                    'driver_volume_type': 'local',
+                                    'data': {'device_path': '/dev/null',
+                                             'attachment_id': att}},
+                                updated_at=now()))
+                    if r.rowcount != 1:
+                        raise RuntimeError('connect: lost the attachment')
+                with self.engine.begin() as c:     # T3 complete
+                    r = c.execute(sa.update(A).where(
+                        A.c.id == att, A.c.attach_status == 'attaching')
+                        .values(attach_status='attached', attach_time=now(),
+                                updated_at=now()))
+                    if r.rowcount != 1:
+                        raise RuntimeError('complete: lost the attachment')
+                    c.execute(sa.update(V).where(V.c.id == vol).values(
+                        status='in-use', attach_count=V.c.attach_count + 1,
+                        attach_seq=V.c.attach_seq + 1, updated_at=now()))
+                with self.engine.begin() as c:     # T4 delete
+                    r = c.execute(sa.update(A).where(
+                        A.c.id == att, A.c.attach_status == 'attached')
+                        .values(attach_status='detached', deleted=True,
+                                detach_time=now(), updated_at=now()))
+                    if r.rowcount != 1:
+                        raise RuntimeError('delete: lost the attachment')
+                    c.execute(sa.update(V).where(V.c.id == vol).values(
+                        attach_count=V.c.attach_count - 1,
+                        status=sa.case((V.c.attach_count == 1, 'available'),
+                                       else_='in-use'),
+                        attach_seq=V.c.attach_seq + 1, updated_at=now()))
+            return op
+        return make
+
+    def stop(self):
+        try:
+            self.metadata.drop_all(self.engine)
+        finally:
+            self.engine.dispose()
+
+
+# -- deployment setup --------------------------------------------------------
+
+def api_json(conn, method, path, body=None, ok=(200, 202)):
+    status, payload = conn.request(method, path, body)
+    if status not in ok:
+        raise RuntimeError('%s %s -> %s %s' % (method, path, status,
+                                               payload[:400]))
+    return json.loads(payload) if payload else None
+
+
+def make_volumes(url, n_distinct):
+    """A multiattach type; one shared and ``n_distinct`` own multiattach
+    volumes and one plain volume, all available."""
+    conn = http_for(url)
+    vtype = api_json(conn, 'POST', API + '/types', {'volume_type': {
+        'name': 'bench-ma-%s' % uuid.uuid4().hex[:8],
+        'extra_specs': {'multiattach': '<is> True'}}})['volume_type']
+    ids = []
+    for i in range(1 + n_distinct):
+        ids.append(api_json(conn, 'POST', API + '/volumes', {'volume': {
+            'size': 1, 'name': 'bench-ma-%d' % i,
+            'volume_type': vtype['id']}})['volume']['id'])
+    plain = api_json(conn, 'POST', API + '/volumes', {'volume': {
+        'size': 1, 'name': 'bench-plain'}})['volume']['id']
+    for vid in ids + [plain]:
+        def ready(vid=vid):
+            vol = api_json(conn, 'GET', API + '/volumes/' + vid)['volume']
+            if vol['status'].startswith('error'):
+                raise RuntimeError('volume %s went %s' % (vid,
+                                                          vol['status']))
+            return vol['status'] == 'available'
+        cluster_mod.wait_until(ready, VOLUME_TIMEOUT, interval=0.02,
+                               what='volume %s available' % vid)
+    conn.close()
+    return {'one': ids[0], 'distinct': ids[1:], 'plain': plain}
+
+
+def leftovers(url, volume_ids):
+    """Attachments still live on ``volume_ids`` (there should be none after
+    a cell), deleted; returns error strings."""
+    conn = http_for(url)
+    errors = []
+    for vid in volume_ids:
+        status, payload = conn.request(
+            'GET', API + '/attachments?volume_id=%s' % vid)
+        if status != 200:
+            errors.append('list attachments: %s %s' % (status,
+                                                       payload[:300]))
+            continue
+        for att in json.loads(payload)['attachments']:
+            errors.append('leftover attachment %s (%s) on %s'
+                          % (att['id'], att['status'], vid))
+            conn.request('DELETE', API + '/attachments/' + att['id'])
+        vol = json.loads(conn.request('GET', API + '/volumes/' + vid)[1])
+        if vol['volume']['status'] != 'available':
+            errors.append('volume %s is %s after the cell'
+                          % (vid, vol['volume']['status']))
+    conn.close()
+    return errors
+
+
+# -- race ---------------------------------------------------------------------
+
+def race(url, volume_id, clients, rounds):
+    out = []
+    for rnd in range(rounds):
+        conns = [http_for(url) for _ in range(clients)]
+        for c in conns:
+            c.request('GET', '/')
+        results = [None] * clients
+        barrier = threading.Barrier(clients)
+
+        def go(i):
+            body = {'attachment': {'volume_uuid': volume_id,
+                                   'instance_uuid': str(uuid.uuid4())}}
+            barrier.wait()
+            t0 = time.perf_counter()
+            status, payload = conns[i].request('POST', API + '/attachments',
+                                               body)
+            results[i] = (status, payload, time.perf_counter() - t0)
+
+        threads = [threading.Thread(target=go, args=(i,))
+                   for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        winners = [json.loads(p)['attachment']['id']
+                   for s, p, _ in results if s == 200]
+        refused = [p for s, p, _ in results if s == 400]
+        other = [(s, p) for s, p, _ in results if s not in (200, 400)]
+        errors = ['race round %d: %s %s' % (rnd, s, p[:300]) for s, p in
+                  other]
+        if len(winners) != 1:
+            errors.append('race round %d: %d winners (must be 1)'
+                          % (rnd, len(winners)))
+        wrong = [p for p in refused if b'not multiattach' not in p]
+        errors += ['race round %d: unexpected 400: %s' % (rnd, p[:300])
+                   for p in wrong[:3]]
+        for att in winners:
+            status, payload = conns[0].request(
+                'DELETE', API + '/attachments/' + att)
+            if status != 200:
+                errors.append('race round %d: delete winner: %s %s'
+                              % (rnd, status, payload[:300]))
+        status, payload = conns[0].request('GET',
+                                           API + '/volumes/' + volume_id)
+        vstatus = json.loads(payload)['volume']['status'] \
+            if status == 200 else status
+        if vstatus != 'available':
+            errors.append('race round %d: volume %s afterwards'
+                          % (rnd, vstatus))
+        for c in conns:
+            c.close()
+        out.append({'round': rnd, 'winners': len(winners),
+                    'refused': len(refused), 'other': len(other),
+                    'lat': [r[2] for r in results], 'errors': errors})
+    return out
+
+
+# -- one deployment --------------------------------------------------------
+
+def announce(name, msg):
+    print('[%s] %s' % (name, msg), file=sys.stderr, flush=True)
+
+
+def measure_floor(name, deployment, volumes_url, args, sampler,
+                  rpc_url, in_process, db_url):
+    """Floor rows: {(part, layout-or-None, clients): saturate result}."""
+    floor = {}
+    api_group = 'all' if in_process else 'api'
+    announce(name, 'floor: http')
+    for c in args.clients:
+        floor[('http', None, c)] = saturate(
+            http_floor_op(volumes_url), c, args.floor_seconds, sampler)
+        floor[('http', None, c)]['server'] = api_group
+    announce(name, 'floor: rpc (%s)' % ('in-process bus' if in_process
+                                        else 'rabbit, server subprocess'))
+    rpcf = RPCFloor(rpc_url, in_process).start()
+    try:
+        groups = dict(sampler.groups)
+        groups['rpc-server'] = rpcf.pids
+        rsampler = Sampler(groups)
+        for c in args.clients:
+            floor[('rpc', None, c)] = saturate(rpcf.factory, c,
+                                               args.floor_seconds, rsampler)
+            floor[('rpc', None, c)]['server'] = \
+                None if in_process else 'rpc-server'
+    finally:
+        rpcf.stop()
+    announce(name, 'floor: db')
+    dbf = DBFloor(db_url, max(args.clients))
+    try:
+        for layout in args.layouts:
+            for c in args.clients:
+                floor[('db', layout, c)] = saturate(
+                    dbf.factory(layout), c, args.floor_seconds, sampler)
+                floor[('db', layout, c)]['server'] = \
+                    None if in_process else 'db*'
+    finally:
+        dbf.stop()
+    return floor
+
+
+def composed_floor(floor, kind, layout, clients):
+    """(cycles/s, 1-client latency s) of the composed floor."""
+    try:
+        h = floor[('http', None, clients)]
+        r = floor[('rpc', None, clients)]
+        d = floor[('db', layout, clients)]
+    except KeyError:
+        return float('nan'), float('nan')
+    if not (h['rate'] and r['rate'] and d['rate']):
+        return float('nan'), float('nan')
+    per = (HTTP_PER_CYCLE[kind] / h['rate'] + RPC_PER_CYCLE / r['rate']
+           + 1.0 / d['rate'])
+    lat = (HTTP_PER_CYCLE[kind] * pct(h['lat'], 50)
+           + RPC_PER_CYCLE * pct(r['lat'], 50) + pct(d['lat'], 50))
+    return 1.0 / per, lat
+
+
+def bench_mode(name, deployment, args):
+    announce(name, 'starting ...')
+    t = time.perf_counter()
+    deployment.start()
+    announce(name, 'ready in %.1f s at %s' % (time.perf_counter() - t,
+                                              deployment.url))
+    out = {'name': name, 'cells': [], 'floor': {}, 'race': [],
+           'errors': [], 'groups': [], 'idle': {}}
+    try:
+        sampler = Sampler(service_groups(deployment))
+        out['groups'] = list(sampler.groups)
+        pids = {g: fn() for g, fn in sampler.groups.items()
+                if not g.endswith('*')}
+        announce(name, 'pids: %s' % ', '.join(
+            '%s %s' % (g, '+'.join(map(str, p))) for g, p in pids.items()))
+        volumes = make_volumes(deployment.url, max(args.clients))
+        # warm up every path (imports, pools, first exports)
+        warm = Client(deployment.url, 999)
+        for kind in args.cycles:
+            for _ in range(5):
+                warm.cycle(kind, volumes['one'])
+                warm.cycle(kind, volumes['distinct'][0])
+        warm.http.close()
+        out['errors'] += ['warm-up %s' % e for e in warm.errors]
+
+        # what the services burn with nothing to do
+        before = sampler.snapshot()
+        t0 = time.perf_counter()
+        time.sleep(args.idle_seconds)
+        out['idle'] = {g: v / (time.perf_counter() - t0) for g, v in
+                       sampler.delta(before, sampler.snapshot()).items()}
+
+        if isinstance(deployment, vc.Embedded):
+            from cinder_lite.common import inproc_bus
+            rpc_url, in_process = inproc_bus.URL, True
+            db_url = cluster_mod.sqlite_url(os.path.join(
+                deployment.state, 'bench-attach-floor.sqlite'))
+        else:
+            rpc_url = deployment.cluster.transport_url
+            in_process = False
+            db_url = deployment.cluster.db_url
+        if not args.no_floor:
+            out['floor'] = measure_floor(name, deployment, deployment.url,
+                                         args, sampler, rpc_url, in_process,
+                                         db_url)
+            for key, res in out['floor'].items():
+                out['errors'] += ['floor %s: %s' % ('/'.join(
+                    str(k) for k in key if k is not None), e)
+                    for e in res['errors']]
+
+        for layout in args.layouts:
+            if args.hold:
+                announce(name, 'holding %g s before the %s-volume cells '
+                         '(pids above)' % (args.hold, layout))
+                time.sleep(args.hold)
+            for kind in args.cycles:
+                for clients in args.clients:
+                    announce(name, '%s, %s volume(s), %d client(s), %g s'
+                             % (kind, layout, clients, args.seconds))
+                    res = run_cell(deployment.url, kind, layout, clients,
+                                   args.seconds, volumes, sampler)
+                    used = [volumes['one']] if layout == 'one' else \
+                        volumes['distinct'][:clients]
+                    res['leftovers'] = leftovers(deployment.url, used)
+                    res['mode'] = name
+                    out['cells'].append(res)
+                    for e in res['errors'][:3]:
+                        announce(name, 'error: %s' % e)
+                    for e in res['leftovers'][:3]:
+                        announce(name, 'error: %s' % e)
+        if args.race_rounds:
+            announce(name, 'race: %d clients on one plain volume, %d rounds'
+                     % (args.race_clients, args.race_rounds))
+            out['race'] = race(deployment.url, volumes['plain'],
+                               args.race_clients, args.race_rounds)
+            for r in out['race']:
+                for e in r['errors'][:3]:
+                    announce(name, 'error: %s' % e)
+    except Exception as e:
+        out['errors'].append('%s: %r' % (name, e))
+        announce(name, 'failed: %r' % (e,))
+    finally:
+        failed = mode_errors(out)
+        if failed:
+            vc.print_service_errors(name, deployment)
+        keep = args.keep or bool(failed)
+        try:
+            deployment.stop(keep=keep)
+        except Exception as e:
+            out['errors'].append('stop: %r' % (e,))
+        if keep:
+            announce(name, 'logs kept in %s' % deployment.workdir)
+    return out
+
+
+def cell_errors(cell):
+    return [str(e) for e in cell['errors']] + cell['leftovers']
+
+
+def mode_errors(out):
+    errs = list(out['errors'])
+    for cell in out['cells']:
+        errs += cell_errors(cell)
+    for r in out['race']:
+        errs += r['errors']
+    return errs
+
+
+# -- output ----------------------------------------------------------------
+
+def fmt_rate(x):
+    return '-' if x != x else '%.1f' % x
+
+
+def print_results(modes, args):
+    print_table = vc.print_table
+    print()
+    print('machine: %d CPUs, load average %s, python %s' % (
+        os.cpu_count(), ' '.join('%.2f' % x for x in os.getloadavg()),
+        sys.version.split()[0]))
+    print('cycle one-step = POST /attachments (connector), os-complete, '
+          'DELETE; two-step = POST, PUT (connector), os-complete, DELETE.')
+    print('layout one = all clients on one multiattach volume; distinct = '
+          'one multiattach volume per client.  Latencies in ms.')
+    print('floor = composed machine floor of the same run (http, rpc, db '
+          'below): cycles/s at the same concurrency, p50 = 1-client sum.')
+    print()
+    rows = []
+    for m in modes:
+        for c in m['cells']:
+            f_rate, _ = composed_floor(m['floor'], c['cycle'], c['layout'],
+                                       c['clients'])
+            _, f_lat = composed_floor(m['floor'], c['cycle'], c['layout'], 1)
+            rows.append((m['name'], c['cycle'], c['layout'], c['clients'],
+                         c['ops'], '%.1f' % c['rate'], ms(pct(c['lat'], 50)),
+                         ms(pct(c['lat'], 95)), ms(pct(c['lat'], 99)),
+                         len(cell_errors(c)), fmt_rate(f_rate),
+                         '%.0f%%' % (100.0 * c['rate'] / f_rate)
+                         if f_rate == f_rate and f_rate else '-',
+                         ms(f_lat)))
+    print_table(('mode', 'cycle', 'layout', 'clients', 'cycles', 'ops/s',
+                 'p50', 'p95', 'p99', 'errors', 'floor ops/s', 'of floor',
+                 'floor p50'), rows)
+
+    print()
+    print('per request (ms, p50 / p99):')
+    rows = []
+    for m in modes:
+        for c in m['cells']:
+            rows.append((m['name'], c['cycle'], c['layout'], c['clients']) +
+                        tuple('%s / %s' % (ms(pct(c['steps'][s], 50)),
+                                           ms(pct(c['steps'][s], 99)))
+                              if c['steps'][s] else '-' for s in STEPS))
+    print_table(('mode', 'cycle', 'layout', 'clients') + STEPS, rows)
+
+    for m in modes:
+        if not m['cells']:
+            continue
+        groups = m['groups']
+        services = [g for g in groups if g != 'bench' and
+                    not g.endswith('*')]
+        print()
+        print('%s: CPU ms per cycle (utime+stime; * = whole shared server, '
+              'other users included)' % m['name'])
+        rows = []
+        for c in m['cells']:
+            n = max(1, c['ops'])
+            per = {g: 1000.0 * c['cpu'].get(g, 0.0) / n for g in groups}
+            total = sum(per[g] for g in services)
+            machine = sum(per.values())
+            rows.append((c['cycle'], c['layout'], c['clients'], c['ops']) +
+                        tuple('%.2f' % per[g] for g in services) +
+                        ('%.2f' % total, '%.2f' % per['bench']) +
+                        tuple('%.2f' % per[g] for g in groups
+                              if g.endswith('*')) +
+                        ('%.2f' % machine,
+                         '%.2f' % (1000.0 * c['wall'] * os.cpu_count() / n)))
+        print_table(('cycle', 'layout', 'clients', 'cycles') +
+                    tuple(services) + ('services', 'bench') +
+                    tuple(g for g in groups if g.endswith('*')) +
+                    ('all listed', 'machine'), rows)
+        if m['idle']:
+            print('idle, before the cells (CPU %% of one core): %s'
+                  % ', '.join('%s %.1f' % (g, 100.0 * v)
+                              for g, v in m['idle'].items()))
+    print('(machine = CPUs x wall / cycles: the machine time one cycle '
+          'took; "all listed" is what the processes above used of it)')
+
+    rows = []
+    for m in modes:
+        for (part, layout, clients), f in sorted(
+                m['floor'].items(),
+                key=lambda kv: (('http', 'rpc', 'db').index(kv[0][0]),
+                                LAYOUTS.index(kv[0][1]) if kv[0][1] else 0,
+                                kv[0][2])):
+            what = {'http': 'GET / (http.client)',
+                    'rpc': 'RPC call no-op',
+                    'db': 'DB cycle, 4 tx (%s)' % layout}[part]
+            n = max(1, f['ops'])
+            srv = f.get('server')
+            rows.append((m['name'], what, clients, f['ops'],
+                         '%.0f' % f['rate'], ms(pct(f['lat'], 50)),
+                         ms(pct(f['lat'], 99)),
+                         '%s %.3f' % (srv, 1000.0 * f['cpu'].get(srv, 0) / n)
+                         if srv else 'in bench',
+                         '%.3f' % (1000.0 * f['cpu'].get('bench', 0) / n),
+                         len(f['errors'])))
+    if rows:
+        print()
+        print('floor, same run: each part alone at the same concurrency '
+              '(ops/s, latency ms, CPU ms per op)')
+        print_table(('mode', 'part', 'clients', 'ops', 'ops/s', 'p50', 'p99',
+                     'server CPU', 'bench CPU', 'errors'), rows)
+
+    if any(m['race'] for m in modes):
+        print()
+        print('race: %d clients POST /attachments on ONE plain volume at '
+              'once, distinct instance_uuids' % args.race_clients)
+        rows = []
+        for m in modes:
+            for r in m['race']:
+                rows.append((m['name'], r['round'], r['winners'],
+                             r['refused'], r['other'],
+                             ms(pct(r['lat'], 50)), ms(max(r['lat'])),
+                             'OK' if not r['errors'] else 'FAIL'))
+        print_table(('mode', 'round', 'won (200)', 'refused (400)', 'other',
+                     'p50', 'max', 'exactly one'), rows)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--modes', default='embedded,distributed',
+                   help='comma separated: embedded, distributed')
+    p.add_argument('--db', default='mysql,postgresql',
+                   help='databases of the distributed mode, comma separated '
+                        '(mysql, postgresql)')
+    p.add_argument('--clients', default='1,8,32',
+                   help='comma separated client counts')
+    p.add_argument('--seconds', type=float, default=8.0,
+                   help='duration of each cell')
+    p.add_argument('--cycles', default='one-step,two-step')
+    p.add_argument('--layouts', default='one,distinct')
+    p.add_argument('--floor-seconds', type=float, default=1.5,
+                   help='duration of each floor measurement')
+    p.add_argument('--no-floor', action='store_true')
+    p.add_argument('--idle-seconds', type=float, default=2.0,
+                   help='idle CPU sample of the services before the cells')
+    p.add_argument('--race-clients', type=int, default=32)
+    p.add_argument('--race-rounds', type=int, default=5)
+    p.add_argument('--hold', type=float, default=0.0,
+                   help='seconds to pause before each layout\'s cells (to '
+                        'attach a profiler to the printed pids)')
+    p.add_argument('--keep', action='store_true',
+                   help='keep work directories (kept anyway on errors)')
+    args = p.parse_args(argv)
+
+    def csv(value, allowed, what):
+        items = [x.strip() for x in value.split(',') if x.strip()]
+        for x in items:
+            if x not in allowed:
+                p.error('unknown %s %r (one of %s)' % (what, x,
+                                                       ', '.join(allowed)))
+        return items
+    args.modes = csv(args.modes, ('embedded', 'distributed'), 'mode')
+    args.db = csv(args.db, cluster_mod.KINDS, 'database')
+    args.cycles = csv(args.cycles, CYCLES, 'cycle')
+    args.layouts = csv(args.layouts, LAYOUTS, 'layout')
+    args.clients = [int(c) for c in args.clients.split(',') if c.strip()]
+    if not args.clients or min(args.clients) < 1:
+        p.error('--clients needs positive counts')
+    return args
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ['--rpc-server']:
+        rpc_server_main(argv[1], argv[2])
+        return 0
+    args = parse_args(argv)
+    started = time.perf_counter()
+    load0 = os.getloadavg()
+    modes, skipped = [], []
+    for mode in args.modes:
+        if mode == 'embedded':
+            modes.append(bench_mode('embedded', vc.Embedded(), args))
+            continue
+        for kind in args.db:
+            name = 'distributed/%s' % ('mariadb' if kind == 'mysql'
+                                       else kind)
+            try:
+                cluster_mod.check_services(kind)
+            except cluster_mod.ServiceUnavailable as e:
+                skipped.append('%s skipped: %s' % (name, e))
+                print(skipped[-1], file=sys.stderr)
+                continue
+            modes.append(bench_mode(name, vc.Distributed(kind), args))
+
+    print_results(modes, args)
+    print()
+    print('load average at start %s; run took %.0f s' % (
+        ' '.join('%.2f' % x for x in load0),
+        time.perf_counter() - started))
+    for line in skipped:
+        print(line)
+    errors = [(m['name'], e) for m in modes for e in mode_errors(m)]
+    if errors:
+        print()
+        print('%d ERROR(S); the first ones:' % len(errors))
+        for name, e in errors[:8]:
+            print('  [%s] %s' % (name, e))
+        return 1
+    print('no errors')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
