@@ -42,6 +42,10 @@ VOLUME_TRANSITIONS = {
     DELETED: (DELETING,),
 }
 
+# Statuses a volume service's operation owns while it runs (os-reset_status
+# leaves them alone while that service is up).
+VOLUME_BUSY_STATUSES = frozenset([CREATING, DELETING, EXTENDING])
+
 # Statuses an operator may force with os-reset_status.
 VOLUME_RESET_STATUSES = frozenset([
     AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING, ERROR_DELETING])

@@ -106,14 +106,18 @@ class VolumeActions:
                      and a.instance_uuid is None and a.connection_info
                      and not a.service_owned]
         chosen = (preferred or candidates or completed or [None])[0]
-        if chosen is None:
-            chosen_id = self.attachments.reserve(context, volume,
-                                                 instance_uuid, mode)
-        else:
-            chosen_id = chosen.id
         with db_api.writer() as session:
-            vol = db_attachments.lock_volume(session, volume.id)
-            att = db_attachments.get(session, chosen_id)
+            if chosen is None:
+                # reserved in this transaction: a refusal below leaves
+                # nothing behind
+                vol, att = self.attachments.reserve_in(
+                    session, context, volume, instance_uuid, mode)
+            else:
+                vol = db_attachments.lock_volume(session, volume.id)
+                att = db_attachments.get(session, chosen.id)
+            # what was chosen from the read before the lock may have
+            # changed since: decide again on what is there now
+            self._check_attach(session, vol, att, instance_uuid, host_name)
             if att.attach_mode and att.attach_mode != mode:
                 raise exception.InvalidAttachMode(
                     reason='attachment %s was set up %s' % (
@@ -135,6 +139,29 @@ class VolumeActions:
                         'mountpoint': mountpoint, 'attach_mode': mode,
                         'attach_time': att.attach_time or models.utcnow()})
             db_attachments.sync_volume_status(session, vol.id)
+
+    def _check_attach(self, session, vol, att, instance_uuid, host_name):
+        """os-attach of ``att`` for ``instance_uuid`` on ``host_name``,
+        under the volume's row lock: the attachment is not another
+        instance's, and a plain volume keeps one instance and one
+        connection per host."""
+        if att.instance_uuid not in (None, instance_uuid):
+            raise exception.AttachmentRefused(
+                reason='Attachment %s of volume %s belongs to instance %s.'
+                       % (att.id, vol.id, att.instance_uuid))
+        if vol.multiattach:
+            return
+        host = att.attached_host or host_name
+        for other in db_attachments.live_for_volume(session, vol.id):
+            if other.id == att.id:
+                continue
+            if other.instance_uuid != instance_uuid:
+                raise exception.AttachmentRefused(
+                    reason='Volume %s is not multiattach and already has '
+                           'an attachment (%s) for instance %s.' % (
+                               vol.id, other.id, other.instance_uuid))
+            if host and other.attached_host == host:
+                raise exception.DuplicateConnector(volume_id=vol.id)
 
     # -- detach ----------------------------------------------------------------
     def _one_attachment(self, volume, attachment_id):
@@ -232,6 +259,12 @@ class VolumeActions:
                 self.attachments.delete(context, att.id, force=True)
         if status is None:
             return
+        resettable = states.VOLUME_STATUSES - {states.DELETED}
+        if volume.host and self.attachments._backend_up(volume):
+            # its volume service finishes (or reconciles) a create, delete
+            # or extend under way; a reset now would leave a volume
+            # without storage, or storage without a volume
+            resettable -= states.VOLUME_BUSY_STATUSES
         with db_api.writer() as session:
             live = db_attachments.live_for_volume(session, volume.id)
             if status == states.IN_USE and not any(
@@ -239,9 +272,15 @@ class VolumeActions:
                 raise exception.InvalidVolume(
                     reason='Volume %s has no attachment; it cannot be '
                            'in-use.' % volume.id)
-            db_volumes.transition(session, volume.id, status,
-                                  expected=tuple(states.VOLUME_STATUSES -
-                                                 {states.DELETED}))
+            try:
+                db_volumes.transition(session, volume.id, status,
+                                      expected=tuple(sorted(resettable)))
+            except exception.InvalidTransition as e:
+                raise exception.InvalidVolume(
+                    reason='Volume %s is %s and its volume service is up: '
+                           'it finishes that itself (or reconciles it if '
+                           'it is stuck); reset its status when it has.'
+                           % (volume.id, e.kwargs['actual']))
         LOG.warning('volume %s: %s -> %s by os-reset_status', volume.id,
                     volume.status, status)
 
@@ -341,5 +380,12 @@ class VolumeActions:
                 raise exception.InvalidVolume(
                     reason='Volume status must be available to extend, '
                            'but it is %s.' % e.kwargs['actual'])
+            # an extend that finished since the size above was read
+            size = db_volumes.get(session, volume.id).size
+            if new_size <= size:
+                raise exception.InvalidInput(
+                    reason='New size for extend must be greater than '
+                           'current size. (current: %d, extended: %d).' % (
+                               size, new_size))
         self.volume_rpcapi.extend_volume(context, volume.host, volume.id,
                                          new_size)

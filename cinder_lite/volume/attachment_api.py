@@ -210,6 +210,12 @@ class AttachmentService:
                  attachment.attach_mode or 'undecided', volume_status)
         return attachment.id
 
+    def reserve_in(self, session, context, volume, instance_uuid, mode):
+        """``reserve`` inside the caller's transaction; returns (locked
+        volume, attachment)."""
+        return self._reserve(session, context, volume, instance_uuid, mode,
+                             False, states.ATTACH_RESERVED)
+
     def _reserve(self, session, context, volume, instance_uuid, mode,
                  service_owned, status):
         """Record a new attachment of ``volume`` under its row lock;

@@ -270,3 +270,105 @@ def test_migration_status_is_shown_to_admins(api, stack):
     member = stack.client(user='member', roles='member')
     shown = member.get('/volumes/%s' % vol['id']).json()['volume']
     assert 'migration_status' not in shown
+
+
+# -- found by the stateful fuzzer ------------------------------------------------
+def act(client, vid, body):
+    return client.post('/volumes/%s/action' % vid, json=body)
+
+
+def test_os_attach_race_keeps_one_instance_on_a_plain_volume(api, stack):
+    """Two os-attach of one reservation for two instances at once: one
+    wins, the other is refused, the volume has one instance."""
+    c1, c2 = clients(stack)
+    for _ in range(ROUNDS):
+        vol = api.create_volume()
+        assert act(api, vol['id'], {'os-reserve': None}).status_code == 202
+        assert act(api, vol['id'], {'os-initialize_connection': {
+            'connector': connector('compute-1')}}).status_code == 200
+        a, b = str(uuid.uuid4()), str(uuid.uuid4())
+        first, second = together(*[
+            (lambda inst=inst, c=c: act(c, vol['id'], {'os-attach': {
+                'instance_uuid': inst, 'host_name': 'compute-1',
+                'mountpoint': '/dev/vdb', 'mode': 'rw'}}))
+            for inst, c in ((a, c1), (b, c2))])
+        no_5xx(first, second)
+        assert sorted([first.status_code, second.status_code]) == \
+            [202, 400], (first.text, second.text)
+        live = api.get('/attachments/detail?volume_id=%s' % vol['id']).json()[
+            'attachments']
+        assert len({x['instance'] for x in live}) == 1, live
+        winner = a if first.status_code == 202 else b
+        assert [x['instance'] for x in live] == [winner]
+        assert show_volume(api, vol['id'])['status'] == 'in-use'
+
+
+def test_os_attach_same_instance_same_host_twice_is_refused(api):
+    vol = api.create_volume()
+    att = create(api, vol['id'], I1, connector('compute-2'))
+    assert api.post('/attachments/%s/action' % att['id'], json={
+        'os-complete': None}).status_code == 204
+    resp = act(api, vol['id'], {'os-attach': {
+        'instance_uuid': I1, 'host_name': 'compute-2',
+        'mountpoint': '/dev/vdb', 'mode': 'rw'}})
+    assert resp.status_code == 409, resp.text
+    assert 'duplicate connectors' in resp.text
+    live = api.get('/attachments?volume_id=%s' % vol['id']).json()[
+        'attachments']
+    assert [x['id'] for x in live] == [att['id']]
+    # from another host (a live migration's destination) it may
+    resp = act(api, vol['id'], {'os-attach': {
+        'instance_uuid': I1, 'host_name': 'compute-3',
+        'mountpoint': '/dev/vdb', 'mode': 'rw'}})
+    assert resp.status_code == 202, resp.text
+
+
+def test_two_extends_never_shrink(api, stack):
+    """An extend to a size another extend already passed is refused,
+    even when both were sent together."""
+    c1, c2 = clients(stack)
+    for _ in range(ROUNDS):
+        vol = api.create_volume()
+        bigger, smaller = together(
+            lambda: act(c1, vol['id'], {'os-extend': {'new_size': 3}}),
+            lambda: act(c2, vol['id'], {'os-extend': {'new_size': 2}}))
+        no_5xx(bigger, smaller)
+        assert bigger.status_code in (202, 400), bigger.text
+        final = api.wait_volume(vol['id'], 'available')
+        assert final['size'] in (2, 3)
+        if bigger.status_code == 202:
+            # the later extend to 2 waits for nothing: refused or done first
+            api.wait_volume(vol['id'], 'available')
+        resp = act(api, vol['id'], {'os-extend': {'new_size': 2}})
+        if final['size'] == 3:
+            assert resp.status_code == 400, resp.text
+        assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+            'status'] in ('available', 'extending')
+        api.wait_volume(vol['id'], 'available')
+
+
+def test_reset_status_leaves_a_running_delete_alone(api, stack):
+    vol = api.create_volume()
+    stack.stop_backend('file')
+    assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+    # the backend is down: the admin may take the volume back
+    resp = act(api, vol['id'], {'os-reset_status': {'status': 'error'}})
+    assert resp.status_code == 202, resp.text
+
+
+def test_reset_status_refused_while_the_operation_runs(api, stack):
+    """With the volume service up, a volume being deleted keeps its
+    status: a reset racing the delete is refused, or comes first."""
+    c1, c2 = clients(stack)
+    for _ in range(ROUNDS):
+        vol = api.create_volume()
+        deleted, reset = together(
+            lambda: c1.delete('/volumes/%s' % vol['id']),
+            lambda: act(c2, vol['id'], {'os-reset_status': {
+                'status': 'available'}}))
+        no_5xx(deleted, reset)
+        assert deleted.status_code == 202, deleted.text
+        if reset.status_code == 400:
+            assert 'volume service is up' in reset.text, reset.text
+        # whatever the order, the volume is gone in the end
+        api.wait_deleted(vol['id'])
