@@ -80,6 +80,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from bench import volume_create as vc  # noqa: E402
 from cinder_lite.db import migration  # noqa: E402
 from cinder_lite.db import models  # noqa: E402
 from tests.integration import cluster as cluster_mod  # noqa: E402
@@ -104,14 +105,7 @@ def log(msg):
 
 # -- measuring -------------------------------------------------------------
 
-def pct(values, p):
-    """Nearest-rank percentile of ``values`` (p in 0..100)."""
-    if not values:
-        return float('nan')
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1,
-                   int(round(p / 100.0 * len(ordered) + 0.5)) - 1))
-    return ordered[k]
+pct = vc.pct
 
 
 def timed(fn, n, budget, warmup=2):
