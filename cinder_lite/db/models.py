@@ -31,7 +31,8 @@ class VolumeType(TimestampMixin, Base):
     description = sa.Column(sa.String(255))
     is_public = sa.Column(sa.Boolean, nullable=False, default=True)
     # Soft delete: deleted volumes keep their type.  A deleted type's name
-    # becomes its id, so the name is free for a new type.
+    # becomes '#deleted:<id>' (db.volume_types.deleted_name), so the name
+    # is free for a new type.
     deleted = sa.Column(sa.Boolean, nullable=False, default=False,
                         server_default=sa.false())
     deleted_at = sa.Column(DateTime)

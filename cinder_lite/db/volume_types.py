@@ -1,6 +1,7 @@
 """SQL for volume types, their extra specs and their project access.
 
-Types are soft-deleted (volumes deleted long ago still point at theirs);
+Types are soft-deleted (volumes deleted long ago still point at theirs;
+the row keeps its id, its name becomes ``deleted_name(id)``);
 every lookup and listing here sees live types only, except ``names``,
 which volume views use.  A type is deleted and a volume takes a type
 inside one transaction each, and the type's row lock orders the two
@@ -77,9 +78,15 @@ def create(session, name, description=None, is_public=True,
     return _to_dict(session, vtype)
 
 
-def _get_row(session, type_id, project_id=None):
+def _get_row(session, type_id, project_id=None, for_change=False):
+    """The live type; ``for_change``: with its row lock, so that a delete
+    running at the same moment either finishes first (and this finds
+    nothing) or waits for this change."""
     stmt = _visible(sa.select(models.VolumeType).where(
         models.VolumeType.id == type_id), project_id)
+    if for_change:
+        stmt = stmt.with_for_update().execution_options(
+            populate_existing=True)
     vtype = session.execute(stmt).scalar_one_or_none()
     if vtype is None:
         raise exception.VolumeTypeNotFound(type_id=type_id)
@@ -127,7 +134,7 @@ def list_types(session, project_id=None, is_public=None, name=None):
 
 
 def update(session, type_id, values):
-    vtype = _get_row(session, type_id)
+    vtype = _get_row(session, type_id, for_change=True)
     for key, value in values.items():
         setattr(vtype, key, value)
     try:
@@ -135,6 +142,15 @@ def update(session, type_id, values):
     except sa_exc.IntegrityError:
         raise exception.VolumeTypeExists(name=values.get('name'))
     return _to_dict(session, vtype)
+
+
+# A deleted type's name: a prefix no live type may use, and its id, so the
+# name is free again and never collides with another.
+DELETED_PREFIX = '#deleted:'
+
+
+def deleted_name(type_id):
+    return DELETED_PREFIX + type_id
 
 
 def lock_live(session, type_id):
@@ -164,7 +180,7 @@ def delete(session, type_id, in_use):
         .where(models.VolumeType.id == type_id,
                models.VolumeType.deleted.is_(False))
         .values(deleted=True, deleted_at=now, updated_at=now,
-                name=type_id)
+                name=deleted_name(type_id))
         .execution_options(synchronize_session=False))
     if result.rowcount != 1:
         raise exception.VolumeTypeNotFound(type_id=type_id)
@@ -173,7 +189,7 @@ def delete(session, type_id, in_use):
 
 
 def set_extra_specs(session, type_id, specs):
-    _get_row(session, type_id)
+    _get_row(session, type_id, for_change=True)
     for key, value in specs.items():
         row = session.execute(sa.select(models.VolumeTypeExtraSpec).where(
             models.VolumeTypeExtraSpec.volume_type_id == type_id,
@@ -188,7 +204,7 @@ def set_extra_specs(session, type_id, specs):
 
 
 def delete_extra_spec(session, type_id, key):
-    _get_row(session, type_id)
+    _get_row(session, type_id, for_change=True)
     result = session.execute(sa.delete(models.VolumeTypeExtraSpec).where(
         models.VolumeTypeExtraSpec.volume_type_id == type_id,
         models.VolumeTypeExtraSpec.key == key))
@@ -206,7 +222,7 @@ def list_access(session, type_id):
 
 
 def add_access(session, type_id, project_id):
-    _get_row(session, type_id)
+    _get_row(session, type_id, for_change=True)
     session.add(models.VolumeTypeProject(volume_type_id=type_id,
                                          project_id=project_id))
     try:
@@ -217,7 +233,7 @@ def add_access(session, type_id, project_id):
 
 
 def remove_access(session, type_id, project_id):
-    _get_row(session, type_id)
+    _get_row(session, type_id, for_change=True)
     result = session.execute(sa.delete(models.VolumeTypeProject).where(
         models.VolumeTypeProject.volume_type_id == type_id,
         models.VolumeTypeProject.project_id == project_id))

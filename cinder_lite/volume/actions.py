@@ -160,7 +160,8 @@ class VolumeActions:
                     reason='Volume %s is not multiattach and already has '
                            'an attachment (%s) for instance %s.' % (
                                vol.id, other.id, other.instance_uuid))
-            if host and other.attached_host == host:
+            if host and other.attached_host == host and \
+                    attachment_api.holds_connection(other):
                 raise exception.DuplicateConnector(volume_id=vol.id)
 
     # -- detach ----------------------------------------------------------------

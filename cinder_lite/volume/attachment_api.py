@@ -13,6 +13,7 @@ Reservation rules (DESIGN §4):
 Every decision is made inside the transaction that holds the volume's row
 lock (``db.attachments.lock_volume``), so it is race-free on every database.
 """
+import datetime
 import ipaddress
 import logging
 import random
@@ -469,20 +470,28 @@ class AttachmentService:
             return db_attachments.live_summaries(session,
                                                  attachment.volume_id)
 
-    def _check_not_busy(self, vol, current, force):
+    def _check_not_busy(self, current, force, backend_up):
         """Refuse (409) to detach an attachment that another request is
         disconnecting or still connecting, while its backend is up: the
         two would race on the backend.  When the backend is down a
-        ``force`` detach records it detached anyway (see ``detach``)."""
+        ``force`` detach records it detached anyway (see ``detach``), and
+        so does one that finds the other request's mark older than an RPC
+        can wait (its request died with its API process)."""
         if current.status_reason == DISCONNECTING:
             what = 'being disconnected'
         elif half_connected(current):
             what = 'being connected'
         else:
             return
-        if force or what == 'being connected':
-            if not self._backend_up(vol, current.export_host):
-                return
+        if not backend_up and (force or what == 'being connected'):
+            return
+        if force and current.updated_at is not None and \
+                models.utcnow() - current.updated_at > datetime.timedelta(
+                    seconds=self.conf.volume_rpc_timeout):
+            LOG.warning('attachment %s: %s since %s, longer than an RPC '
+                        'waits; forced detach goes ahead', current.id, what,
+                        current.updated_at)
+            return
         raise exception.AttachmentBusy(attachment_id=current.id, what=what)
 
     def detach(self, context, attachment, force=False):
@@ -500,20 +509,22 @@ class AttachmentService:
         with db_api.writer() as session:
             vol = db_attachments.lock_volume(session, attachment.volume_id)
             current = db_attachments.get(session, attachment.id)
-            self._check_not_busy(vol, current, force)
             connected = was_connected = holds_connection(current)
+            # asked once: the checks below must agree on it
+            backend_up = connected and self._backend_up(
+                vol, current.export_host)
+            self._check_not_busy(current, force, backend_up)
             # the service holding the export (rows from before 0004: the
             # backend's own)
             host = current.export_host or volume_rpcapi.backend_host(
                 vol.host or '')
-            if connected and force and not self._backend_up(
-                    vol, current.export_host):
+            if connected and force and not backend_up:
                 LOG.warning('attachment %s: forced detach while backend %s '
                             'is down; recorded without disconnecting',
                             attachment.id, vol.host)
                 connected = False
             elif connected and half_connected(current) and \
-                    not self._backend_up(vol, current.export_host):
+                    not backend_up:
                 # nothing was handed out; an export the service made
                 # before it went down is removed when it starts again
                 # (reconcile_exports keeps only live attachments' exports)

@@ -21,6 +21,13 @@ def _check_specs(specs):
         raise exception.InvalidInput(reason="mode must be RO or RW")
 
 
+def _check_name(name):
+    if name is not None and name.startswith(db_types.DELETED_PREFIX):
+        raise exception.InvalidVolumeType(
+            reason="type names starting with '%s' are kept for deleted "
+                   "types" % db_types.DELETED_PREFIX)
+
+
 class TypeService:
 
     def __init__(self, conf):
@@ -31,6 +38,7 @@ class TypeService:
 
     def create(self, context, name, description, is_public, extra_specs):
         policy.authorize(context, policy.TYPE_MANAGE)
+        _check_name(name)
         _check_specs(extra_specs or {})
         with db_api.writer() as session:
             vtype = db_types.create(session, name, description, is_public,
@@ -56,6 +64,7 @@ class TypeService:
 
     def update(self, context, type_id, values):
         policy.authorize(context, policy.TYPE_MANAGE)
+        _check_name(values.get('name'))
         with db_api.writer() as session:
             current = db_types.get(session, type_id)
             if (current['name'] == self.conf.default_volume_type

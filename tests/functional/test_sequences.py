@@ -372,3 +372,19 @@ def test_reset_status_refused_while_the_operation_runs(api, stack):
             assert 'volume service is up' in reset.text, reset.text
         # whatever the order, the volume is gone in the end
         api.wait_deleted(vol['id'])
+
+
+def test_deleted_type_names_are_kept_apart(api):
+    """A deleted type's name becomes '#deleted:<id>', a prefix no live
+    type may take, so no create, rename or delete can collide with it."""
+    for bad in ('#deleted:x', '#deleted:'):
+        resp = api.post('/types', json={'volume_type': {'name': bad}})
+        assert resp.status_code == 400, resp.text
+    vtype = api.create_type('soon-gone')
+    other = api.create_type(vtype['id'])       # a name that is an id
+    assert api.delete('/types/%s' % vtype['id']).status_code == 202
+    resp = api.put('/types/%s' % other['id'], json={'volume_type': {
+        'name': '#deleted:%s' % vtype['id']}})
+    assert resp.status_code == 400, resp.text
+    assert api.delete('/types/%s' % other['id']).status_code == 202
+    assert api.create_type('soon-gone')['id'] != vtype['id']

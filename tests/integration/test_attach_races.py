@@ -352,3 +352,21 @@ def test_two_detaches_of_one_attachment(cluster, api, multiattach_volume):
                     reply.body['conflictingRequest']['message'], reply
         assert api.get('/attachments/%s' % att).status_code == 404
         assert_free(api, vol_id)
+
+
+def test_type_rename_racing_type_delete(cluster, api):
+    """A rename and a delete of one type at once: the rename comes first
+    (and the delete then frees the new name) or finds the type gone; a
+    deleted type never takes a name away from the living."""
+    for round_ in range(TYPE_ROUNDS):
+        vtype = api.create_type()
+        new_name = 'renamed-%s' % uuid.uuid4().hex[:8]
+        renamed, deleted = race(cluster, [
+            ('PUT', '/types/%s' % vtype['id'],
+             {'volume_type': {'name': new_name}}),
+            ('DELETE', '/types/%s' % vtype['id'], None)])
+        assert deleted.status == 202, (round_, deleted)
+        assert renamed.status in (200, 404), (round_, renamed)
+        assert api.get('/types/%s' % vtype['id']).status_code == 404
+        again = api.create_type(new_name)
+        api.delete('/types/%s' % again['id'])

@@ -1,6 +1,7 @@
 """Volume types are soft-deleted: volumes deleted long ago keep pointing
-at the type they had, so the row stays (marked deleted, its name freed
-for a new type) and only listings and lookups stop showing it.
+at the type they had, so the row stays, marked deleted, with its name
+freed for a new type (it becomes '#deleted:<id>'), and only listings and
+lookups stop showing it.
 
 Revision ID: 0005
 Revises: 0004
