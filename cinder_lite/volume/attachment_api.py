@@ -108,8 +108,13 @@ class AttachmentService:
                 marker)
 
     def _backend_up(self, volume, service_host=None):
+        with db_api.reader() as session:
+            return self._serving(session, volume, service_host)
+
+    def _serving(self, session, volume, service_host=None):
+        """Whether ``_live_members`` finds a live member."""
         try:
-            self._check_backend(volume, service_host)
+            self._live_members(session, volume, service_host)
             return True
         except exception.Invalid:
             return False
@@ -181,7 +186,8 @@ class AttachmentService:
                 context, volume, instance_uuid, mode, service_owned))
         validate_connector(connector)
         connector = dict(connector)
-        self._check_backend(volume)
+        # (_start_connect fails fast, inside the transaction, when the
+        # backend is down)
         # the connector's mode counts as the top-level one (a compute
         # service passes the attach mode inside the connector)
         with db_api.writer() as session:
@@ -414,10 +420,13 @@ class AttachmentService:
 
     # -- complete ------------------------------------------------------------
     def complete(self, context, attachment_id):
-        attachment = self.get(context, attachment_id)
-        policy.authorize(context, policy.ATTACHMENT_COMPLETE,
-                         {'project_id': attachment.project_id})
+        """One transaction: read, authorize, decide and re-read."""
+        policy.authorize(context, policy.ATTACHMENT_GET)
         with db_api.writer() as session:
+            attachment = db_attachments.get(session, attachment_id,
+                                            self._scope(context))
+            policy.authorize(context, policy.ATTACHMENT_COMPLETE,
+                             {'project_id': attachment.project_id})
             vol = db_attachments.lock_volume(session, attachment.volume_id)
             current = db_attachments.get(session, attachment_id)
             if current.attach_status == states.ATTACHED:
@@ -444,13 +453,13 @@ class AttachmentService:
                 raise exception.InvalidInput(
                     reason='Attachment %s cannot be completed while it is '
                            '%s.' % (attachment_id, e.kwargs['actual']))
-            status = db_attachments.sync_volume_status(
-                session, attachment.volume_id)
+            status = db_attachments.sync_volume_status(session, vol.id)
+            done = db_attachments.get(session, attachment_id)
         LOG.info('attachment %s: -> attached; volume %s %s', attachment_id,
-                 attachment.volume_id, status)
-        self._notify(context, 'volume.attach.end', vol, current,
+                 vol.id, status)
+        self._notify(context, 'volume.attach.end', vol, done,
                      attach_status=states.ATTACHED)
-        return self.get(context, attachment_id)
+        return done
 
     # -- delete --------------------------------------------------------------
     def delete(self, context, attachment_id, force=False):
@@ -500,19 +509,17 @@ class AttachmentService:
         ``force`` (admin actions) with the backend down records the
         attachment detached without it; the volume service removes exports
         the database does not know when it starts again."""
-        connected = holds_connection(attachment)
-        if connected and not force and not half_connected(attachment):
-            with db_api.reader() as session:
-                self._live_members(
-                    session, db_volumes.get(session, attachment.volume_id),
-                    attachment.export_host)
         with db_api.writer() as session:
             vol = db_attachments.lock_volume(session, attachment.volume_id)
             current = db_attachments.get(session, attachment.id)
             connected = was_connected = holds_connection(current)
             # asked once: the checks below must agree on it
-            backend_up = connected and self._backend_up(
-                vol, current.export_host)
+            backend_up = connected and self._serving(
+                session, vol, current.export_host)
+            if connected and not backend_up and not force and \
+                    not half_connected(current):
+                # fail fast, naming the service that is down
+                self._live_members(session, vol, current.export_host)
             self._check_not_busy(current, force, backend_up)
             # the service holding the export (rows from before 0004: the
             # backend's own)
