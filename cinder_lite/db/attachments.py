@@ -202,7 +202,8 @@ def transition(session, attachment_id, target, expected=None, values=None,
         .execution_options(synchronize_session=False))
     if result.rowcount == 1 and before is not None:
         _record(session, attachment_id, before.volume_id, before.project_id,
-                before.attach_status, target, before.instance_uuid,
+                before.attach_status, target,
+                values.get('instance_uuid', before.instance_uuid),
                 values.get('attached_host', before.attached_host),
                 values.get('attach_mode', before.attach_mode),
                 reason or values.get('status_reason'))

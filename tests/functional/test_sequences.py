@@ -388,3 +388,17 @@ def test_deleted_type_names_are_kept_apart(api):
     assert resp.status_code == 400, resp.text
     assert api.delete('/types/%s' % other['id']).status_code == 202
     assert api.create_type('soon-gone')['id'] != vtype['id']
+
+
+def test_os_attach_event_names_the_instance_it_attached(api):
+    """The audit event of a legacy os-attach carries the instance the
+    attachment got, not the none it had while reserved."""
+    vol = api.create_volume()
+    assert act(api, vol['id'], {'os-reserve': None}).status_code == 202
+    assert act(api, vol['id'], {'os-attach': {
+        'instance_uuid': I2, 'host_name': 'compute-5',
+        'mountpoint': '/dev/vdb', 'mode': 'rw'}}).status_code == 202
+    events = api.get('/os-attachment-events?volume_id=%s' % vol['id']).json()[
+        'attachment_events']
+    attached = [e for e in events if e['to_status'] == 'attached']
+    assert [e['instance_uuid'] for e in attached] == [I2], events
