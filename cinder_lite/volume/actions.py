@@ -197,13 +197,21 @@ class VolumeActions:
                    (states.ATTACHED,))
 
     def roll_detaching(self, context, volume_id):
+        """Back to attached what os-begin_detaching marked, decided under
+        the volume lock: an attachment a detach has started disconnecting
+        meanwhile is left to it (rolling that one back would leave it
+        attached with its export gone and its disconnect mark on)."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
-        for att in self._live(volume.id):
-            # not one whose disconnect is already under way
-            if att.attach_status == states.ATTACH_DETACHING and \
-                    att.status_reason != attachment_api.DISCONNECTING:
-                self._move(volume.id, att.id, states.ATTACHED,
-                           (states.ATTACH_DETACHING,))
+        with db_api.writer() as session:
+            db_attachments.lock_volume(session, volume.id)
+            for att in db_attachments.live_for_volume(session, volume.id):
+                if att.attach_status == states.ATTACH_DETACHING and \
+                        att.status_reason != attachment_api.DISCONNECTING:
+                    db_attachments.transition(session, att.id,
+                                              states.ATTACHED,
+                                              expected=(
+                                                  states.ATTACH_DETACHING,))
+            db_attachments.sync_volume_status(session, volume.id)
 
     def _move(self, volume_id, attachment_id, target, expected):
         with db_api.writer() as session:

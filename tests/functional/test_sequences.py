@@ -402,3 +402,28 @@ def test_os_attach_event_names_the_instance_it_attached(api):
         'attachment_events']
     attached = [e for e in events if e['to_status'] == 'attached']
     assert [e['instance_uuid'] for e in attached] == [I2], events
+
+
+def test_roll_detaching_racing_a_detach(api, stack):
+    """os-roll_detaching racing the detach of the attachment that
+    os-begin_detaching marked: the detach wins or the roll-back does,
+    and the attachment can always be deleted afterwards (it was left
+    attached with its export gone and its disconnect mark on)."""
+    c1, c2 = clients(stack)
+    for _ in range(ROUNDS):
+        vol = api.create_volume()
+        att = create(api, vol['id'], I1, connector('compute-1'))
+        assert api.post('/attachments/%s/action' % att['id'], json={
+            'os-complete': None}).status_code == 204
+        assert act(api, vol['id'], {'os-begin_detaching': None}) \
+            .status_code == 202
+        deleted, rolled = together(
+            lambda: c1.delete('/attachments/%s' % att['id']),
+            lambda: act(c2, vol['id'], {'os-roll_detaching': None}))
+        no_5xx(deleted, rolled)
+        left = api.get('/attachments/%s' % att['id'])
+        if left.status_code == 200:
+            resp = api.delete('/attachments/%s' % att['id'])
+            assert resp.status_code == 200, resp.text
+        assert show_volume(api, vol['id'])['status'] == 'available'
+        assert api.delete('/volumes/%s' % vol['id']).status_code == 202
