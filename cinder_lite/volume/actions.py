@@ -268,13 +268,18 @@ class VolumeActions:
                 self.attachments.delete(context, att.id, force=True)
         if status is None:
             return
-        resettable = states.VOLUME_STATUSES - {states.DELETED}
-        if volume.host and self.attachments._backend_up(volume):
-            # its volume service finishes (or reconciles) a create, delete
-            # or extend under way; a reset now would leave a volume
-            # without storage, or storage without a volume
-            resettable -= states.VOLUME_BUSY_STATUSES
         with db_api.writer() as session:
+            resettable = states.VOLUME_STATUSES - {states.DELETED}
+            # read in this transaction: a volume read earlier may have had
+            # no host yet
+            current = db_volumes.get(session, volume.id)
+            if not current.host or self.attachments._serving(session,
+                                                             current):
+                # the scheduler or the volume service finishes (or
+                # reconciles) a create, delete or extend under way; a reset
+                # now would leave a volume without storage, or storage
+                # without a volume
+                resettable -= states.VOLUME_BUSY_STATUSES
             live = db_attachments.live_for_volume(session, volume.id)
             if status == states.IN_USE and not any(
                     a.attach_status == states.ATTACHED for a in live):

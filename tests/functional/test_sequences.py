@@ -427,3 +427,23 @@ def test_roll_detaching_racing_a_detach(api, stack):
             assert resp.status_code == 200, resp.text
         assert show_volume(api, vol['id'])['status'] == 'available'
         assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+
+
+def test_reset_status_during_a_create_leaves_it_alone(api):
+    """A reset sent right after the create (no host yet, or the volume
+    service creating it) is refused; the volume ends available with its
+    storage, never 'available' without a file."""
+    for _ in range(ROUNDS):
+        resp = api.post('/volumes', json={'volume': {'size': 1}})
+        assert resp.status_code == 202, resp.text
+        vid = resp.json()['volume']['id']
+        reset = act(api, vid, {'os-reset_status': {'status': 'available'}})
+        no_5xx(reset)
+        api.wait_volume(vid, 'available')
+        att = api.post('/attachments', json={'attachment': {
+            'volume_uuid': vid, 'instance_uuid': str(uuid.uuid4()),
+            'connector': connector('compute-7')}})
+        no_5xx(att)
+        assert att.status_code == 200, att.text
+        assert api.delete('/attachments/%s' % att.json()['attachment'][
+            'id']).status_code == 200
