@@ -34,9 +34,12 @@ ANY_LIVE = tuple(sorted(states.VOLUME_STATUSES - {states.DELETED}))
 A = models.VolumeAttachment
 
 
-def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None):
+def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
+                load=True):
     """Take the volume's row lock if its status is in ``allowed``; return
-    the volume.  VolumeNotFound / InvalidVolume otherwise."""
+    the volume as it is under the lock (None with ``load=False``, for
+    callers that only need the lock).  VolumeNotFound / InvalidVolume
+    otherwise."""
     stmt = (sa.update(models.Volume)
             .where(models.Volume.id == volume_id,
                    models.Volume.deleted.is_(False),
@@ -57,10 +60,13 @@ def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None):
             reason='Volume %s status must be one of %s for this request, '
                    'but the current status is %s.'
                    % (volume_id, ', '.join(allowed), current))
-    volume = session.execute(sa.select(models.Volume).where(
-        models.Volume.id == volume_id)).scalar_one()
-    session.refresh(volume)
-    return volume
+    if not load:
+        return None
+    # populate_existing: a row this session loaded before the lock is
+    # overwritten with what the lock sees
+    return session.execute(
+        sa.select(models.Volume).where(models.Volume.id == volume_id)
+        .execution_options(populate_existing=True)).scalar_one()
 
 
 def _live(stmt):
@@ -180,9 +186,11 @@ def get(session, attachment_id, project_id=None):
 
 
 def transition(session, attachment_id, target, expected=None, values=None,
-               reason=None):
+               reason=None, current=None):
     """Compare-and-swap of an attachment's status, recorded as an
-    attachment event (``reason``, else the new status_reason, says why)."""
+    attachment event (``reason``, else the new status_reason, says why).
+    ``current``: the attachment as this transaction read it under the
+    volume's lock (saves reading it again for the event)."""
     allowed = tuple(expected or states.sources_for(
         target, states.ATTACHMENT_TRANSITIONS))
     values = dict(values or {})
@@ -190,10 +198,13 @@ def transition(session, attachment_id, target, expected=None, values=None,
     if target == states.DETACHED:
         values.update(deleted=True, deleted_at=values['updated_at'],
                       detach_time=values['updated_at'])
-    before = session.execute(
-        sa.select(A.attach_status, A.volume_id, A.project_id,
-                  A.instance_uuid, A.attached_host, A.attach_mode)
-        .where(A.id == attachment_id, A.deleted.is_(False))).first()
+    if current is not None and current.id == attachment_id:
+        before = current
+    else:
+        before = session.execute(
+            sa.select(A.attach_status, A.volume_id, A.project_id,
+                      A.instance_uuid, A.attached_host, A.attach_mode)
+            .where(A.id == attachment_id, A.deleted.is_(False))).first()
     result = session.execute(
         sa.update(A)
         .where(A.id == attachment_id, A.deleted.is_(False),
@@ -232,11 +243,14 @@ def sync_volume_status(session, volume_id):
     status = states.derive_volume_status(live_statuses(session, volume_id))
     # Only statuses that attachments drive: an extend, a delete or an
     # operator's reset owns the status while it lasts.
-    session.execute(sa.update(models.Volume)
-                    .where(models.Volume.id == volume_id,
-                           models.Volume.status.in_(ATTACHABLE))
-                    .values(status=status, updated_at=models.utcnow())
-                    .execution_options(synchronize_session=False))
+    changed = session.execute(
+        sa.update(models.Volume)
+        .where(models.Volume.id == volume_id,
+               models.Volume.status.in_(ATTACHABLE))
+        .values(status=status, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False)).rowcount
+    if changed == 1:
+        return status
     return session.execute(sa.select(models.Volume.status).where(
         models.Volume.id == volume_id)).scalar_one()
 

@@ -28,6 +28,15 @@ def _specs_of(session, type_ids):
     return specs
 
 
+def spec(session, type_id, key):
+    """One extra spec of a type (deleted or not), or None: one indexed
+    read where a whole type would take two."""
+    return session.execute(
+        sa.select(models.VolumeTypeExtraSpec.value).where(
+            models.VolumeTypeExtraSpec.volume_type_id == type_id,
+            models.VolumeTypeExtraSpec.key == key)).scalar_one_or_none()
+
+
 def _view(vtype, specs):
     return {'id': vtype.id, 'name': vtype.name,
             'description': vtype.description,

@@ -203,7 +203,7 @@ class VolumeActions:
         attached with its export gone and its disconnect mark on)."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume.id)
+            db_attachments.lock_volume(session, volume.id, load=False)
             for att in db_attachments.live_for_volume(session, volume.id):
                 if att.attach_status == states.ATTACH_DETACHING and \
                         att.status_reason != attachment_api.DISCONNECTING:
@@ -215,7 +215,7 @@ class VolumeActions:
 
     def _move(self, volume_id, attachment_id, target, expected):
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume_id)
+            db_attachments.lock_volume(session, volume_id, load=False)
             db_attachments.transition(session, attachment_id, target,
                                       expected=expected)
             db_attachments.sync_volume_status(session, volume_id)
@@ -302,7 +302,8 @@ class VolumeActions:
         volume = self._volume(context, volume_id, policy.READONLY_FLAG)
         with db_api.writer() as session:
             db_attachments.lock_volume(session, volume.id,
-                                       allowed=(states.AVAILABLE,))
+                                       allowed=(states.AVAILABLE,),
+                                       load=False)
             db_volumes.update(session, volume.id, {'readonly': readonly})
 
     def retype(self, context, volume_id, new_type, migration_policy):

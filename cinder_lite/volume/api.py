@@ -81,7 +81,7 @@ class VolumeService:
             with db_api.writer() as session:
                 # the volume's row lock: no reservation slips in between
                 # the check and the status change
-                db_attachments.lock_volume(session, volume_id)
+                db_attachments.lock_volume(session, volume_id, load=False)
                 live = db_attachments.live_for_volume(session, volume_id)
                 if live:
                     raise exception.InvalidVolume(

@@ -64,8 +64,13 @@ def single_writer(session, volume):
     """True for volumes of a type with ``mode = RO`` and multiattach."""
     if not volume.multiattach:
         return False
-    specs = db_types.get(session, volume.volume_type_id)['extra_specs']
-    return str(specs.get('mode', '')).strip().upper() == 'RO'
+    # asked up to three times per request: once per transaction
+    known = session.info.setdefault('cl_single_writer', {})
+    if volume.volume_type_id not in known:
+        mode = db_types.spec(session, volume.volume_type_id, 'mode')
+        known[volume.volume_type_id] = \
+            str(mode or '').strip().upper() == 'RO'
+    return known[volume.volume_type_id]
 
 
 class AttachmentService:
@@ -342,7 +347,8 @@ class AttachmentService:
             values={'attach_mode': mode, 'connector': connector,
                     'attached_host': connector['host'],
                     'mountpoint': connector.get('mountpoint'),
-                    'export_host': host, 'status_reason': None})
+                    'export_host': host, 'status_reason': None},
+            current=attachment)
         return host, mode
 
     def _check_one_connection(self, session, vol, attachment, host):
@@ -408,7 +414,8 @@ class AttachmentService:
         with db_api.writer() as session:
             try:
                 attachment = db_attachments.get(session, attachment_id)
-                db_attachments.lock_volume(session, attachment.volume_id)
+                db_attachments.lock_volume(session, attachment.volume_id,
+                                           load=False)
                 db_attachments.transition(
                     session, attachment_id, target, expected=expected,
                     values={'status_reason': reason[:1024]})
@@ -448,7 +455,7 @@ class AttachmentService:
                     session, attachment_id, states.ATTACHED,
                     expected=(states.ATTACH_RESERVED,
                               states.ATTACH_ATTACHING),
-                    values=values)
+                    values=values, current=current)
             except exception.InvalidTransition as e:
                 raise exception.InvalidInput(
                     reason='Attachment %s cannot be completed while it is '
@@ -544,7 +551,7 @@ class AttachmentService:
             db_attachments.transition(
                 session, attachment.id, target,
                 values={'status_reason': DISCONNECTING} if connected
-                else None)
+                else None, current=current)
             status = db_attachments.sync_volume_status(session, vol.id)
         if was_connected:
             self._notify(context, 'volume.detach.start', vol, current,

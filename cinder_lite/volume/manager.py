@@ -332,7 +332,7 @@ class VolumeManager:
                            reason):
         with db_api.writer() as session:
             try:
-                db_attachments.lock_volume(session, volume['id'])
+                db_attachments.lock_volume(session, volume['id'], load=False)
                 db_attachments.transition(
                     session, attachment_id, target, expected=expected,
                     values={'status_reason': reason[:1024]})

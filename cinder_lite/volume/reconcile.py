@@ -174,7 +174,7 @@ def _settle_attaching(attachment_id, volume, connected, target, values,
     recording a connection also takes; returns the volume's status and
     the attachment's fields, or None when it moved on meanwhile."""
     with db_api.writer() as session:
-        db_attachments.lock_volume(session, volume['id'])
+        db_attachments.lock_volume(session, volume['id'], load=False)
         try:
             current = db_attachments.get(session, attachment_id)
         except exception.NotFound:
@@ -209,7 +209,7 @@ def _finish_disconnect(manager, attachment_id, volume, status):
     except Exception as e:
         reason = 'disconnect retried by reconcile, failed: %s' % e
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume['id'])
+            db_attachments.lock_volume(session, volume['id'], load=False)
             try:
                 db_attachments.transition(
                     session, attachment_id, states.ERROR_DETACHING,
@@ -223,7 +223,7 @@ def _finish_disconnect(manager, attachment_id, volume, status):
         return 'attachment %s: %s -> error_detaching (%s)' % (
             attachment_id, status, e)
     with db_api.writer() as session:
-        db_attachments.lock_volume(session, volume['id'])
+        db_attachments.lock_volume(session, volume['id'], load=False)
         try:
             db_attachments.transition(
                 session, attachment_id, states.DETACHED,

@@ -5,13 +5,13 @@ another attachment of the host shares it) and leaves the attachment in
 ``error_attaching`` with the reason."""
 import logging
 
-from taskflow import engines
 from taskflow.patterns import linear_flow
 from taskflow import task
 
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.volume import flows
 
 LOG = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class RecordConnection(task.Task):
     def execute(self, driver, volume, attachment_id, connection_info):
         with db_api.writer() as session:
             db_attachments.lock_volume(session, volume['id'],
-                                       db_attachments.ATTACHABLE)
+                                       db_attachments.ATTACHABLE, load=False)
             db_attachments.transition(
                 session, attachment_id, states.ATTACH_ATTACHING,
                 expected=(states.ATTACH_ATTACHING,),
@@ -75,11 +75,13 @@ class RecordConnection(task.Task):
                  connection_info['access_mode'])
 
 
-def run(driver, volume, attachment_id, connector, mode, shared):
-    flow = linear_flow.Flow('volume_connect').add(
+def build():
+    return linear_flow.Flow('volume_connect').add(
         CreateExport(), InitializeConnection(), RecordConnection())
-    engine = engines.load(flow, engine='serial', store={
+
+
+def run(driver, volume, attachment_id, connector, mode, shared):
+    storage = flows.run('volume_connect', build, {
         'driver': driver, 'volume': volume, 'attachment_id': attachment_id,
         'connector': connector, 'mode': mode, 'shared': shared})
-    engine.run()
-    return engine.storage.fetch('connection_info')
+    return storage.fetch('connection_info')

@@ -2,13 +2,13 @@
 available.  If recording fails the storage is removed again."""
 import logging
 
-from taskflow import engines
 from taskflow.patterns import linear_flow
 from taskflow import task
 
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import volumes as db_volumes
+from cinder_lite.volume import flows
 
 LOG = logging.getLogger(__name__)
 
@@ -34,10 +34,13 @@ class MarkAvailable(task.Task):
         LOG.info('volume %s: creating -> available', volume['id'])
 
 
-def run(driver, volume, service_uuid, shared_targets):
-    flow = linear_flow.Flow('volume_create_manager').add(
+def build():
+    return linear_flow.Flow('volume_create_manager').add(
         CreateStorage(), MarkAvailable())
-    engines.run(flow, engine='serial',
-                store={'driver': driver, 'volume': volume,
-                       'service_uuid': service_uuid,
-                       'shared_targets': shared_targets})
+
+
+def run(driver, volume, service_uuid, shared_targets):
+    flows.run('volume_create_manager', build,
+              {'driver': driver, 'volume': volume,
+               'service_uuid': service_uuid,
+               'shared_targets': shared_targets})

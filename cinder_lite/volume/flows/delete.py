@@ -1,13 +1,13 @@
 """Manager-side delete: remove the storage, then the record."""
 import logging
 
-from taskflow import engines
 from taskflow.patterns import linear_flow
 from taskflow import task
 
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import volumes as db_volumes
+from cinder_lite.volume import flows
 
 LOG = logging.getLogger(__name__)
 
@@ -24,8 +24,11 @@ class MarkDeleted(task.Task):
         LOG.info('volume %s: deleting -> deleted', volume['id'])
 
 
-def run(driver, volume):
-    flow = linear_flow.Flow('volume_delete_manager').add(
+def build():
+    return linear_flow.Flow('volume_delete_manager').add(
         DeleteStorage(), MarkDeleted())
-    engines.run(flow, engine='serial',
-                store={'driver': driver, 'volume': volume})
+
+
+def run(driver, volume):
+    flows.run('volume_delete_manager', build,
+              {'driver': driver, 'volume': volume})

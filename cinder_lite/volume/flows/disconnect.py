@@ -3,13 +3,13 @@ export unless another attachment of that host still shares it, record the
 attachment detached."""
 import logging
 
-from taskflow import engines
 from taskflow.patterns import linear_flow
 from taskflow import task
 
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.volume import flows
 
 LOG = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class RemoveExport(task.Task):
 class RecordDetached(task.Task):
     def execute(self, volume, attachment_id):
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume['id'])
+            db_attachments.lock_volume(session, volume['id'], load=False)
             db_attachments.transition(session, attachment_id,
                                       states.DETACHED,
                                       expected=(states.ATTACH_DETACHING,))
@@ -39,9 +39,12 @@ class RecordDetached(task.Task):
                  '(volume %s)', attachment_id, volume['id'], status)
 
 
-def run(driver, volume, attachment_id, connector, shared):
-    flow = linear_flow.Flow('volume_disconnect').add(
+def build():
+    return linear_flow.Flow('volume_disconnect').add(
         TerminateConnection(), RemoveExport(), RecordDetached())
-    engines.run(flow, engine='serial', store={
+
+
+def run(driver, volume, attachment_id, connector, shared):
+    flows.run('volume_disconnect', build, {
         'driver': driver, 'volume': volume, 'attachment_id': attachment_id,
         'connector': connector, 'shared': shared})
