@@ -52,9 +52,15 @@ For each row count N (``--rows``, default 1000,100000,1000000):
 5. One table per row count: request, p50, p95, p99 and the ratio of p50 to
    the same request at the smallest row count.
 
+6. Scheduling with 100, 1,000 and 10,000 backends reporting
+   (``--backends``; bench/scheduler.py says what it measures): a
+   scheduler's first decision, ingesting one report, one decision for
+   several types and a refusal, and the API's check before a create.
+
     .venv/bin/python bench/scale.py --rows 1000,100000
     .venv/bin/python bench/scale.py --rows 1000,1000000
     .venv/bin/python bench/scale.py --rows 1000,100000 --db postgresql
+    .venv/bin/python bench/scale.py --rows '' --backends 100,1000,10000
 
 The subprocess, the temporary directories and the server-side database are
 removed at the end (``--keep`` keeps the work directory with the config
@@ -80,6 +86,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from bench import scheduler as sched_bench  # noqa: E402
 from bench import volume_create as vc  # noqa: E402
 from cinder_lite.db import migration  # noqa: E402
 from cinder_lite.db import models  # noqa: E402
@@ -742,7 +749,12 @@ def parse_args(argv):
     p.add_argument('--keep', action='store_true',
                    help='keep the work directories (config, log, SQLite '
                         'file)')
+    p.add_argument('--backends', default='100,1000,10000',
+                   help='backend counts for the scheduling part '
+                        '(bench/scheduler.py); empty to skip it')
     args = p.parse_args(argv)
+    args.backends = [int(b.replace('_', '')) for b in
+                     args.backends.split(',') if b.strip()]
     args.rows = [int(r.replace('_', '')) for r in args.rows.split(',')
                  if r.strip()]
     if args.volumes < 2:
@@ -761,7 +773,16 @@ def main(argv=None):
     runs = []
     for n_rows in args.rows:
         runs.append(run_size(n_rows, args))
-    report(runs, args)
+    if runs:
+        report(runs, args)
+    sched_runs = []
+    rng = random.Random(1)
+    for n in args.backends:
+        log('scheduling with %d backends' % n)
+        sched_runs.append((n, sched_bench.run(n, max(args.samples, 50),
+                                              rng)))
+    if sched_runs:
+        sched_bench.report_table(sched_runs)
     return 0
 
 

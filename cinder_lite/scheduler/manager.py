@@ -23,12 +23,16 @@ from cinder_lite.volume import rpcapi as volume_rpcapi
 
 LOG = logging.getLogger(__name__)
 
+# backends a refusal names (a cloud may have thousands)
+MAX_NAMED = 10
 # Stable ids of user messages, as in Cinder's message API.
 EVENT_SCHEDULE_FAILED = 'VOLUME_VOLUME_001_003'
 
 FILTERS = (availability_zone_filter.AvailabilityZoneFilter(),
            capacity_filter.CapacityFilter(),
            capabilities_filter.CapabilitiesFilter())
+# host_state's index orders each group of backends by this weigher's
+# weight: another weigher needs its own order there
 WEIGHERS = (weighers.CapacityWeigher(),)
 
 
@@ -41,10 +45,12 @@ def choose_backend(backends, request_spec):
     for flt in FILTERS:
         kept = flt.filter_all(candidates, request_spec)
         if not kept:
+            names = sorted(b.host for b in candidates)
+            more = len(names) - MAX_NAMED
             raise exception.NoValidBackend(
-                reason='%s rejected every backend (%s).' % (
-                    type(flt).__name__,
-                    ', '.join(sorted(b.host for b in candidates))))
+                reason='%s rejected every backend (%s%s).' % (
+                    type(flt).__name__, ', '.join(names[:MAX_NAMED]),
+                    ' and %d more' % more if more > 0 else ''))
         candidates = kept
     return max(candidates, key=lambda b: (
         sum(w.weigh(b, request_spec) for w in WEIGHERS), b.host))
@@ -65,11 +71,12 @@ class SchedulerManager:
                                              capabilities, reported_at)
 
     def create_volume(self, ctxt, volume_id, request_spec):
-        # One transaction: read the live backends, choose, record the host.
+        # One transaction: choose (confirming the choice against its
+        # services rows), record the host.
         try:
             with db_api.writer() as session:
-                backends = self.host_manager.live_backends(session)
-                chosen = choose_backend(backends, request_spec)
+                chosen = self.host_manager.choose(session, request_spec,
+                                                  choose_backend)
                 cluster_name = chosen.pool if chosen.clustered else None
                 claimed = db_volumes.claim_host(session, volume_id,
                                                 chosen.pool, cluster_name)
@@ -93,16 +100,31 @@ class SchedulerManager:
     def start_reconciling(self):
         """Schedule the volumes whose scheduling request was lost (an
         API or scheduler that died in between): now, then every
-        ``reconcile_interval`` seconds."""
+        ``reconcile_interval`` seconds.  Also read the services table
+        every ``report_interval`` seconds (what reports do not say)."""
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._reconcile_loop,
-                                        daemon=True, name='reconcile')
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._reconcile_loop, daemon=True,
+                             name='reconcile'),
+            threading.Thread(target=self._refresh_loop, daemon=True,
+                             name='services-refresh')]
+        for thread in self._threads:
+            thread.start()
 
     def stop_reconciling(self):
-        if getattr(self, '_thread', None) is not None:
+        if getattr(self, '_threads', None):
             self._stop.set()
-            self._thread.join(timeout=30)
+            for thread in self._threads:
+                thread.join(timeout=30)
+
+    def refresh_services(self):
+        with db_api.reader() as session:
+            self.host_manager.refresh(session)
+
+    def _refresh_loop(self):
+        service.run_periodically(self.refresh_services,
+                                 self.conf.report_interval, self._stop,
+                                 'services refresh')
 
     def _reconcile_loop(self):
         service.run_periodically(self.reconcile_now,

@@ -99,3 +99,87 @@ def test_thin_backend_with_more_room_wins():
     roomy = thin('a@x', free=10, provisioned=0)
     crowded = thin('b@y', free=90, provisioned=190)
     assert manager.choose_backend([roomy, crowded], spec()).host == 'a@x'
+
+
+def random_backend(rng, i):
+    caps = {'volume_backend_name': rng.choice(['fast', 'slow', 'b%d' % i]),
+            'multiattach': rng.random() < 0.5,
+            'storage_protocol': rng.choice(['iSCSI', 'nbd']),
+            'total_capacity_gb': rng.choice([10, 100, 1000]),
+            'free_capacity_gb': rng.randrange(0, 1000),
+            'reserved_percentage': rng.choice([0, 10]),
+            'thin_provisioning_support': rng.random() < 0.5,
+            'provisioned_capacity_gb': rng.randrange(0, 2000),
+            'max_over_subscription_ratio': rng.choice([1, 2, 20])}
+    return host_state.BackendState('node%d@s%d' % (i % 7, i),
+                                   rng.choice(['az1', 'az2']), caps, NOW)
+
+
+def random_spec(rng):
+    extra = rng.choice([
+        {}, {'multiattach': '<is> True'},
+        {'capabilities:storage_protocol': 'nbd'},
+        {'volume_backend_name': 'fast'},
+        {'volume_backend_name': '<or> slow <or> fast'},
+        {'free_capacity_gb': '>= 500'},
+        {'volume_backend_name': 'nosuch'},
+        {'qos:read_iops_sec': '100', 'multiattach': '<is> False'}])
+    return {'size': rng.choice([1, 5, 50, 400, 5000]),
+            'availability_zone': rng.choice([None, 'az1', 'az2', 'az3']),
+            'extra_specs': extra}
+
+
+@pytest.mark.parametrize('seed', range(30))
+def test_index_picks_what_the_filters_pick(seed):
+    """The scheduler's index (groups by capabilities, heaps by weight)
+    answers as the filters and weighers over every live backend do, as
+    reports, placements and outages change the backends."""
+    import random
+    rng = random.Random(seed)
+    index = host_state.BackendIndex()
+    backends = [random_backend(rng, i) for i in range(rng.choice([1, 5,
+                                                                  60]))]
+    for b in backends:
+        index.put(b)
+    down = set()
+    for _ in range(60):
+        event = rng.random()
+        victim = rng.choice(backends)
+        if event < 0.25:
+            fresh = random_backend(rng, backends.index(victim))
+            victim.availability_zone = fresh.availability_zone
+            victim.update(fresh.capabilities, NOW)
+            index.put(victim)
+        elif event < 0.35:
+            down.symmetric_difference_update({victim.host})
+        request = random_spec(rng)
+        live = [b for b in backends if b.host not in down]
+        try:
+            expected = manager.choose_backend(live, request)
+        except exception.NoValidBackend:
+            expected = None
+        got = index.best(request, lambda b: b.host not in down,
+                         manager.choose_backend)
+        assert got is expected, (request, got and got.host,
+                                 expected and expected.host)
+        if got is not None:
+            got.consume(request['size'])
+            index.put(got)
+
+
+def test_index_exact_fit_and_set_aside():
+    index = host_state.BackendIndex()
+    exact = backend('a@x', 5)
+    roomy = thin('b@y', free=10, provisioned=195)   # 5 GiB provisionable
+    for b in (exact, roomy):
+        index.put(b)
+
+    def best(size, exclude=()):
+        return index.best(spec(size=size), lambda b: True,
+                          manager.choose_backend, exclude)
+    assert best(5).host == 'b@y'          # equal weights: larger name
+    assert best(5, exclude={'b@y'}) is exact
+    assert best(6) is None
+    exact.consume(5)
+    index.put(exact)
+    assert best(1, exclude={'b@y'}) is None

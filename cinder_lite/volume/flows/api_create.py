@@ -10,8 +10,14 @@ has a side effect to undo, and an engine costs about 10 ms per run here
 create.  The manager-side flows, where the driver's side effects live, run
 on taskflow engines.
 """
+import datetime
+import json
 import logging
+import threading
+import time
 import uuid
+
+import sqlalchemy as sa
 
 from cinder_lite.common import exception
 from cinder_lite.common import notify
@@ -19,10 +25,10 @@ from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import models
-from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler.filters import capabilities_filter
+from cinder_lite.scheduler.filters import extra_specs_ops
 from cinder_lite.scheduler import host_state
 from cinder_lite.volume import types as volume_types
 
@@ -54,31 +60,123 @@ def _capacity_limit(caps):
     return total
 
 
+class _Backend:
+    __slots__ = ('host', 'availability_zone', 'disabled', 'heartbeat_at',
+                 'capabilities', 'limit')
+
+    def __init__(self, row):
+        self.host = row.host
+        self.availability_zone = row.availability_zone
+        self.disabled = row.disabled
+        self.heartbeat_at = row.heartbeat_at
+        self.capabilities = row.capabilities
+        self.limit = _capacity_limit(row.capabilities or {})
+
+
+class ServicesView:
+    """The volume services as ``check_backends`` needs them, read from the
+    services table at most every ``report_interval`` seconds (a cloud of
+    10,000 backends made every create read 10,000 rows).  Backends that
+    report the same capabilities but for capacity and name form one
+    group, matched against a type once.  A refusal is never made on a
+    copy: the table is read again first."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._read_at = None
+        self._groups = None
+        self._named = None
+
+    def snapshot(self, session, conf, fresh=False):
+        with self._lock:
+            if (fresh or self._read_at is None or time.monotonic()
+                    - self._read_at > conf.report_interval):
+                S = models.Service
+                rows = session.execute(
+                    sa.select(S.host, S.availability_zone, S.disabled,
+                              S.heartbeat_at, S.capabilities)
+                    .where(S.binary == host_state.VOLUME_BINARY)).all()
+                groups, named = {}, {}
+                for row in rows:
+                    backend = _Backend(row)
+                    caps = backend.capabilities or {}
+                    key = (backend.availability_zone, json.dumps(
+                        {k: v for k, v in caps.items()
+                         if k not in host_state.PER_BACKEND_KEYS},
+                        sort_keys=True, default=str))
+                    groups.setdefault(key, []).append(backend)
+                    named.setdefault(str(caps.get(host_state.NAME_KEY)),
+                                     []).append(backend)
+                self._groups, self._named = groups, named
+                self._read_at = time.monotonic()
+            return self._groups, self._named
+
+
+SERVICES = ServicesView()
+
+
 def check_backends(session, request, volume_type, conf):
     """Refuse at once what no live backend could ever hold, instead of
     recording a volume that is bound to fail; returns the AZ."""
+    try:
+        return _check_backends(session, request, volume_type, conf, False)
+    except (exception.InvalidInput, exception.ServiceUnavailable,
+            exception.NoValidBackend):
+        # the copy may be older than a service that just came up
+        return _check_backends(session, request, volume_type, conf, True)
+
+
+def _capable(groups, named, az, specs):
+    """The backends of ``az`` whose capabilities satisfy ``specs``."""
+    required = capabilities_filter.capability_requirements(specs)
+    name = required.get(host_state.NAME_KEY)
+    words = str(name).split() if name is not None else ()
+    if words and words[0] not in extra_specs_ops.OPERATORS:
+        # a plain value: only the backends of that name can match
+        pool = [b for b in named.get(str(name), ())
+                if b.availability_zone == az]
+    elif host_state.PER_BACKEND_KEYS.intersection(required):
+        # capacity or name: each backend answers for itself
+        pool = [b for (zone, _), members in groups.items() if zone == az
+                for b in members]
+    else:
+        # the members of a group answer alike
+        return [b for (zone, _), members in groups.items()
+                if zone == az and capabilities_filter.satisfies(
+                    members[0].capabilities or {}, specs)
+                for b in members]
+    return [b for b in pool
+            if capabilities_filter.satisfies(b.capabilities or {}, specs)]
+
+
+def _check_backends(session, request, volume_type, conf, fresh):
+    groups, named = SERVICES.snapshot(session, conf, fresh)
     az = (request.get('availability_zone')
           or conf.default_availability_zone
           or conf.storage_availability_zone)
-    rows = [r for r in db_services.list_services(
-                session, binary=host_state.VOLUME_BINARY)
-            if not r.disabled and db_services.is_up(
-                r, conf.service_down_time)]
-    if request.get('availability_zone') and az not in {
-            r.availability_zone for r in rows}:
+    cutoff = models.utcnow() - datetime.timedelta(
+        seconds=conf.service_down_time)
+
+    def up(b):
+        return not b.disabled and b.heartbeat_at is not None and \
+            b.heartbeat_at >= cutoff
+    zones = {zone for (zone, _), members in groups.items()
+             if any(up(b) for b in members)}
+    if request.get('availability_zone') and az not in zones:
         raise exception.InvalidInput(
             reason="Availability zone '%s' is invalid." % az)
-    in_zone = [r for r in rows if r.availability_zone == az]
-    if not in_zone:
+    if az not in zones:
         # transient (services restarting, heartbeats late): retry later
         raise exception.ServiceUnavailable(
             host='cinder-volume',
             reason='no volume service in availability zone %s has '
                    'reported within service_down_time; retry later' % az)
-    capable = [r for r in in_zone if capabilities_filter.satisfies(
-        r.capabilities or {}, volume_type['extra_specs'])]
+    capable = [b for b in _capable(groups, named, az,
+                                   volume_type['extra_specs']) if up(b)]
     if not capable:
-        silent = sorted(r.host for r in in_zone if not r.capabilities)
+        silent = sorted(b.host for (zone, _), members in groups.items()
+                        if zone == az for b in members
+                        if up(b) and not b.capabilities)
         if silent:
             # up, but its first report is not in yet: it may hold this
             raise exception.ServiceUnavailable(
@@ -91,7 +189,7 @@ def check_backends(session, request, volume_type, conf):
             reason='No live backend in availability zone %s reports the '
                    'capabilities volume type %s asks for: %s.' % (
                        az, volume_type['name'], wanted or '{}'))
-    largest = max(_capacity_limit(r.capabilities or {}) for r in capable)
+    largest = max(b.limit for b in capable)
     if request['size'] > largest:
         raise exception.NoValidBackend(
             reason='Requested size %d GiB exceeds the capacity of every '
