@@ -15,6 +15,7 @@ import collections
 
 from oslo_context import context as o_context
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from cinder_lite.common import exception
 from cinder_lite.common import states
@@ -190,7 +191,8 @@ def transition(session, attachment_id, target, expected=None, values=None,
     """Compare-and-swap of an attachment's status, recorded as an
     attachment event (``reason``, else the new status_reason, says why).
     ``current``: the attachment as this transaction read it under the
-    volume's lock (saves reading it again for the event)."""
+    volume's lock (saves reading it again for the event); it shows the
+    change afterwards."""
     allowed = tuple(expected or states.sources_for(
         target, states.ATTACHMENT_TRANSITIONS))
     values = dict(values or {})
@@ -218,6 +220,12 @@ def transition(session, attachment_id, target, expected=None, values=None,
                 values.get('attached_host', before.attached_host),
                 values.get('attach_mode', before.attach_mode),
                 reason or values.get('status_reason'))
+    if result.rowcount == 1 and before is current:
+        # (after the event, which tells what it was) the caller's object
+        # now shows the row as written, as committed values: the session
+        # has nothing to flush
+        for key, value in values.items():
+            orm.attributes.set_committed_value(current, key, value)
     if result.rowcount != 1:
         current = session.execute(sa.select(A.attach_status).where(
             A.id == attachment_id, A.deleted.is_(False))

@@ -305,11 +305,10 @@ class HostManager:
                         > (caps[name][0] or _MIN)):
                     caps[name] = (row.heartbeat_at, row.capabilities)
         with self._lock:
+            # (a backend without rows here may have reported after this
+            # read and registered meanwhile: a decision confirms rows)
             for name, rows in members.items():
                 self._note_members(name, rows, caps.get(name))
-            for name in set(self._index.states) - set(members):
-                # its services rows are gone (removed by an operator)
-                self._index.states[name].disabled = True
             self._loaded = True
 
     def _note_members(self, name, rows, caps=None):
@@ -352,11 +351,9 @@ class HostManager:
                     request_spec)
             rows = db_services.backend_members(session, chosen.host,
                                                VOLUME_BINARY)
-            with self._lock:
-                if rows:
+            if rows:
+                with self._lock:
                     self._note_members(chosen.host, rows)
-                else:
-                    chosen.disabled = True
             if rows and any(not r.disabled and db_services.is_up(r, down)
                             for r in rows):
                 return chosen

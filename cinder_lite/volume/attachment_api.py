@@ -183,19 +183,22 @@ class AttachmentService:
         With a connector, the reservation and the start of the connect are
         one transaction: a refusal (a mode the volume cannot give, a
         duplicate connection, a backend gone) leaves nothing behind."""
-        volume = self._volume(context, volume_id)
-        policy.authorize(context, policy.ATTACHMENT_CREATE,
-                         {'project_id': volume.project_id})
         if connector is None:
+            volume = self._volume(context, volume_id)
+            policy.authorize(context, policy.ATTACHMENT_CREATE,
+                             {'project_id': volume.project_id})
             return self.get(context, self.reserve(
                 context, volume, instance_uuid, mode, service_owned))
-        validate_connector(connector)
-        connector = dict(connector)
         # (_start_connect fails fast, inside the transaction, when the
         # backend is down)
         # the connector's mode counts as the top-level one (a compute
         # service passes the attach mode inside the connector)
         with db_api.writer() as session:
+            volume = db_volumes.get(session, volume_id, self._scope(context))
+            policy.authorize(context, policy.ATTACHMENT_CREATE,
+                             {'project_id': volume.project_id})
+            validate_connector(connector)
+            connector = dict(connector)
             vol, attachment = self._reserve(
                 session, context, volume, instance_uuid,
                 mode or connector.get('mode'), service_owned,
@@ -461,7 +464,7 @@ class AttachmentService:
                     reason='Attachment %s cannot be completed while it is '
                            '%s.' % (attachment_id, e.kwargs['actual']))
             status = db_attachments.sync_volume_status(session, vol.id)
-            done = db_attachments.get(session, attachment_id)
+            done = current
         LOG.info('attachment %s: -> attached; volume %s %s', attachment_id,
                  vol.id, status)
         self._notify(context, 'volume.attach.end', vol, done,
@@ -472,16 +475,22 @@ class AttachmentService:
     def delete(self, context, attachment_id, force=False):
         """Detach and delete; returns the volume's remaining attachments.
         ``force`` (admin actions) skips the compute-service guard."""
-        attachment = self.get(context, attachment_id)
-        policy.authorize(context, policy.ATTACHMENT_DELETE,
-                         {'project_id': attachment.project_id})
-        if (attachment.service_owned and attachment.instance_uuid
-                and attachment.connection_info and not force
-                and not (context.is_admin or policy.is_service(context))):
-            raise exception.AttachmentInUse(
-                attachment_id=attachment_id,
-                instance=attachment.instance_uuid)
-        self.detach(context, attachment, force=force)
+        policy.authorize(context, policy.ATTACHMENT_GET)
+        # one transaction reads, authorizes and starts the detach
+        with db_api.writer() as session:
+            attachment = db_attachments.get(session, attachment_id,
+                                            self._scope(context))
+            policy.authorize(context, policy.ATTACHMENT_DELETE,
+                             {'project_id': attachment.project_id})
+            if (attachment.service_owned and attachment.instance_uuid
+                    and attachment.connection_info and not force
+                    and not (context.is_admin
+                             or policy.is_service(context))):
+                raise exception.AttachmentInUse(
+                    attachment_id=attachment_id,
+                    instance=attachment.instance_uuid)
+            started = self._start_detach(session, attachment, force)
+        self._finish_detach(context, attachment, *started)
         with db_api.reader() as session:
             return db_attachments.live_summaries(session,
                                                  attachment.volume_id)
@@ -517,42 +526,54 @@ class AttachmentService:
         attachment detached without it; the volume service removes exports
         the database does not know when it starts again."""
         with db_api.writer() as session:
-            vol = db_attachments.lock_volume(session, attachment.volume_id)
-            current = db_attachments.get(session, attachment.id)
-            connected = was_connected = holds_connection(current)
-            # asked once: the checks below must agree on it
-            backend_up = connected and self._serving(
-                session, vol, current.export_host)
-            if connected and not backend_up and not force and \
-                    not half_connected(current):
-                # fail fast, naming the service that is down
-                self._live_members(session, vol, current.export_host)
-            self._check_not_busy(current, force, backend_up)
-            # the service holding the export (rows from before 0004: the
-            # backend's own)
-            host = current.export_host or volume_rpcapi.backend_host(
-                vol.host or '')
-            if connected and force and not backend_up:
-                LOG.warning('attachment %s: forced detach while backend %s '
-                            'is down; recorded without disconnecting',
-                            attachment.id, vol.host)
-                connected = False
-            elif connected and half_connected(current) and \
-                    not backend_up:
-                # nothing was handed out; an export the service made
-                # before it went down is removed when it starts again
-                # (reconcile_exports keeps only live attachments' exports)
-                LOG.warning('attachment %s: connect never finished and %s '
-                            'is down; recorded detached without it',
-                            attachment.id, host)
-                connected = False
-            target = (states.ATTACH_DETACHING if connected
-                      else states.DETACHED)
-            db_attachments.transition(
-                session, attachment.id, target,
-                values={'status_reason': DISCONNECTING} if connected
-                else None, current=current)
-            status = db_attachments.sync_volume_status(session, vol.id)
+            started = self._start_detach(session, attachment, force)
+        self._finish_detach(context, attachment, *started)
+
+    def _start_detach(self, session, attachment, force):
+        """The transaction half of a detach: decide under the volume's
+        lock whether it goes through the backend, and mark it; returns
+        what ``_finish_detach`` needs."""
+        vol = db_attachments.lock_volume(session, attachment.volume_id)
+        current = db_attachments.get(session, attachment.id)
+        connected = was_connected = holds_connection(current)
+        # asked once: the checks below must agree on it
+        backend_up = connected and self._serving(
+            session, vol, current.export_host)
+        if connected and not backend_up and not force and \
+                not half_connected(current):
+            # fail fast, naming the service that is down
+            self._live_members(session, vol, current.export_host)
+        self._check_not_busy(current, force, backend_up)
+        # the service holding the export (rows from before 0004: the
+        # backend's own)
+        host = current.export_host or volume_rpcapi.backend_host(
+            vol.host or '')
+        if connected and force and not backend_up:
+            LOG.warning('attachment %s: forced detach while backend %s '
+                        'is down; recorded without disconnecting',
+                        attachment.id, vol.host)
+            connected = False
+        elif connected and half_connected(current) and \
+                not backend_up:
+            # nothing was handed out; an export the service made
+            # before it went down is removed when it starts again
+            # (reconcile_exports keeps only live attachments' exports)
+            LOG.warning('attachment %s: connect never finished and %s '
+                        'is down; recorded detached without it',
+                        attachment.id, host)
+            connected = False
+        target = (states.ATTACH_DETACHING if connected
+                  else states.DETACHED)
+        db_attachments.transition(
+            session, attachment.id, target,
+            values={'status_reason': DISCONNECTING} if connected
+            else None, current=current)
+        status = db_attachments.sync_volume_status(session, vol.id)
+        return vol, current, connected, was_connected, host, status
+
+    def _finish_detach(self, context, attachment, vol, current, connected,
+                       was_connected, host, status):
+        """The RPC half of a detach started by ``_start_detach``."""
         if was_connected:
             self._notify(context, 'volume.detach.start', vol, current,
                          attach_status=states.ATTACH_DETACHING)
