@@ -86,14 +86,22 @@ def live_for_volume(session, volume_id):
     ).scalars().all()
 
 
+# the statuses a live (not deleted) attachment can be in
+LIVE_STATUSES = tuple(sorted(states.ATTACHMENT_STATUSES - {states.DETACHED}))
+
+
 def live_statuses(session, volume_id):
-    """The statuses a volume's live attachments are in, read from the
-    index on (volume_id, deleted) without loading the rows: a volume
-    shared by thousands of hosts costs one index range, not thousands of
-    objects."""
-    return set(session.execute(
-        sa.select(A.attach_status).distinct().where(
-            A.volume_id == volume_id, A.deleted == sa.false())).scalars())
+    """The statuses a volume's live attachments are in: one statement of
+    an EXISTS per status, each a probe of the index on (volume_id,
+    deleted, attach_status), so a volume shared by 10,000 hosts costs as
+    much as one shared by two."""
+    row = session.execute(sa.select(*[
+        sa.exists().where(A.volume_id == volume_id,
+                          A.deleted == sa.false(),
+                          A.attach_status == status).label(status)
+        for status in LIVE_STATUSES])).one()
+    return {status for status, present in zip(LIVE_STATUSES, row)
+            if present}
 
 
 def live_writer(session, volume_id, exclude=None):

@@ -115,6 +115,9 @@ class VolumeAttachment(TimestampMixin, Base):
         sa.Index('ix_attachments_volume_host', 'volume_id', 'attached_host',
                  'deleted'),
         sa.Index('ix_attachments_export_host', 'export_host', 'deleted'),
+        # which statuses a volume's live attachments are in (0007)
+        sa.Index('ix_attachments_volume_status', 'volume_id', 'deleted',
+                 'attach_status'),
     )
     id = sa.Column(sa.String(36), primary_key=True)
     volume_id = sa.Column(sa.String(36), sa.ForeignKey('volumes.id'),
