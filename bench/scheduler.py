@@ -38,6 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from bench import volume_create as vc  # noqa: E402
 from cinder_lite.common import exception  # noqa: E402
 from cinder_lite.db import api as db_api  # noqa: E402
 from cinder_lite.db import migration  # noqa: E402
@@ -47,16 +48,12 @@ from cinder_lite.scheduler import manager  # noqa: E402
 from cinder_lite.volume.flows import api_create  # noqa: E402
 
 
+pct = vc.pct
+timed = vc.timed
+
+
 def log(msg):
     print('[scheduler] %s' % msg, file=sys.stderr, flush=True)
-
-
-def pct(values, p):
-    if not values:
-        return float('nan')
-    values = sorted(values)
-    return values[min(len(values) - 1,
-                      max(0, int(round(p / 100.0 * len(values) + 0.5)) - 1))]
 
 
 def capabilities(rng, i):
@@ -94,17 +91,6 @@ def conf_for(path):
     # the seeded heartbeats stay fresh for the whole run
     conf.set_override('service_down_time', 3600)
     return conf
-
-
-def timed(fn, n):
-    for _ in range(3):
-        fn()
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
 def decide(mgr, spec):

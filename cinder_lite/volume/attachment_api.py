@@ -87,6 +87,15 @@ class AttachmentService:
         with db_api.reader() as session:
             return db_volumes.get(session, volume_id, self._scope(context))
 
+    def _authorized(self, session, context, attachment_id, action):
+        """The attachment, read in ``session`` in the caller's scope, once
+        ``action`` is allowed on it."""
+        attachment = db_attachments.get(session, attachment_id,
+                                        self._scope(context))
+        policy.authorize(context, action,
+                         {'project_id': attachment.project_id})
+        return attachment
+
     def get(self, context, attachment_id):
         policy.authorize(context, policy.ATTACHMENT_GET)
         with db_api.reader() as session:
@@ -430,13 +439,12 @@ class AttachmentService:
 
     # -- complete ------------------------------------------------------------
     def complete(self, context, attachment_id):
-        """One transaction: read, authorize, decide and re-read."""
+        """One transaction: read, authorize, decide; returns the
+        attachment as written."""
         policy.authorize(context, policy.ATTACHMENT_GET)
         with db_api.writer() as session:
-            attachment = db_attachments.get(session, attachment_id,
-                                            self._scope(context))
-            policy.authorize(context, policy.ATTACHMENT_COMPLETE,
-                             {'project_id': attachment.project_id})
+            attachment = self._authorized(session, context, attachment_id,
+                                          policy.ATTACHMENT_COMPLETE)
             vol = db_attachments.lock_volume(session, attachment.volume_id)
             current = db_attachments.get(session, attachment_id)
             if current.attach_status == states.ATTACHED:
@@ -478,10 +486,8 @@ class AttachmentService:
         policy.authorize(context, policy.ATTACHMENT_GET)
         # one transaction reads, authorizes and starts the detach
         with db_api.writer() as session:
-            attachment = db_attachments.get(session, attachment_id,
-                                            self._scope(context))
-            policy.authorize(context, policy.ATTACHMENT_DELETE,
-                             {'project_id': attachment.project_id})
+            attachment = self._authorized(session, context, attachment_id,
+                                          policy.ATTACHMENT_DELETE)
             if (attachment.service_owned and attachment.instance_uuid
                     and attachment.connection_info and not force
                     and not (context.is_admin
