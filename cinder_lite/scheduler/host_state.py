@@ -333,7 +333,8 @@ class HostManager:
         """The backend for ``request_spec``, confirmed live and enabled by
         its services rows in ``session``.  ``choose_backend`` (the
         filters and weighers over a list) explains a refusal."""
-        if not self._loaded:
+        refreshed = not self._loaded
+        if refreshed:
             self.refresh(session)
         now = models.utcnow()
         down = self.conf.service_down_time
@@ -343,6 +344,15 @@ class HostManager:
                 chosen = self._index.best(
                     request_spec, lambda s: s.is_up(down, now),
                     choose_backend, set_aside)
+            if chosen is None and not refreshed:
+                # A refusal is not made on what memory holds: a backend
+                # may have registered (its first report sent before this
+                # scheduler listened), come back or been enabled since
+                # the last read of the table.
+                self.refresh(session)
+                refreshed = True
+                now = models.utcnow()
+                continue
             if chosen is None:
                 # explains the refusal (NoValidBackend naming the filter);
                 # should it find one after all, that one is confirmed too
