@@ -179,14 +179,19 @@ class BackendIndex:
         self._groups = {}
         self._group_of = {}
         self._named = {}
+        self._name_of = {}
 
     def put(self, state):
         """Add ``state`` or file it again after it changed."""
-        old_state = self.states.get(state.host)
-        if old_state is not None:
-            self._named.get(str(old_state.backend_name),
-                            set()).discard(old_state)
+        # (a report may have changed the name of the state in place)
+        old_name = self._name_of.get(state.host)
+        if old_name is not None:
+            old_state = self.states[state.host]
+            self._named[old_name].discard(old_state)
+            if not self._named[old_name]:
+                del self._named[old_name]
         self.states[state.host] = state
+        self._name_of[state.host] = str(state.backend_name)
         self._named.setdefault(str(state.backend_name), set()).add(state)
         state.version += 1
         key = (state.availability_zone, state.signature)

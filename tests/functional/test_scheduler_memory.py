@@ -87,3 +87,22 @@ def test_down_backend_is_not_chosen(hosts):
                              models.utcnow().isoformat())
     # its report is fresh, its heartbeat is not: the table decides
     assert choose(hosts) == 'new@b'
+
+
+def test_api_check_reads_the_database_it_is_given(tmp_path, hosts):
+    """The API's copy of the services table belongs to one database: a
+    process that configured another one does not answer from it."""
+    from cinder_lite.volume.flows import api_create
+    register('a@b')
+    vtype = {'name': 't', 'extra_specs': {}}
+    conf = hosts.conf
+    with db_api.reader() as session:
+        assert api_create.check_backends(session, {'size': 1}, vtype,
+                                         conf) == 'nova'
+    conf.set_override('connection', 'sqlite:///%s' % (tmp_path / 'other'),
+                      'database')
+    db_api.configure(conf)
+    migration.upgrade()
+    with db_api.reader() as session, pytest.raises(
+            exception.ServiceUnavailable):
+        api_create.check_backends(session, {'size': 1}, vtype, conf)

@@ -165,6 +165,10 @@ def test_index_picks_what_the_filters_pick(seed):
         if got is not None:
             got.consume(request['size'])
             index.put(got)
+        # a backend is filed under its present name only
+        for name, states in index._named.items():
+            assert states and all(str(b.backend_name) == name
+                                  for b in states)
 
 
 def test_index_exact_fit_and_set_aside():

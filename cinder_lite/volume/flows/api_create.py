@@ -84,13 +84,17 @@ class ServicesView:
     def __init__(self):
         self._lock = threading.Lock()
         self._read_at = None
+        self._engine = None
         self._groups = None
         self._named = None
 
     def snapshot(self, session, conf, fresh=False):
         with self._lock:
-            if (fresh or self._read_at is None or time.monotonic()
-                    - self._read_at > conf.report_interval):
+            # (a process that configured another database meanwhile)
+            engine = db_api.get_engine()
+            if (fresh or self._read_at is None or self._engine is not engine
+                    or time.monotonic() - self._read_at
+                    > conf.report_interval):
                 S = models.Service
                 rows = session.execute(
                     sa.select(S.host, S.availability_zone, S.disabled,
@@ -109,6 +113,7 @@ class ServicesView:
                                      []).append(backend)
                 self._groups, self._named = groups, named
                 self._read_at = time.monotonic()
+                self._engine = engine
             return self._groups, self._named
 
 
