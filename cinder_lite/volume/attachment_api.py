@@ -488,14 +488,10 @@ class AttachmentService:
         with db_api.writer() as session:
             attachment = self._authorized(session, context, attachment_id,
                                           policy.ATTACHMENT_DELETE)
-            if (attachment.service_owned and attachment.instance_uuid
-                    and attachment.connection_info and not force
-                    and not (context.is_admin
-                             or policy.is_service(context))):
-                raise exception.AttachmentInUse(
-                    attachment_id=attachment_id,
-                    instance=attachment.instance_uuid)
-            started = self._start_detach(session, attachment, force)
+            guarded = not force and not (context.is_admin
+                                         or policy.is_service(context))
+            started = self._start_detach(session, attachment, force,
+                                         guarded)
         self._finish_detach(context, attachment, *started)
         with db_api.reader() as session:
             return db_attachments.live_summaries(session,
@@ -535,12 +531,19 @@ class AttachmentService:
             started = self._start_detach(session, attachment, force)
         self._finish_detach(context, attachment, *started)
 
-    def _start_detach(self, session, attachment, force):
+    def _start_detach(self, session, attachment, force, guarded=False):
         """The transaction half of a detach: decide under the volume's
         lock whether it goes through the backend, and mark it; returns
-        what ``_finish_detach`` needs."""
+        what ``_finish_detach`` needs.  ``guarded``: refuse (409) to
+        detach an attachment a compute service made and connected for an
+        instance, as the attachment is under the lock (a connect recorded
+        while the request waited for it counts)."""
         vol = db_attachments.lock_volume(session, attachment.volume_id)
         current = db_attachments.get(session, attachment.id)
+        if (guarded and current.service_owned and current.instance_uuid
+                and current.connection_info):
+            raise exception.AttachmentInUse(attachment_id=current.id,
+                                            instance=current.instance_uuid)
         connected = was_connected = holds_connection(current)
         # asked once: the checks below must agree on it
         backend_up = connected and self._serving(

@@ -106,3 +106,23 @@ def test_api_check_reads_the_database_it_is_given(tmp_path, hosts):
     with db_api.reader() as session, pytest.raises(
             exception.ServiceUnavailable):
         api_create.check_backends(session, {'size': 1}, vtype, conf)
+
+
+def test_api_check_does_not_accept_on_a_stale_copy(hosts):
+    """The copy says the backend is enabled; the table, a moment later,
+    says it is not: the create is refused at once, not recorded to fail
+    in the scheduler."""
+    from cinder_lite.volume.flows import api_create
+    register('a@b')
+    vtype = {'name': 't', 'extra_specs': {}}
+    with db_api.reader() as session:
+        assert api_create.check_backends(session, {'size': 1}, vtype,
+                                         hosts.conf) == 'nova'
+    set_disabled('a@b', True)
+    with db_api.reader() as session, pytest.raises(
+            exception.ServiceUnavailable):
+        api_create.check_backends(session, {'size': 1}, vtype, hosts.conf)
+    set_disabled('a@b', False)
+    with db_api.reader() as session:
+        assert api_create.check_backends(session, {'size': 1}, vtype,
+                                         hosts.conf) == 'nova'

@@ -79,7 +79,8 @@ class ServicesView:
     10,000 backends made every create read 10,000 rows).  Backends that
     report the same capabilities but for capacity and name form one
     group, matched against a type once.  A refusal is never made on a
-    copy: the table is read again first."""
+    copy (the table is read again first), and an acceptance is confirmed
+    by the rows of a few of the backends it counted on."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -89,32 +90,37 @@ class ServicesView:
         self._named = None
 
     def snapshot(self, session, conf, fresh=False):
+        # (a process that configured another database meanwhile)
+        engine = db_api.get_engine()
         with self._lock:
-            # (a process that configured another database meanwhile)
-            engine = db_api.get_engine()
-            if (fresh or self._read_at is None or self._engine is not engine
+            if not (fresh or self._read_at is None
+                    or self._engine is not engine
                     or time.monotonic() - self._read_at
                     > conf.report_interval):
-                S = models.Service
-                rows = session.execute(
-                    sa.select(S.host, S.availability_zone, S.disabled,
-                              S.heartbeat_at, S.capabilities)
-                    .where(S.binary == host_state.VOLUME_BINARY)).all()
-                groups, named = {}, {}
-                for row in rows:
-                    backend = _Backend(row)
-                    caps = backend.capabilities or {}
-                    key = (backend.availability_zone, json.dumps(
-                        {k: v for k, v in caps.items()
-                         if k not in host_state.PER_BACKEND_KEYS},
-                        sort_keys=True, default=str))
-                    groups.setdefault(key, []).append(backend)
-                    named.setdefault(str(caps.get(host_state.NAME_KEY)),
-                                     []).append(backend)
-                self._groups, self._named = groups, named
-                self._read_at = time.monotonic()
-                self._engine = engine
-            return self._groups, self._named
+                return self._groups, self._named
+        # read outside the lock: requests that need the table read it side
+        # by side, none waits behind another's read
+        S = models.Service
+        rows = session.execute(
+            sa.select(S.host, S.availability_zone, S.disabled,
+                      S.heartbeat_at, S.capabilities)
+            .where(S.binary == host_state.VOLUME_BINARY)).all()
+        groups, named = {}, {}
+        for row in rows:
+            backend = _Backend(row)
+            caps = backend.capabilities or {}
+            key = (backend.availability_zone, json.dumps(
+                {k: v for k, v in caps.items()
+                 if k not in host_state.PER_BACKEND_KEYS},
+                sort_keys=True, default=str))
+            groups.setdefault(key, []).append(backend)
+            named.setdefault(str(caps.get(host_state.NAME_KEY)),
+                             []).append(backend)
+        with self._lock:
+            self._groups, self._named = groups, named
+            self._read_at = time.monotonic()
+            self._engine = engine
+        return groups, named
 
 
 SERVICES = ServicesView()
@@ -124,11 +130,34 @@ def check_backends(session, request, volume_type, conf):
     """Refuse at once what no live backend could ever hold, instead of
     recording a volume that is bound to fail; returns the AZ."""
     try:
-        return _check_backends(session, request, volume_type, conf, False)
+        az, able = _check_backends(session, request, volume_type, conf,
+                                   False)
     except (exception.InvalidInput, exception.ServiceUnavailable,
             exception.NoValidBackend):
         # the copy may be older than a service that just came up
-        return _check_backends(session, request, volume_type, conf, True)
+        return _check_backends(session, request, volume_type, conf,
+                               True)[0]
+    if _still_up(session, able, conf):
+        return az
+    # the copy is older than an outage or a disable: the table decides
+    return _check_backends(session, request, volume_type, conf, True)[0]
+
+
+CONFIRM_AT_MOST = 20
+
+
+def _still_up(session, backends, conf):
+    """Whether one of (the first few of) ``backends`` is up and enabled
+    by the table now, not only by the copy: one indexed read."""
+    S = models.Service
+    cutoff = models.utcnow() - datetime.timedelta(
+        seconds=conf.service_down_time)
+    hosts = [b.host for b in backends[:CONFIRM_AT_MOST]]
+    return session.execute(
+        sa.select(S.id).where(S.binary == host_state.VOLUME_BINARY,
+                              S.host.in_(hosts), S.disabled == sa.false(),
+                              S.heartbeat_at >= cutoff).limit(1)
+    ).first() is not None
 
 
 def _capable(groups, named, az, specs):
@@ -201,7 +230,7 @@ def _check_backends(session, request, volume_type, conf, fresh):
                    'backend that can hold volume type %s (largest: %.0f '
                    'GiB).' % (request['size'], volume_type['name'],
                               largest))
-    return az
+    return az, [b for b in capable if b.limit >= request['size']]
 
 
 def record_volume(context, request, volume_type, availability_zone):
