@@ -144,12 +144,9 @@ def dispose():
 @contextlib.contextmanager
 def writer():
     """One read-write transaction, committed on success."""
-    if not _serialise_writers:
-        with _writer_maker() as session, session.begin():
-            yield session
-        return
     # bounded like the busy handler: past it, SQLite's own lock decides
-    queued = _sqlite_writers.acquire(timeout=SQLITE_BUSY_TIMEOUT_S)
+    queued = _serialise_writers and _sqlite_writers.acquire(
+        timeout=SQLITE_BUSY_TIMEOUT_S)
     try:
         with _writer_maker() as session, session.begin():
             yield session

@@ -45,6 +45,26 @@ NAME_KEY = 'volume_backend_name'
 PER_BACKEND_KEYS = CAPACITY_KEYS | {NAME_KEY}
 
 
+def signature(capabilities):
+    """What backends of one group report alike: everything but capacity
+    and name."""
+    return json.dumps({k: v for k, v in (capabilities or {}).items()
+                       if k not in PER_BACKEND_KEYS},
+                      sort_keys=True, default=str)
+
+
+def pinned_name(required):
+    """The backend name capability ``required`` (as
+    ``capability_requirements`` gives it) asks for as a plain value,
+    compared as a string; None when it asks for none or with an
+    operator."""
+    name = required.get(NAME_KEY)
+    words = str(name).split() if name is not None else ()
+    if words and words[0] not in extra_specs_ops.OPERATORS:
+        return str(name)
+    return None
+
+
 class BackendState:
 
     def __init__(self, host, availability_zone, capabilities, reported_at):
@@ -73,9 +93,7 @@ class BackendState:
             self.capabilities.get('provisioned_capacity_gb') or 0)
         self.max_over_subscription_ratio = float(
             self.capabilities.get('max_over_subscription_ratio') or 1)
-        self.signature = json.dumps(
-            {k: v for k, v in self.capabilities.items()
-             if k not in PER_BACKEND_KEYS}, sort_keys=True, default=str)
+        self.signature = signature(self.capabilities)
 
     @property
     def backend_name(self):
@@ -128,8 +146,7 @@ class _Descending(str):
 class _Group:
     """Backends of one zone that report the same capabilities."""
 
-    def __init__(self, availability_zone, capabilities):
-        self.availability_zone = availability_zone
+    def __init__(self, capabilities):
         self.capabilities = capabilities
         self.members = set()
         self.heap = []
@@ -202,8 +219,7 @@ class BackendIndex:
                 del self._groups[old]
         group = self._groups.get(key)
         if group is None:
-            group = self._groups[key] = _Group(state.availability_zone,
-                                               state.capabilities)
+            group = self._groups[key] = _Group(state.capabilities)
         group.members.add(state)
         self._group_of[state.host] = key
         group.push(state)
@@ -218,12 +234,11 @@ class BackendIndex:
         # a requirement on a capacity key or the name differs between the
         # members of a group: check it per backend
         per_backend = bool(PER_BACKEND_KEYS.intersection(required))
-        name = required.get(NAME_KEY)
-        words = str(name).split() if name is not None else ()
-        if words and words[0] not in extra_specs_ops.OPERATORS:
+        name = pinned_name(required)
+        if name is not None:
             # a type pinned to the backends of one name (Cinder's usual
-            # way): a plain value, compared as a string
-            live = [s for s in self._named.get(str(name), ())
+            # way)
+            live = [s for s in self._named.get(name, ())
                     if s.host not in exclude and is_live(s)]
             try:
                 return choose_backend(live, request_spec)

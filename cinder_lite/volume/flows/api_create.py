@@ -11,7 +11,6 @@ create.  The manager-side flows, where the driver's side effects live, run
 on taskflow engines.
 """
 import datetime
-import json
 import logging
 import threading
 import time
@@ -28,7 +27,6 @@ from cinder_lite.db import models
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler.filters import capabilities_filter
-from cinder_lite.scheduler.filters import extra_specs_ops
 from cinder_lite.scheduler import host_state
 from cinder_lite.volume import types as volume_types
 
@@ -109,10 +107,7 @@ class ServicesView:
         for row in rows:
             backend = _Backend(row)
             caps = backend.capabilities or {}
-            key = (backend.availability_zone, json.dumps(
-                {k: v for k, v in caps.items()
-                 if k not in host_state.PER_BACKEND_KEYS},
-                sort_keys=True, default=str))
+            key = (backend.availability_zone, host_state.signature(caps))
             groups.setdefault(key, []).append(backend)
             named.setdefault(str(caps.get(host_state.NAME_KEY)),
                              []).append(backend)
@@ -163,11 +158,10 @@ def _still_up(session, backends, conf):
 def _capable(groups, named, az, specs):
     """The backends of ``az`` whose capabilities satisfy ``specs``."""
     required = capabilities_filter.capability_requirements(specs)
-    name = required.get(host_state.NAME_KEY)
-    words = str(name).split() if name is not None else ()
-    if words and words[0] not in extra_specs_ops.OPERATORS:
-        # a plain value: only the backends of that name can match
-        pool = [b for b in named.get(str(name), ())
+    name = host_state.pinned_name(required)
+    if name is not None:
+        # only the backends of that name can match
+        pool = [b for b in named.get(name, ())
                 if b.availability_zone == az]
     elif host_state.PER_BACKEND_KEYS.intersection(required):
         # capacity or name: each backend answers for itself
