@@ -24,6 +24,7 @@ from cinder_lite.api import wsgi
 from cinder_lite.volume import actions
 from cinder_lite.volume import api as volume_api
 from cinder_lite.volume import attachment_api
+from cinder_lite.volume import quota_api
 from cinder_lite.volume import type_api
 
 
@@ -36,6 +37,7 @@ class Services:
         self.attachments = attachment_api.AttachmentService(
             conf, self.volumes.volume_rpcapi)
         self.actions = actions.VolumeActions(conf, self.attachments)
+        self.quotas = quota_api.QuotaService(conf)
 
 
 class ServiceSetup:

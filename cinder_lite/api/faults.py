@@ -37,6 +37,7 @@ STATUS_OF = ((exception.NotFound, 404),
              (exception.ConnectFailed, 503),
              (exception.BackendError, 503),
              (exception.Conflict, 409),
+             (exception.OverQuota, 413),
              (exception.Invalid, 400))
 
 
@@ -48,6 +49,8 @@ def render(http_error):
     if getattr(http_error, 'detail', None):
         message = http_error.detail
     body = {name: {'code': code, 'message': message}}
+    if code == 413 and 'Retry-After' in http_error.headers:
+        body[name]['retryAfter'] = http_error.headers['Retry-After']
     resp = webob.Response(status=code, content_type='application/json',
                           charset='utf-8')
     resp.body = json.dumps(body).encode()
@@ -61,8 +64,22 @@ def http_error(exc):
     """The HTTP error for a domain error, None if it is not mapped."""
     for cls, code in STATUS_OF:
         if isinstance(exc, cls):
+            if code == 413:
+                return _over_limit(exc)
             return webob.exc.status_map[code](explanation=exc.message)
     return None
+
+
+def _over_limit(exc):
+    """Cinder's 413: the message names the error class, and the client
+    may retry at once (``retryAfter`` 0) once it freed something."""
+    # (an error raised by a volume service arrives as a subclass made
+    # by oslo.messaging)
+    name = next(c.__name__ for c in type(exc).__mro__
+                if c.__module__ == exception.__name__)
+    return webob.exc.HTTPRequestEntityTooLarge(
+        explanation='%s: %s' % (name, exc.message),
+        headers={'Retry-After': '0'})
 
 
 class FaultWrapper:

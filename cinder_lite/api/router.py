@@ -12,6 +12,7 @@ from cinder_lite.api.handlers import admin
 from cinder_lite.api.handlers import attachment_events
 from cinder_lite.api.handlers import attachments
 from cinder_lite.api.handlers import messages
+from cinder_lite.api.handlers import quotas
 from cinder_lite.api.handlers import types
 from cinder_lite.api.handlers import volume_actions
 from cinder_lite.api.handlers import volumes
@@ -56,6 +57,15 @@ ROUTE_DECLARATIONS = (
     ('/os-attachment-events', {'GET': attachment_events.list_events}),
     ('/messages/{message_id}', {'GET': messages.show_message,
                                 'DELETE': messages.delete_message}),
+    ('/os-quota-sets/{target_project_id}/defaults', {
+        'GET': quotas.show_quota_defaults}),
+    ('/os-quota-sets/{target_project_id}', {
+        'GET': quotas.show_quota_set, 'PUT': quotas.update_quota_set,
+        'DELETE': quotas.delete_quota_set}),
+    ('/os-quota-class-sets/{class_name}', {
+        'GET': quotas.show_quota_class_set,
+        'PUT': quotas.update_quota_class_set}),
+    ('/limits', {'GET': quotas.show_limits}),
 )
 
 

@@ -8,10 +8,13 @@ clean up.
     cinder-lite-manage backend list
     cinder-lite-manage attachment list [--volume VOLUME_ID]
     cinder-lite-manage volume show-exports [--host HOST]
+    cinder-lite-manage quota check [--project PROJECT_ID]
+    cinder-lite-manage quota sync [--project PROJECT_ID]
     cinder-lite-manage version
 
 Exit codes: 0 done; 1 refused or, for ``volume show-exports``, problems
-found (the message says which; nothing was changed); 2 not found or bad
+found (the message says which; nothing was changed), for ``quota check``
+a recorded usage that differs from the volumes; 2 not found or bad
 usage.  Upgrade checks are ``cinder-lite-status upgrade check``
 (``cinder_lite.cmd.status``).
 """
@@ -30,6 +33,8 @@ from cinder_lite.db import migration
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler import host_state
+from cinder_lite.volume import quota
+from cinder_lite.volume import quota_api
 from cinder_lite import version
 
 OK = 0
@@ -39,7 +44,7 @@ NOT_FOUND = 2
 USAGE = ('usage: cinder-lite-manage {db sync|db version|service list|'
          'service remove|backend list|attachment list|attachment events|'
          'attachment reconcile|'
-         'volume show-exports|version}')
+         'volume show-exports|quota check|quota sync|version}')
 
 
 def _error(message):
@@ -267,6 +272,43 @@ def volume_show_exports(conf):
     return REFUSED if problems else OK
 
 
+# -- quota usage ---------------------------------------------------------------
+def _quota_audit(conf, repair):
+    db_api.configure(conf)
+    project_id = conf.command.project_id
+    found = quota_api.audit(project_id, repair=repair)
+    with db_api.reader() as session:
+        catalogue = quota.Catalogue(session)
+    table(['Project', 'Resource', 'Recorded in use', 'Recorded reserved',
+           'Volumes say in use', 'Volumes say reserved'],
+          [(project, catalogue.api_name(key), before[0], before[1],
+            after[0], after[1]) for project, key, before, after in found])
+    scope = 'project %s' % project_id if project_id else 'every project'
+    if not found:
+        print('Recorded quota usage of %s equals what the volumes say.'
+              % scope)
+        return OK
+    if repair:
+        print('%d recorded usage(s) of %s set to what the volumes say.'
+              % (len(found), scope))
+        return OK
+    print('%d recorded usage(s) of %s differ from what the volumes say; '
+          '"quota sync" sets them.' % (len(found), scope))
+    return REFUSED
+
+
+def quota_check(conf):
+    """Compare recorded quota usage with the volumes; exit 1 on a
+    difference."""
+    return _quota_audit(conf, repair=False)
+
+
+def quota_sync(conf):
+    """Set recorded quota usage that differs to what the volumes
+    say."""
+    return _quota_audit(conf, repair=True)
+
+
 def print_version(conf):
     print(version.VERSION)
 
@@ -337,6 +379,19 @@ def _add_parsers(subparsers):
                            'instead of [DEFAULT] host; the backends are '
                            'those of enabled_backends')
     show.set_defaults(func=volume_show_exports)
+
+    quotas = subparsers.add_parser('quota', help='quota usage')
+    quota_sub = quotas.add_subparsers(dest='quota_action')
+    for name, func, text in (
+            ('check', quota_check,
+             'compare recorded usage with the volumes; exit 1 when they '
+             'differ'),
+            ('sync', quota_sync,
+             'set recorded usage that differs to what the volumes say')):
+        cmd = quota_sub.add_parser(name, help=text)
+        cmd.add_argument('--project', dest='project_id', metavar='PROJECT_ID',
+                         help='only this project')
+        cmd.set_defaults(func=func)
 
     subparsers.add_parser('version', help='cinder_lite version') \
         .set_defaults(func=print_version)

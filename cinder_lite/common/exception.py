@@ -167,6 +167,30 @@ class TypeAccessExists(Conflict):
                'combination already exists.')
 
 
+# -- over quota (413) -------------------------------------------------------
+class OverQuota(CinderLiteError):
+    msg_fmt = 'Quota exceeded for resources: %(overs)s'
+
+
+class VolumeLimitExceeded(OverQuota):
+    # Cinder's words
+    msg_fmt = ("Maximum number of volumes allowed (%(allowed)d) exceeded "
+               "for quota '%(name)s'.")
+
+
+class VolumeSizeExceedsAvailableQuota(OverQuota):
+    # Cinder's words
+    msg_fmt = ('Requested volume or snapshot exceeds allowed %(name)s '
+               'quota. Requested %(requested)sG, quota is %(quota)sG and '
+               '%(consumed)sG has been consumed.')
+
+
+class VolumeSizeExceedsLimit(OverQuota):
+    # Cinder's words
+    msg_fmt = ('Requested volume size %(size)dG is larger than maximum '
+               'allowed limit %(limit)dG.')
+
+
 # -- authorisation ----------------------------------------------------------
 class PolicyNotAuthorized(CinderLiteError):
     msg_fmt = "Policy doesn't allow %(action)s to be performed."

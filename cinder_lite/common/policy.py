@@ -69,6 +69,12 @@ RESET_STATUS = 'volume_extension:volume_admin_actions:reset_status'
 MESSAGES = 'message:get_all'
 ATTACHMENT_EVENTS = 'volume:attachment_events'
 MESSAGE_DELETE = 'message:delete'
+QUOTA_SHOW = 'volume_extension:quotas:show'
+QUOTA_UPDATE = 'volume_extension:quotas:update'
+QUOTA_DELETE = 'volume_extension:quotas:delete'
+QUOTA_CLASS_GET = 'volume_extension:quota_classes:get'
+QUOTA_CLASS_UPDATE = 'volume_extension:quota_classes:update'
+LIMITS = 'limits_extension:used_limits'
 
 _RULES = [
     _op(VOLUME_CREATE, ADMIN_OR_MEMBER, 'Create a volume.',
@@ -156,6 +162,23 @@ _RULES = [
         ('GET', '/messages'), ('GET', '/messages/{message_id}')),
     _op(MESSAGE_DELETE, ADMIN_OR_MEMBER, 'Delete a user message.',
         ('DELETE', '/messages/{message_id}')),
+    _op(QUOTA_SHOW, ADMIN_OR_OWNER,
+        'Show the quotas (and usage) of a project, or their defaults.',
+        ('GET', '/os-quota-sets/{project_id}'),
+        ('GET', '/os-quota-sets/{project_id}/defaults')),
+    _op(QUOTA_UPDATE, 'rule:admin_api', 'Set quotas of a project.',
+        ('PUT', '/os-quota-sets/{project_id}')),
+    _op(QUOTA_DELETE, 'rule:admin_api',
+        'Revert the quotas of a project to the defaults.',
+        ('DELETE', '/os-quota-sets/{project_id}')),
+    _op(QUOTA_CLASS_GET, 'rule:admin_api', 'Show a quota class.',
+        ('GET', '/os-quota-class-sets/{class_name}')),
+    _op(QUOTA_CLASS_UPDATE, 'rule:admin_api',
+        'Set limits of a quota class (the default class: every '
+        "project's defaults).", ('PUT', '/os-quota-class-sets/{class_name}')),
+    _op(LIMITS, ADMIN_OR_OWNER,
+        "Show a project's absolute limits and what it uses of them.",
+        ('GET', '/limits')),
 ]
 
 

@@ -96,6 +96,9 @@ class Volume(TimestampMixin, Base):
                            server_default='0')
     readonly = sa.Column(sa.Boolean, nullable=False, default=False,
                          server_default=sa.false())
+    # The size an extend under way grows the volume to (only while it is
+    # ``extending``): the growth counts as reserved quota until then.
+    pending_size = sa.Column(sa.Integer)
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 
@@ -207,3 +210,40 @@ class AttachmentEvent(Base):
         sa.Index('ix_attachment_events_volume', 'volume_id', 'id'),
         sa.Index('ix_attachment_events_attachment', 'attachment_id', 'id'),
     )
+
+
+class Quota(TimestampMixin, Base):
+    """A project's limit of one resource (``volumes``, ``gigabytes``,
+    ``volumes:<type id>``, ...), where it differs from its class."""
+    __tablename__ = 'quotas'
+    __table_args__ = (sa.UniqueConstraint('project_id', 'resource',
+                                          name='uniq_quota_project_resource'),)
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    resource = sa.Column(sa.String(255), nullable=False)
+    hard_limit = sa.Column(sa.Integer, nullable=False)
+
+
+class QuotaClass(TimestampMixin, Base):
+    """A quota class's limit of one resource; the ``default`` class
+    overrides the configured defaults of every project."""
+    __tablename__ = 'quota_classes'
+    __table_args__ = (sa.UniqueConstraint('class_name', 'resource',
+                                          name='uniq_quota_class_resource'),)
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    class_name = sa.Column(sa.String(255), nullable=False)
+    resource = sa.Column(sa.String(255), nullable=False)
+    hard_limit = sa.Column(sa.Integer, nullable=False)
+
+
+class QuotaUsage(TimestampMixin, Base):
+    """What a project uses of one resource: changed in the transaction
+    that changes the volumes it counts, under this row's lock."""
+    __tablename__ = 'quota_usages'
+    __table_args__ = (sa.UniqueConstraint(
+        'project_id', 'resource', name='uniq_quota_usage_project_resource'),)
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    resource = sa.Column(sa.String(255), nullable=False)
+    in_use = sa.Column(sa.BigInteger, nullable=False, default=0)
+    reserved = sa.Column(sa.BigInteger, nullable=False, default=0)

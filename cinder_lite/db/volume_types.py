@@ -59,6 +59,13 @@ def names(session, type_ids):
     return dict(rows.all())
 
 
+def live_names(session):
+    """id -> name of every type not deleted."""
+    T = models.VolumeType
+    return dict(session.execute(
+        sa.select(T.id, T.name).where(T.deleted.is_(False))).all())
+
+
 def _visible(stmt, project_id):
     """Live types: public ones, and private ones the project was given
     access to (all of them when ``project_id`` is None)."""

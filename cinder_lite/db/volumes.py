@@ -1,4 +1,11 @@
-"""SQL for volumes.  Status changes are compare-and-swap updates."""
+"""SQL for volumes.  Status changes are compare-and-swap updates.
+
+Whatever changes what a volume counts against its project's quota (it is
+created or deleted, or its size, its pending extend or its type changes)
+changes the recorded usage in the same transaction, here: the usage is
+the volumes' by construction.  ``check`` (see ``cinder_lite.volume.quota``)
+refuses growth beyond a limit, decided with the usage rows locked.
+"""
 import datetime
 
 import sqlalchemy as sa
@@ -7,16 +14,50 @@ from cinder_lite.common import exception
 from cinder_lite.common import states
 from cinder_lite.db import models
 from cinder_lite.db import query
+from cinder_lite.db import quotas as db_quotas
 
 SORT_KEYS = ('id', 'name', 'status', 'size', 'created_at', 'updated_at',
              'availability_zone', 'bootable', 'host', 'project_id')
 
 
-def create(session, values):
+def _counts(row):
+    """What a volume row counts against quota (nothing once deleted)."""
+    if row is None or row.deleted:
+        return {}
+    return db_quotas.footprint(row.volume_type_id, row.size,
+                               row.pending_size)
+
+
+def create(session, values, check=None):
     volume = models.Volume(**values)
+    db_quotas.change(session, volume.project_id,
+                     db_quotas.footprint(volume.volume_type_id, volume.size),
+                     check)
     session.add(volume)
     session.flush()
     return volume
+
+
+def _lock_counted(session, volume_id):
+    """Lock a live volume's row and read what it counts."""
+    V = models.Volume
+    return session.execute(
+        sa.select(V.id, V.project_id, V.volume_type_id, V.size,
+                  V.pending_size, V.status, V.deleted)
+        .where(V.id == volume_id, V.deleted == sa.false())
+        .with_for_update()).first()
+
+
+def remove(session, volume_id):
+    """Erase the record of a volume that was never handed on (a create
+    whose cast failed), and what it counted."""
+    row = _lock_counted(session, volume_id)
+    if row is None:
+        return
+    session.execute(models.Volume.__table__.delete().where(
+        models.Volume.id == volume_id))
+    db_quotas.change(session, row.project_id,
+                     db_quotas.difference(_counts(row), {}))
 
 
 def summary(volume):
@@ -101,16 +142,35 @@ def count(session, project_id=None, filters=None):
     return session.execute(stmt).scalar_one()
 
 
-def transition(session, volume_id, target, expected=None, values=None):
+def transition(session, volume_id, target, expected=None, values=None,
+               check=None):
     """Move a volume to ``target`` only if its status is one the state
     table allows (or one of ``expected``).  Raises InvalidTransition when
-    no row changed."""
+    no row changed.
+
+    Quota: deleting releases what the volume counted; ``extending`` with
+    ``values['pending_size']`` reserves the growth (``check`` asked);
+    leaving ``extending`` ends the reservation, and the size in
+    ``values``, if any, is in use from then on."""
     allowed = tuple(expected or states.sources_for(target))
     values = dict(values or {})
     values['status'] = target
     values['updated_at'] = models.utcnow()
     if target == states.DELETED:
         values.update(deleted=True, deleted_at=values['updated_at'])
+    counted = None
+    if target in (states.DELETED, states.EXTENDING) or \
+            states.EXTENDING in allowed:
+        counted = _lock_counted(session, volume_id)
+        if target != states.EXTENDING:
+            values['pending_size'] = None
+        elif counted is not None and \
+                values.get('pending_size', counted.size + 1) <= counted.size:
+            # an extend that finished since the caller read the size
+            raise exception.InvalidInput(
+                reason='New size for extend must be greater than current '
+                       'size. (current: %d, extended: %d).' % (
+                           counted.size, values['pending_size']))
     result = session.execute(
         sa.update(models.Volume)
         .where(models.Volume.id == volume_id,
@@ -128,6 +188,13 @@ def transition(session, volume_id, target, expected=None, values=None):
         raise exception.InvalidTransition(
             resource='volume', id=volume_id, target=target, actual=current,
             expected=', '.join(allowed))
+    if counted is not None:
+        after = {} if target == states.DELETED else db_quotas.footprint(
+            counted.volume_type_id, values.get('size', counted.size),
+            values.get('pending_size'))
+        db_quotas.change(session, counted.project_id,
+                         db_quotas.difference(_counts(counted), after),
+                         check)
 
 
 def update(session, volume_id, values):
@@ -144,15 +211,35 @@ def update(session, volume_id, values):
         raise exception.VolumeNotFound(volume_id=volume_id)
 
 
-def swap_size(session, volume_id, old_size, new_size):
-    """Compare-and-swap of the size; True when it changed."""
-    return session.execute(
+def swap_size(session, volume_id, old_size, new_size, check=None):
+    """Compare-and-swap of the size of a volume that is not extending;
+    True when it changed."""
+    counted = _lock_counted(session, volume_id)
+    if counted is None or counted.size != old_size or \
+            counted.pending_size is not None:
+        return False
+    session.execute(
         sa.update(models.Volume)
-        .where(models.Volume.id == volume_id,
-               models.Volume.deleted.is_(False),
-               models.Volume.size == old_size)
+        .where(models.Volume.id == volume_id)
         .values(size=new_size, updated_at=models.utcnow())
-        .execution_options(synchronize_session=False)).rowcount == 1
+        .execution_options(synchronize_session=False))
+    db_quotas.change(session, counted.project_id, db_quotas.difference(
+        _counts(counted),
+        db_quotas.footprint(counted.volume_type_id, new_size)), check)
+    return True
+
+
+def retype(session, volume_id, type_id, values, check=None):
+    """Give a volume type ``type_id`` (and the other ``values``); its
+    per-type usage moves from the old type to the new."""
+    counted = _lock_counted(session, volume_id)
+    if counted is None:
+        raise exception.VolumeNotFound(volume_id=volume_id)
+    update(session, volume_id, dict(values, volume_type_id=type_id))
+    db_quotas.change(session, counted.project_id, db_quotas.difference(
+        _counts(counted), db_quotas.footprint(type_id, counted.size,
+                                              counted.pending_size)),
+        check)
 
 
 def type_in_use(session, type_id):

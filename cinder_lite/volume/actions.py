@@ -14,12 +14,14 @@ from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
+from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler.filters import capabilities_filter
 from cinder_lite.scheduler import host_state
 from cinder_lite.volume import attachment_api
+from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
 from cinder_lite.volume import types as volume_types
 
@@ -334,22 +336,27 @@ class VolumeActions:
             reason='retypes affecting multiattach are only allowed on '
                    'available volumes without attachments; volume %s is '
                    'not' % volume.id)
-        with db_api.writer() as session:
-            try:
-                vol = db_attachments.lock_volume(
-                    session, volume.id,
-                    allowed=(states.AVAILABLE,) if changes_sharing
-                    else db_attachments.ATTACHABLE)
-            except exception.InvalidVolume:
-                if changes_sharing:
+
+        def move():
+            with db_api.writer() as session:
+                try:
+                    vol = db_attachments.lock_volume(
+                        session, volume.id,
+                        allowed=(states.AVAILABLE,) if changes_sharing
+                        else db_attachments.ATTACHABLE)
+                except exception.InvalidVolume:
+                    if changes_sharing:
+                        raise refusal
+                    raise
+                if changes_sharing and db_attachments.live_statuses(
+                        session, vol.id):
                     raise refusal
-                raise
-            if changes_sharing and db_attachments.live_statuses(
-                    session, vol.id):
-                raise refusal
-            db_types.lock_live(session, target['id'])
-            db_volumes.update(session, vol.id, {
-                'volume_type_id': target['id'], 'multiattach': multiattach})
+                db_types.lock_live(session, target['id'])
+                # the per-type quota moves with it
+                db_volumes.retype(session, vol.id, target['id'],
+                                  {'multiattach': multiattach},
+                                  quota.checker(self.conf, session))
+        quota.ensuring_rows(move)
         LOG.info('volume %s retyped %s -> %s', volume.id, current['name'],
                  target['name'])
 
@@ -382,25 +389,34 @@ class VolumeActions:
                 reason='New size for extend must be greater than current '
                        'size. (current: %d, extended: %d).' % (
                            volume.size, new_size))
+        with db_api.reader() as session:
+            quota.check_size(self.conf, session, volume.project_id,
+                             new_size)
+            quota.precheck(self.conf, session, volume.project_id,
+                           {db_quotas.GIGABYTES: (new_size - volume.size, 0),
+                            db_quotas.type_key(
+                                db_quotas.GIGABYTES,
+                                volume.volume_type_id):
+                            (new_size - volume.size, 0)})
         if volume.status == states.IN_USE and version >= (3, 42):
             self.attachments._check_backend(volume)
+            # the volume service charges the quota when it moves the size
             self.volume_rpcapi.extend_attached_volume(
                 context, volume.host, volume.id, volume.size, new_size)
             return
         self.attachments._check_backend(volume)
-        with db_api.writer() as session:
-            try:
-                db_volumes.transition(session, volume.id, states.EXTENDING)
-            except exception.InvalidTransition as e:
-                raise exception.InvalidVolume(
-                    reason='Volume status must be available to extend, '
-                           'but it is %s.' % e.kwargs['actual'])
-            # an extend that finished since the size above was read
-            size = db_volumes.get(session, volume.id).size
-            if new_size <= size:
-                raise exception.InvalidInput(
-                    reason='New size for extend must be greater than '
-                           'current size. (current: %d, extended: %d).' % (
-                               size, new_size))
+
+        def start():
+            with db_api.writer() as session:
+                try:
+                    db_volumes.transition(
+                        session, volume.id, states.EXTENDING,
+                        values={'pending_size': new_size},
+                        check=quota.checker(self.conf, session))
+                except exception.InvalidTransition as e:
+                    raise exception.InvalidVolume(
+                        reason='Volume status must be available to extend, '
+                               'but it is %s.' % e.kwargs['actual'])
+        quota.ensuring_rows(start)
         self.volume_rpcapi.extend_volume(context, volume.host, volume.id,
                                          new_size)

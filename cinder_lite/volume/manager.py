@@ -18,6 +18,7 @@ from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import messages as db_messages
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import conf as volume_conf
+from cinder_lite.volume import quota
 from cinder_lite.volume.flows import connect as connect_flow
 from cinder_lite.volume.flows import create as create_flow
 from cinder_lite.volume.flows import delete as delete_flow
@@ -283,12 +284,18 @@ class VolumeManager:
         """Grow a volume that is in use (3.42): no status change.  The size
         moves first by compare-and-swap from the size the API checked, so
         two extends racing cannot both pass (nor shrink the volume)."""
-        with db_api.writer() as session:
-            if not db_volumes.swap_size(session, volume_id, old_size,
-                                        new_size):
-                raise exception.InvalidVolume(
-                    reason='volume %s changed size meanwhile' % volume_id)
-            volume = volume_dict(db_volumes.get(session, volume_id))
+
+        def grow():
+            # the quota is charged (and checked) with the size
+            with db_api.writer() as session:
+                if not db_volumes.swap_size(
+                        session, volume_id, old_size, new_size,
+                        quota.checker(self.conf, session)):
+                    raise exception.InvalidVolume(
+                        reason='volume %s changed size meanwhile'
+                        % volume_id)
+                return volume_dict(db_volumes.get(session, volume_id))
+        volume = quota.ensuring_rows(grow)
         try:
             self.driver.extend_volume(volume, new_size)
         except Exception as e:

@@ -4,6 +4,7 @@ import logging
 from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
+from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler.filters import capabilities_filter
@@ -83,6 +84,8 @@ class TypeService:
                     reason='Default volume type can not be deleted.')
             db_types.delete(session, type_id, in_use=lambda s:
                             db_volumes.type_in_use(s, type_id))
+            # no volume has it: its per-type usage is zero everywhere
+            db_quotas.forget_type(session, type_id)
         LOG.info('volume type %s (%s) deleted', type_id, vtype['name'])
 
     def get_extra_specs(self, context, type_id):

@@ -137,6 +137,15 @@ def test_retype_racing_type_delete(api, stack):
 
 
 # -- two detaches of one attachment -----------------------------------------
+@pytest.fixture(autouse=True)
+def no_quota(api):
+    """The races here create more volumes than the default quota of a
+    project (quotas are tested in test_quotas)."""
+    resp = api.put('/os-quota-sets/%s' % api.project, json={
+        'quota_set': {'volumes': -1, 'gigabytes': -1}})
+    assert resp.status_code == 200, resp.text
+
+
 @pytest.fixture
 def ma(api):
     api.create_type('ma', {'multiattach': '<is> True'})

@@ -102,7 +102,7 @@ DISPATCH = {
 }
 
 
-@wsgi.expected_errors(400, 403, 404, 409, 503)
+@wsgi.expected_errors(400, 403, 404, 409, 413, 503)
 def volume_action(req):
     """One action per body; see DISPATCH."""
     body = req.json_body()

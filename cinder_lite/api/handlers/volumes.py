@@ -44,7 +44,7 @@ def _detail(req, volume, type_names=None, attached=None):
                          for a in attached.get(volume.id, [])])
 
 
-@wsgi.expected_errors(400, 403, 404, 503)
+@wsgi.expected_errors(400, 403, 404, 413, 503)
 def create_volume(req):
     body = req.json_body()
     validation.validate(microversion.pick(schema.CREATE, req.version), body)

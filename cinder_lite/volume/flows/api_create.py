@@ -24,10 +24,12 @@ from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import models
+from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler.filters import capabilities_filter
 from cinder_lite.scheduler import host_state
+from cinder_lite.volume import quota
 from cinder_lite.volume import types as volume_types
 
 LOG = logging.getLogger(__name__)
@@ -227,7 +229,7 @@ def _check_backends(session, request, volume_type, conf, fresh):
     return az, [b for b in capable if b.limit >= request['size']]
 
 
-def record_volume(context, request, volume_type, availability_zone):
+def record_volume(context, request, volume_type, availability_zone, conf):
     values = {
         'id': str(uuid.uuid4()),
         'project_id': context.project_id,
@@ -244,11 +246,18 @@ def record_volume(context, request, volume_type, availability_zone):
         'deleted': False,
         'created_at': models.utcnow(),
     }
-    with db_api.writer() as session:
-        # a type deleted since it was resolved answers 404; one being
-        # deleted now waits for this volume and is then refused as in use
-        db_types.lock_live(session, volume_type['id'])
-        volume = db_volumes.create(session, values)
+
+    def record():
+        with db_api.writer() as session:
+            # a type deleted since it was resolved answers 404; one being
+            # deleted now waits for this volume and is then refused as in
+            # use
+            db_types.lock_live(session, volume_type['id'])
+            quota.check_size(conf, session, context.project_id,
+                             values['size'])
+            return db_volumes.create(session, values,
+                                     quota.checker(conf, session))
+    volume = quota.ensuring_rows(record)
     LOG.info('volume %s: recorded as creating', volume.id)
     return volume
 
@@ -258,8 +267,7 @@ def forget_volume(volume):
     LOG.warning('volume %s: removing the record of a failed create',
                 volume.id)
     with db_api.writer() as session:
-        session.execute(models.Volume.__table__.delete().where(
-            models.Volume.id == volume.id))
+        db_volumes.remove(session, volume.id)
 
 
 def cast_to_scheduler(context, scheduler_rpcapi, volume, volume_type,
@@ -281,8 +289,14 @@ def run(context, request, conf, scheduler_rpcapi):
     with db_api.reader() as session:
         volume_type = resolve_type(session, context, request, conf)
         check_policy(context, volume_type, conf)
+        # over quota is told before what the backends could hold
+        quota.check_size(conf, session, context.project_id,
+                         request['size'])
+        quota.precheck(conf, session, context.project_id,
+                       db_quotas.footprint(volume_type['id'],
+                                           request['size']))
         az = check_backends(session, request, volume_type, conf)
-    volume = record_volume(context, request, volume_type, az)
+    volume = record_volume(context, request, volume_type, az, conf)
     try:
         cast_to_scheduler(context, scheduler_rpcapi, volume, volume_type,
                           az)

@@ -1,0 +1,245 @@
+"""SQL for quotas: limits, quota classes and recorded usage.
+
+A resource is keyed ``volumes`` or ``gigabytes``, and per volume type
+``volumes:<type id>`` / ``gigabytes:<type id>``.  Usage changes only
+through ``change``, inside the transaction that changes the volumes it
+counts, after the usage rows are locked (``SELECT ... FOR UPDATE``; on
+SQLite the writer's ``BEGIN IMMEDIATE`` serialises).  A project's rows are
+always locked in the order of their keys.
+
+A usage row is made once, the first time a project uses a resource, by
+``ensure`` in a transaction of its own (an insert that ignores a row
+another request made meanwhile): two first creates in a project then
+never fail on each other's insert, and on MariaDB no transaction holds
+the shared lock of a duplicate insert while it waits for another's.
+"""
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite
+
+from cinder_lite.db import models
+
+VOLUMES = 'volumes'
+GIGABYTES = 'gigabytes'
+COUNTED = (VOLUMES, GIGABYTES)
+
+Q, QC, U = models.Quota, models.QuotaClass, models.QuotaUsage
+
+
+def type_key(resource, type_id):
+    return '%s:%s' % (resource, type_id)
+
+
+def split_key(key):
+    """``(resource, type id or None)``."""
+    resource, _, type_id = key.partition(':')
+    return resource, type_id or None
+
+
+def footprint(type_id, size, pending_size=None):
+    """What one live volume counts: resource -> (in use, reserved)."""
+    grow = pending_size - size if pending_size else 0
+    return {VOLUMES: (1, 0), GIGABYTES: (size, grow),
+            type_key(VOLUMES, type_id): (1, 0),
+            type_key(GIGABYTES, type_id): (size, grow)}
+
+
+def difference(before, after):
+    """``after - before`` of two footprints (either may be empty)."""
+    keys = set(before) | set(after)
+    deltas = {}
+    for key in keys:
+        b = before.get(key, (0, 0))
+        a = after.get(key, (0, 0))
+        d = (a[0] - b[0], a[1] - b[1])
+        if d != (0, 0):
+            deltas[key] = d
+    return deltas
+
+
+class MissingUsage(Exception):
+    """A usage row to charge is not there yet: ``ensure`` it (outside
+    this transaction) and try again."""
+
+    def __init__(self, project_id, resources):
+        super().__init__('no usage rows for %s of project %s' % (
+            ', '.join(sorted(resources)), project_id))
+        self.project_id = project_id
+        self.resources = sorted(resources)
+
+
+def _insert(session, model, rows, unique, update=None):
+    """INSERT ``rows``; a row whose ``unique`` columns exist already is
+    left alone, or gets the columns in ``update`` from the new row."""
+    dialect = session.get_bind().dialect.name
+    if dialect in ('postgresql', 'sqlite'):
+        insert = (postgresql.insert if dialect == 'postgresql'
+                  else sqlite.insert)(model)
+        if update:
+            stmt = insert.on_conflict_do_update(
+                index_elements=unique,
+                set_={c: insert.excluded[c] for c in update})
+        else:
+            stmt = insert.on_conflict_do_nothing(index_elements=unique)
+    else:
+        insert = mysql.insert(model)
+        if update:
+            stmt = insert.on_duplicate_key_update(
+                {c: insert.inserted[c] for c in update})
+        else:
+            stmt = insert.prefix_with('IGNORE')
+    session.execute(stmt, rows)
+
+
+def ensure(session, project_id, resources):
+    """Make the usage rows of ``resources`` that are not there."""
+    now = models.utcnow()
+    _insert(session, U, [{'project_id': project_id, 'resource': r,
+                          'in_use': 0, 'reserved': 0, 'created_at': now}
+                         for r in sorted(resources)],
+            ['project_id', 'resource'])
+
+
+def read(session, project_id, resources, lock=False):
+    """The usage rows of ``resources`` (locked with ``lock``): resource ->
+    ``(in_use, reserved)``; missing rows are left out."""
+    stmt = sa.select(U.resource, U.in_use, U.reserved).where(
+        U.project_id == project_id,
+        U.resource.in_(sorted(resources))).order_by(U.resource)
+    if lock:
+        stmt = stmt.with_for_update()
+    return {r.resource: (r.in_use, r.reserved)
+            for r in session.execute(stmt)}
+
+
+def change(session, project_id, deltas, check=None):
+    """Apply ``deltas`` (resource -> (in use, reserved) change) to the
+    project's usage.  ``check(project, resource, delta, in_use,
+    reserved)`` is
+    asked, with the rows locked, about every resource that grows, and
+    raises to refuse.  A resource that shrinks but has no row (one
+    deleted by hand) is left to ``quota sync``."""
+    if not deltas:
+        return
+    current = read(session, project_id, deltas, lock=True)
+    growing = {k for k, d in deltas.items() if d[0] > 0 or d[1] > 0}
+    missing = growing - set(current)
+    if missing:
+        raise MissingUsage(project_id, missing)
+    if check is not None:
+        for key in sorted(growing):
+            in_use, reserved = current[key]
+            check(project_id, key, deltas[key], in_use, reserved)
+    now = models.utcnow()
+    for key in sorted(set(deltas) & set(current)):
+        d_use, d_reserved = deltas[key]
+        session.execute(
+            sa.update(U)
+            .where(U.project_id == project_id, U.resource == key)
+            .values(in_use=U.in_use + d_use,
+                    reserved=U.reserved + d_reserved, updated_at=now)
+            .execution_options(synchronize_session=False))
+
+
+def usage(session, project_id, for_update=False):
+    """The recorded usage of a project: resource -> (in use, reserved)."""
+    stmt = sa.select(U.resource, U.in_use, U.reserved).where(
+        U.project_id == project_id).order_by(U.resource)
+    if for_update:
+        stmt = stmt.with_for_update()
+    return {r.resource: (r.in_use, r.reserved)
+            for r in session.execute(stmt)}
+
+
+def counted(session, project_id=None):
+    """The usage the volumes themselves say: project -> resource ->
+    (in use, reserved), from one pass grouped by project and type."""
+    V = models.Volume
+    grow = sa.case((V.pending_size.is_not(None), V.pending_size - V.size),
+                   else_=0)
+    stmt = (sa.select(V.project_id, V.volume_type_id, sa.func.count(),
+                      sa.func.sum(V.size), sa.func.sum(grow))
+            .where(V.deleted == sa.false())
+            .group_by(V.project_id, V.volume_type_id))
+    if project_id is not None:
+        stmt = stmt.where(V.project_id == project_id)
+    found = {}
+    for project, type_id, count, size, reserved in session.execute(stmt):
+        totals = found.setdefault(project, {})
+        count, size, reserved = int(count), int(size or 0), \
+            int(reserved or 0)
+        for key, value in ((VOLUMES, (count, 0)),
+                           (GIGABYTES, (size, reserved)),
+                           (type_key(VOLUMES, type_id), (count, 0)),
+                           (type_key(GIGABYTES, type_id),
+                            (size, reserved))):
+            old = totals.get(key, (0, 0))
+            totals[key] = (old[0] + value[0], old[1] + value[1])
+    return found
+
+
+def recorded_projects(session, project_id=None):
+    """project -> resource -> (in use, reserved), as recorded."""
+    stmt = sa.select(U.project_id, U.resource, U.in_use, U.reserved)
+    if project_id is not None:
+        stmt = stmt.where(U.project_id == project_id)
+    found = {}
+    for row in session.execute(stmt):
+        found.setdefault(row.project_id, {})[row.resource] = (
+            row.in_use, row.reserved)
+    return found
+
+
+def set_usage(session, project_id, resource, in_use, reserved):
+    """Overwrite one recorded usage (``quota sync``); the row is made
+    when it is missing."""
+    now = models.utcnow()
+    _insert(session, U, [{'project_id': project_id, 'resource': resource,
+                          'in_use': in_use, 'reserved': reserved,
+                          'created_at': now, 'updated_at': now}],
+            ['project_id', 'resource'],
+            update=('in_use', 'reserved', 'updated_at'))
+
+
+# -- limits ---------------------------------------------------------------
+def project_limits(session, project_id):
+    return {r.resource: r.hard_limit for r in session.execute(
+        sa.select(Q.resource, Q.hard_limit).where(
+            Q.project_id == project_id))}
+
+
+def class_limits(session, class_name):
+    return {r.resource: r.hard_limit for r in session.execute(
+        sa.select(QC.resource, QC.hard_limit).where(
+            QC.class_name == class_name))}
+
+
+def set_project_limits(session, project_id, limits):
+    now = models.utcnow()
+    _insert(session, Q, [{'project_id': project_id, 'resource': r,
+                          'hard_limit': v, 'created_at': now,
+                          'updated_at': now}
+                         for r, v in sorted(limits.items())],
+            ['project_id', 'resource'], update=('hard_limit', 'updated_at'))
+
+
+def set_class_limits(session, class_name, limits):
+    now = models.utcnow()
+    _insert(session, QC, [{'class_name': class_name, 'resource': r,
+                           'hard_limit': v, 'created_at': now,
+                           'updated_at': now}
+                          for r, v in sorted(limits.items())],
+            ['class_name', 'resource'], update=('hard_limit', 'updated_at'))
+
+
+def delete_project_limits(session, project_id):
+    session.execute(sa.delete(Q).where(Q.project_id == project_id))
+
+
+def forget_type(session, type_id):
+    """Drop the limits and (zero) usage of a type being deleted."""
+    keys = [type_key(r, type_id) for r in ('volumes', 'gigabytes',
+                                          'snapshots')]
+    for model in (Q, QC, U):
+        session.execute(sa.delete(model).where(model.resource.in_(keys)))

@@ -1,0 +1,191 @@
+"""Quotas: the resources, their limits, and the check made when a
+volume grows what its project uses.
+
+Limits: a project's own (``quotas`` table), else the ``default`` quota
+class's, else the configured default.  ``-1`` is unlimited.  Usage is
+recorded by ``cinder_lite.db.volumes`` in the transactions that change
+the volumes (see ``cinder_lite.db.quotas``); the check here is asked
+with the usage rows locked, so two creates can never both take the last
+volume of a quota.
+
+Cinder's API names per-type resources ``volumes_<type name>``; they are
+kept by type id (``volumes:<id>``), so renaming a type keeps its limits.
+``snapshots`` and ``backups`` are there as in Cinder (a client may set
+and read them); cinder_lite has neither resource, so their usage is 0.
+"""
+import re
+
+from oslo_config import cfg
+
+from cinder_lite.common import exception
+from cinder_lite.db import api as db_api
+from cinder_lite.db import quotas as db_quotas
+from cinder_lite.db import volume_types as db_types
+
+quota_opts = [
+    cfg.IntOpt('quota_volumes', default=10, min=-1,
+               help='Volumes a project may have; -1 is unlimited.'),
+    cfg.IntOpt('quota_snapshots', default=10, min=-1,
+               help='Snapshots a project may have (reported for Cinder '
+                    'clients; cinder_lite has no snapshots yet).'),
+    cfg.IntOpt('quota_gigabytes', default=1000, min=-1,
+               help='GiB of volumes a project may have; -1 is unlimited.'),
+    cfg.IntOpt('quota_backups', default=10, min=-1,
+               help='Backups a project may have (reported for Cinder '
+                    'clients; cinder_lite has no backups).'),
+    cfg.IntOpt('quota_backup_gigabytes', default=1000, min=-1,
+               help='GiB of backups a project may have (reported for '
+                    'Cinder clients).'),
+    cfg.IntOpt('quota_groups', default=10, min=-1,
+               help='Volume groups a project may have (reported for '
+                    'Cinder clients; cinder_lite has no groups).'),
+    cfg.IntOpt('per_volume_size_limit', default=-1, min=-1,
+               help='Largest volume, in GiB, a project may create or '
+                    'extend to (the per_volume_gigabytes quota); -1 is '
+                    'unlimited.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(quota_opts)
+
+
+def list_opts():
+    return [('DEFAULT', quota_opts)]
+
+
+PER_VOLUME = 'per_volume_gigabytes'
+# Cinder's quota set, in its order, and the option of each default
+GLOBAL = (('volumes', 'quota_volumes'),
+          (PER_VOLUME, 'per_volume_size_limit'),
+          ('snapshots', 'quota_snapshots'),
+          ('gigabytes', 'quota_gigabytes'),
+          ('backups', 'quota_backups'),
+          ('backup_gigabytes', 'quota_backup_gigabytes'),
+          ('groups', 'quota_groups'))
+PER_TYPE = ('volumes', 'snapshots', 'gigabytes')
+LIMIT_MAX = 2 ** 31 - 1
+PROJECT_ID = re.compile(r'^[A-Za-z0-9_.-]{1,64}$')
+
+
+class Catalogue:
+    """The resources of a quota set as this cloud has them now: the
+    global ones and three per live volume type."""
+
+    def __init__(self, session):
+        self.type_names = db_types.live_names(session)
+        self.by_name = {}
+        for name, _option in GLOBAL:
+            self.by_name[name] = name
+        for type_id, type_name in sorted(self.type_names.items(),
+                                         key=lambda item: item[1]):
+            for resource in PER_TYPE:
+                self.by_name['%s_%s' % (resource, type_name)] = \
+                    db_quotas.type_key(resource, type_id)
+        self.by_key = {key: name for name, key in self.by_name.items()}
+
+    def api_name(self, key):
+        name = self.by_key.get(key)
+        if name is not None:
+            return name
+        resource, type_id = db_quotas.split_key(key)
+        return '%s_%s' % (resource, self.type_names.get(type_id, type_id))
+
+    def keys(self):
+        """Internal keys in Cinder's order."""
+        return list(self.by_name.values())
+
+
+def default_of(conf, key):
+    resource, type_id = db_quotas.split_key(key)
+    if type_id is not None:
+        return -1
+    return getattr(conf, dict(GLOBAL)[resource])
+
+
+def class_limits(conf, session, class_name='default'):
+    """key -> limit of a quota class: its own, else the configured
+    default (``default`` is the class every project falls back to)."""
+    own = db_quotas.class_limits(session, class_name)
+    if class_name != 'default':
+        base = class_limits(conf, session)
+        base.update(own)
+        return base
+    return _Limits(conf, own)
+
+
+def project_limits(conf, session, project_id):
+    found = class_limits(conf, session)
+    found.update(db_quotas.project_limits(session, project_id))
+    return found
+
+
+class _Limits(dict):
+    """Limits with the configured default for a key not set."""
+
+    def __init__(self, conf, given):
+        super().__init__(given)
+        self._conf = conf
+
+    def __missing__(self, key):
+        return default_of(self._conf, key)
+
+    def copy(self):
+        return _Limits(self._conf, self)
+
+
+def checker(conf, session):
+    """The ``check`` the volume SQL asks about every resource a change
+    grows, with the usage rows locked: raises OverQuota when it would
+    pass its limit.  Limits are read in the same transaction."""
+    limits = {}
+
+    def check(project_id, key, delta, in_use, reserved):
+        if project_id not in limits:
+            limits[project_id] = project_limits(conf, session, project_id)
+        limit = limits[project_id][key]
+        if limit < 0:
+            return
+        grows = delta[0] + delta[1]
+        if in_use + reserved + grows <= limit:
+            return
+        resource, type_id = db_quotas.split_key(key)
+        name = resource if type_id is None else '%s_%s' % (
+            resource, db_types.names(session, [type_id]).get(
+                type_id, type_id))
+        if resource == db_quotas.VOLUMES:
+            raise exception.VolumeLimitExceeded(allowed=limit, name=name)
+        raise exception.VolumeSizeExceedsAvailableQuota(
+            name=name, requested=grows, quota=limit,
+            consumed=in_use + reserved)
+    return check
+
+
+def precheck(conf, session, project_id, deltas):
+    """Refuse early, before anything else is asked, what is over quota
+    now: read without locks; the change itself checks again with the
+    rows locked."""
+    current = db_quotas.read(session, project_id, deltas)
+    check = checker(conf, session)
+    for key, delta in sorted(deltas.items()):
+        if delta[0] > 0 or delta[1] > 0:
+            check(project_id, key, delta, *current.get(key, (0, 0)))
+
+
+def check_size(conf, session, project_id, size):
+    """The per_volume_gigabytes limit of one volume's size."""
+    limit = project_limits(conf, session, project_id)[PER_VOLUME]
+    if 0 <= limit < size:
+        raise exception.VolumeSizeExceedsLimit(size=size, limit=limit)
+
+
+def ensuring_rows(work):
+    """Run ``work()`` (one writer transaction of its own); when it needs
+    usage rows a project never had, make them in a transaction of their
+    own and run it once more."""
+    try:
+        return work()
+    except db_quotas.MissingUsage as e:
+        with db_api.writer() as session:
+            db_quotas.ensure(session, e.project_id, e.resources)
+        return work()

@@ -1,0 +1,220 @@
+"""The service layer behind ``/os-quota-sets``, ``/os-quota-class-sets``
+and ``/limits``, and the usage audit of ``cinder-lite-manage quota``."""
+import logging
+
+from cinder_lite.common import exception
+from cinder_lite.common import policy
+from cinder_lite.db import api as db_api
+from cinder_lite.db import quotas as db_quotas
+from cinder_lite.volume import quota
+
+LOG = logging.getLogger(__name__)
+
+# keys a client may send with the limits and that are not limits
+# (cinderclient's quota-update sends tenant_id)
+NOT_LIMITS = ('tenant_id', 'id')
+# /limits: absolute key -> (resource, limit or used)
+ABSOLUTE = (('maxTotalVolumes', 'volumes', 'limit'),
+            ('maxTotalSnapshots', 'snapshots', 'limit'),
+            ('maxTotalVolumeGigabytes', 'gigabytes', 'limit'),
+            ('maxTotalBackups', 'backups', 'limit'),
+            ('maxTotalBackupGigabytes', 'backup_gigabytes', 'limit'),
+            ('totalVolumesUsed', 'volumes', 'in_use'),
+            ('totalGigabytesUsed', 'gigabytes', 'in_use'),
+            ('totalSnapshotsUsed', 'snapshots', 'in_use'),
+            ('totalBackupsUsed', 'backups', 'in_use'),
+            ('totalBackupGigabytesUsed', 'backup_gigabytes', 'in_use'))
+
+
+def check_project_id(project_id):
+    if not quota.PROJECT_ID.match(project_id or ''):
+        raise exception.InvalidInput(
+            reason='Invalid project id %r: 1 to 64 letters, digits, '
+                   "'_', '-' or '.'." % (project_id or '')[:80])
+
+
+def parse_limits(catalogue, given, what='quota set'):
+    """Client names -> internal keys with checked integer limits."""
+    bad = sorted(k for k in given
+                 if k not in catalogue.by_name and k not in NOT_LIMITS)
+    if bad:
+        raise exception.InvalidInput(
+            reason='Bad key(s) in %s: %s' % (what, ', '.join(bad)))
+    limits = {}
+    for name, value in given.items():
+        if name in NOT_LIMITS:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise exception.InvalidInput(
+                reason='%s must be an integer' % name)
+        try:
+            limit = int(str(value).strip())
+        except ValueError:
+            raise exception.InvalidInput(
+                reason='%s must be an integer' % name) from None
+        if limit < -1:
+            raise exception.InvalidInput(reason='%s must be >= -1' % name)
+        if limit > quota.LIMIT_MAX:
+            raise exception.InvalidInput(
+                reason='%s must be <= %d' % (name, quota.LIMIT_MAX))
+        limits[catalogue.by_name[name]] = limit
+    if not limits:
+        raise exception.InvalidInput(
+            reason='The %s names no limit.' % what)
+    return limits
+
+
+def _counted_keys(keys):
+    return [k for k in keys
+            if db_quotas.split_key(k)[0] in db_quotas.COUNTED]
+
+
+class QuotaService:
+
+    def __init__(self, conf):
+        self.conf = conf
+
+    # -- quota sets ---------------------------------------------------------
+    def _set(self, session, catalogue, limits, usage=None):
+        shown = {}
+        for key in catalogue.keys():
+            name = catalogue.api_name(key)
+            if usage is None:
+                shown[name] = limits[key]
+            else:
+                in_use, reserved = usage.get(key, (0, 0))
+                shown[name] = {'limit': limits[key], 'in_use': in_use,
+                               'reserved': reserved}
+        return shown
+
+    def show(self, context, project_id, usage=False):
+        policy.authorize(context, policy.QUOTA_SHOW,
+                         {'project_id': project_id})
+        check_project_id(project_id)
+        with db_api.reader() as session:
+            catalogue = quota.Catalogue(session)
+            limits = quota.project_limits(self.conf, session, project_id)
+            recorded = db_quotas.usage(session, project_id) if usage \
+                else None
+            return self._set(session, catalogue, limits, recorded)
+
+    def defaults(self, context, project_id):
+        policy.authorize(context, policy.QUOTA_SHOW,
+                         {'project_id': project_id})
+        check_project_id(project_id)
+        with db_api.reader() as session:
+            return self._set(session, quota.Catalogue(session),
+                             quota.class_limits(self.conf, session))
+
+    def update(self, context, project_id, given):
+        """Set limits of a project; a limit below what it uses now is
+        refused, decided with its usage rows locked (a create waits, or
+        is seen)."""
+        policy.authorize(context, policy.QUOTA_UPDATE,
+                         {'project_id': project_id})
+        check_project_id(project_id)
+        with db_api.reader() as session:
+            limits = parse_limits(quota.Catalogue(session), given)
+        counted = _counted_keys(limits)
+        if counted:
+            # rows to lock even where nothing was used yet
+            with db_api.writer() as session:
+                db_quotas.ensure(session, project_id, counted)
+        with db_api.writer() as session:
+            catalogue = quota.Catalogue(session)
+            used = db_quotas.read(session, project_id, counted, lock=True)
+            for key, limit in sorted(limits.items()):
+                in_use, reserved = used.get(key, (0, 0))
+                if 0 <= limit < in_use + reserved:
+                    raise exception.InvalidInput(
+                        reason='Quota %s limit must be equal or greater '
+                               'than existing resources. Current usage is '
+                               '%d and the requested limit is %d.' % (
+                                   catalogue.api_name(key),
+                                   in_use + reserved, limit))
+            db_quotas.set_project_limits(session, project_id, limits)
+            LOG.info('quotas of project %s set: %s', project_id, ', '.join(
+                '%s=%d' % (catalogue.api_name(k), v)
+                for k, v in sorted(limits.items())))
+            return self._set(session, catalogue, quota.project_limits(
+                self.conf, session, project_id))
+
+    def revert(self, context, project_id):
+        """Back to the defaults (the project's own limits are dropped;
+        its usage stays)."""
+        policy.authorize(context, policy.QUOTA_DELETE,
+                         {'project_id': project_id})
+        check_project_id(project_id)
+        with db_api.writer() as session:
+            db_quotas.delete_project_limits(session, project_id)
+        LOG.info('quotas of project %s reverted to the defaults',
+                 project_id)
+
+    # -- quota classes ------------------------------------------------------
+    def show_class(self, context, class_name):
+        policy.authorize(context, policy.QUOTA_CLASS_GET)
+        check_project_id(class_name)
+        with db_api.reader() as session:
+            return self._set(session, quota.Catalogue(session),
+                             quota.class_limits(self.conf, session,
+                                                class_name))
+
+    def update_class(self, context, class_name, given):
+        policy.authorize(context, policy.QUOTA_CLASS_UPDATE)
+        check_project_id(class_name)
+        with db_api.writer() as session:
+            catalogue = quota.Catalogue(session)
+            limits = parse_limits(catalogue, given, 'quota class set')
+            db_quotas.set_class_limits(session, class_name, limits)
+            LOG.info('quota class %s set: %s', class_name, ', '.join(
+                '%s=%d' % (catalogue.api_name(k), v)
+                for k, v in sorted(limits.items())))
+            return self._set(session, catalogue, quota.class_limits(
+                self.conf, session, class_name))
+
+    # -- limits -------------------------------------------------------------
+    def absolute_limits(self, context, project_id):
+        policy.authorize(context, policy.LIMITS,
+                         {'project_id': project_id})
+        with db_api.reader() as session:
+            limits = quota.project_limits(self.conf, session, project_id)
+            used = db_quotas.usage(session, project_id)
+        values = {'limit': lambda r: limits[r],
+                  'in_use': lambda r: used.get(r, (0, 0))[0]}
+        return {key: values[what](resource)
+                for key, resource, what in ABSOLUTE}
+
+
+# -- the audit of cinder-lite-manage quota -----------------------------------
+def _compare(recorded, real):
+    """[(resource key, recorded, counted)] where they differ; both are
+    (in use, reserved)."""
+    return [(key, recorded.get(key, (0, 0)), real.get(key, (0, 0)))
+            for key in sorted(set(real) | set(_counted_keys(recorded)))
+            if recorded.get(key, (0, 0)) != real.get(key, (0, 0))]
+
+
+def audit(project_id=None, repair=False):
+    """[(project, resource key, recorded, counted)] where the recorded
+    usage is not what the volumes say.  A project found so in one pass
+    over the tables is looked at again with its usage rows locked (a
+    change under way has then committed both the volume and its usage),
+    and with ``repair`` its usage is set to what the volumes say."""
+    with db_api.reader() as session:
+        recorded = db_quotas.recorded_projects(session, project_id)
+        counted = db_quotas.counted(session, project_id)
+    suspects = sorted(p for p in set(recorded) | set(counted)
+                      if _compare(recorded.get(p, {}), counted.get(p, {})))
+    found = []
+    for project in suspects:
+        with db_api.writer() as session:
+            mine = db_quotas.usage(session, project, for_update=True)
+            real = db_quotas.counted(session, project).get(project, {})
+            for key, before, after in _compare(mine, real):
+                found.append((project, key, before, after))
+                if repair:
+                    db_quotas.set_usage(session, project, key, *after)
+                    LOG.warning('quota usage of project %s, %s: recorded '
+                                '%s, the volumes say %s; repaired',
+                                project, key, before, after)
+    return found
