@@ -448,7 +448,10 @@ class Embedded:
                                 'host': NODE,
                                 'enabled_backends': BACKEND,
                                 'report_interval': 1,
-                                'service_down_time': 10},
+                                'service_down_time': 10,
+                                # rows are made in bulk, beside the API
+                                'quota_volumes': -1,
+                                'quota_gigabytes': -1},
                     'database': {'connection': db.url}}
         self.conf = cluster_mod.write_conf(
             os.path.join(workdir, 'all.conf'), sections)

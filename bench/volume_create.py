@@ -312,7 +312,11 @@ class Embedded:
                          # as the distributed cluster: the scheduler's
                          # capacity view is refreshed every second
                          'report_interval': 1,
-                         'service_down_time': 10}})
+                         'service_down_time': 10,
+                         # benchmarks make more volumes than Cinder's
+                         # default quota of a project
+                         'quota_volumes': -1,
+                         'quota_gigabytes': -1}})
         self.proc = cluster_mod.Process(
             'all', [cluster_mod.python(), '-m', 'cinder_lite.cmd.all',
                     '--config-file', self.conf],

@@ -9,9 +9,8 @@ always locked in the order of their keys.
 
 A usage row is made once, the first time a project uses a resource, by
 ``ensure`` in a transaction of its own (an insert that ignores a row
-another request made meanwhile): two first creates in a project then
-never fail on each other's insert, and on MariaDB no transaction holds
-the shared lock of a duplicate insert while it waits for another's.
+another request made meanwhile; see ``cinder_lite.volume.quota``): two
+first creates in a project then never fail on each other's insert.
 """
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql

@@ -179,13 +179,21 @@ def check_size(conf, session, project_id, size):
         raise exception.VolumeSizeExceedsLimit(size=size, limit=limit)
 
 
+def make_usage_rows(project_id, resources):
+    """Make the usage rows a project never had, each in a transaction of
+    its own: a transaction that inserts one row holds no lock while it
+    waits for another (MariaDB deadlocks inserts of several rows racing
+    on one unique index)."""
+    for resource in sorted(resources):
+        with db_api.writer() as session:
+            db_quotas.ensure(session, project_id, [resource])
+
+
 def ensuring_rows(work):
     """Run ``work()`` (one writer transaction of its own); when it needs
-    usage rows a project never had, make them in a transaction of their
-    own and run it once more."""
+    usage rows a project never had, make them and run it once more."""
     try:
         return work()
     except db_quotas.MissingUsage as e:
-        with db_api.writer() as session:
-            db_quotas.ensure(session, e.project_id, e.resources)
+        make_usage_rows(e.project_id, e.resources)
         return work()

@@ -116,10 +116,8 @@ class QuotaService:
         with db_api.reader() as session:
             limits = parse_limits(quota.Catalogue(session), given)
         counted = _counted_keys(limits)
-        if counted:
-            # rows to lock even where nothing was used yet
-            with db_api.writer() as session:
-                db_quotas.ensure(session, project_id, counted)
+        # rows to lock even where nothing was used yet
+        quota.make_usage_rows(project_id, counted)
         with db_api.writer() as session:
             catalogue = quota.Catalogue(session)
             used = db_quotas.read(session, project_id, counted, lock=True)

@@ -574,6 +574,10 @@ class Cluster:
             'service_down_time': self.service_down_time,
             'control_exchange': self.control_exchange,
             'host': 'node-ctl',
+            # these tests make more volumes per project than Cinder's
+            # default quota; test_quotas sets its own limits
+            'quota_volumes': -1,
+            'quota_gigabytes': -1,
         }
         default.update(self.extra_default)
         sections = {'DEFAULT': default,

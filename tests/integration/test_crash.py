@@ -3,7 +3,9 @@ distributed deployment while the volume service of node ``ma`` is killed
 with SIGKILL at random moments, 30 times, and started again each time.
 Afterwards, within the reconcile interval, every volume and attachment is
 in a stable state, the exports the node holds are what the database says,
-no attachment that was attached was lost, and everything can be deleted.
+no attachment that was attached was lost, the recorded quota usage is
+what the volumes say (``cinder-lite-manage quota check``), and everything
+can be deleted.
 """
 import random
 import subprocess
@@ -213,6 +215,8 @@ def _storm(cluster, victims):
         ['volume', 'show-exports'], capture_output=True, text=True,
         timeout=60)
     assert report.returncode == 0, report.stdout + report.stderr
+    # the recorded quota usage is what the volumes say, kills or not
+    _quota_exact(cluster)
     # and everything can be cleaned up by its owner
     for att in api.get('/attachments').json()['attachments']:
         assert api.delete('/attachments/%s' % att['id']).status_code == 200
@@ -220,6 +224,10 @@ def _storm(cluster, victims):
         assert api.delete('/volumes/%s' % vol['id']).status_code == 202
     stack.wait_for(lambda: api.get('/volumes').json()['volumes'] == [],
                    timeout=60, what='every volume deleted')
+    _quota_exact(cluster)
+    usage = api.get('/os-quota-sets/%s?usage=True' % cluster_mod.PROJECT)
+    assert (usage.json()['quota_set']['volumes']['in_use'],
+            usage.json()['quota_set']['gigabytes']['in_use']) == (0, 0)
     errors = [e for w in workers for e in w.errors if ' 500 ' in e
               or e.startswith('attach: 5')]
     assert errors == []
@@ -229,6 +237,12 @@ def _storm(cluster, victims):
     # the cycles really ran across the kills
     assert sum(len(w.volumes) for w in workers) >= len(victims) // 3
     assert sum(len(w.attached) for w in workers) > 0
+
+
+def _quota_exact(cluster):
+    check = cluster.manage('quota', 'check', check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert 'equals what the volumes say' in check.stdout
 
 
 def _nbdkits(cluster):

@@ -5,6 +5,9 @@ its answer and the curl line of the report."""
 import dataclasses
 import json
 
+from tests.stateful.quotas import QUOTA_ADMIN
+from tests.stateful.quotas import QUOTA_READS
+from tests.stateful.quotas import QuotaCalls
 from tests.stateful.world import CALLERS
 from tests.stateful.world import DEFAULT_TYPE
 from tests.stateful.world import HOSTS
@@ -66,7 +69,7 @@ def _vt(version):
     return int(major), int(minor)
 
 
-class Resolver:
+class Resolver(QuotaCalls):
     """Turns Steps into Calls against the current model; one per worker
     thread (it holds that thread's bindings)."""
 
@@ -122,14 +125,14 @@ class Resolver:
     def refusal(self, step):
         """Why this caller may not do this, whatever the state."""
         op, caller = step.op, step.caller
-        reads = ('vol_show', 'att_list')
+        reads = ('vol_show', 'att_list') + QUOTA_READS
         if caller == 'other' and op not in ('type_create',):
             return 'another project'
         if caller == 'reader' and op not in reads:
             return 'a reader may not write'
         if caller in ('member', 'compute', 'reader', 'other') and op in (
                 'force_detach', 'reset_status', 'type_create',
-                'type_delete'):
+                'type_delete') + QUOTA_ADMIN:
             return 'admin only'
         return None
 

@@ -15,6 +15,7 @@ from tests.stateful.model import Model
 from tests.stateful.plans import Planner
 from tests.stateful.plans import Step
 from tests.stateful.plans import instance_ids
+from tests.stateful import quotas
 from tests.stateful.worker import Worker
 from tests.stateful.world import TYPE_SLOTS
 from tests.stateful.world import VOLUME_SLOTS
@@ -85,8 +86,9 @@ class Fuzzer:
     # -- the run --------------------------------------------------------------
     def bootstrap(self):
         """Every type slot, and a volume in each slot, one at a time."""
-        steps = [Step('type_create', 'admin', {'type': t})
-                 for t in TYPE_SLOTS]
+        steps = quotas.bootstrap_steps()
+        steps += [Step('type_create', 'admin', {'type': t})
+                  for t in TYPE_SLOTS]
         kinds = ('multi', 'single', 'plain', 'multi', 'pin-ma', 'pin-noma',
                  'single', 'plain', 'multi', None)
         steps += [Step('vol_create', 'member', {
@@ -117,6 +119,8 @@ class Fuzzer:
     def check(self, burst, before):
         snap, stuck = self.checker.quiet(burst)
         found = list(stuck) + self.checker.check_state(snap, burst)
+        if not stuck:
+            found += quotas.check_usage(self.checker, snap, burst)
         touched = {c.volume_id for c in self.log[burst] if c.volume_id}
         touched |= {a['volume_id'] for a in snap['attachments'].values()}
         touched |= {a['volume_id'] for a in before['attachments'].values()}

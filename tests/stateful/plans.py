@@ -5,6 +5,7 @@ import dataclasses
 import random
 import uuid
 
+from tests.stateful.quotas import QuotaPlans
 from tests.stateful.world import HOSTS
 from tests.stateful.world import INSTANCES
 from tests.stateful.world import TYPE_SLOTS
@@ -27,7 +28,7 @@ class Step:
         return 1 + (self.twin.size() if self.twin else 0)
 
 
-class Planner:
+class Planner(QuotaPlans):
     """Draws the plan of one thread in one burst: a list of scenarios,
     each a short meaningful sequence with perturbations."""
 
@@ -82,7 +83,8 @@ class Planner:
             (self.legacy_odd, 3), (self.detach_race, 3),
             (self.volume_life, 2), (self.type_life, 1),
             (self.retype_extend_attached, 2), (self.admin_mess, 2),
-            (self.intruder, 2), (self.malformed, 2), (self.reads, 1)]
+            (self.intruder, 2), (self.malformed, 2), (self.reads, 1),
+            (self.quota_play, 2), (self.quota_misuse, 1)]
         makers = [m for m, w in scenarios for _ in range(w)]
         out = []
         while sum(s.size() for s in out) < steps:
