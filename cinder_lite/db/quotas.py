@@ -100,55 +100,77 @@ def ensure(session, project_id, resources):
             ['project_id', 'resource'])
 
 
+UNIQUE_INDEX = 'uniq_quota_usage_project_resource'
+
+
+def _by_unique_index(stmt):
+    """MariaDB: find a project's rows through (project, resource) even in
+    a small table.  A locking read that scans the table instead locks
+    other projects' rows on its way, and in another order than a
+    transaction that went through the index: deadlocks."""
+    hint = 'FORCE INDEX (%s)' % UNIQUE_INDEX
+    return stmt.with_hint(U, hint, 'mysql').with_hint(U, hint, 'mariadb')
+
+
+def _rows(session, project_id, resources, lock):
+    stmt = sa.select(U.id, U.resource, U.in_use, U.reserved).where(
+        U.project_id == project_id)
+    if resources is not None:
+        stmt = stmt.where(U.resource.in_(sorted(resources)))
+    stmt = stmt.order_by(U.resource)
+    if lock:
+        stmt = _by_unique_index(stmt).with_for_update()
+    return session.execute(stmt).all()
+
+
 def read(session, project_id, resources, lock=False):
     """The usage rows of ``resources`` (locked with ``lock``): resource ->
     ``(in_use, reserved)``; missing rows are left out."""
-    stmt = sa.select(U.resource, U.in_use, U.reserved).where(
-        U.project_id == project_id,
-        U.resource.in_(sorted(resources))).order_by(U.resource)
-    if lock:
-        stmt = stmt.with_for_update()
     return {r.resource: (r.in_use, r.reserved)
-            for r in session.execute(stmt)}
+            for r in _rows(session, project_id, resources, lock)}
 
 
 def change(session, project_id, deltas, check=None):
     """Apply ``deltas`` (resource -> (in use, reserved) change) to the
-    project's usage.  ``check(project, resource, delta, in_use,
-    reserved)`` is
-    asked, with the rows locked, about every resource that grows, and
-    raises to refuse.  A resource that shrinks but has no row (one
+    project's usage.  The rows are locked first, in the order of their
+    keys, then changed by id in one UPDATE; ``check(project, resource,
+    delta, in_use, reserved)`` is asked about each resource that grows
+    (it raises to refuse).  A shrinking resource without a row (one
     deleted by hand) is left to ``quota sync``."""
     if not deltas:
         return
-    current = read(session, project_id, deltas, lock=True)
-    growing = {k for k, d in deltas.items() if d[0] > 0 or d[1] > 0}
-    missing = growing - set(current)
+    rows = {r.resource: r for r in _rows(session, project_id, deltas,
+                                         lock=True)}
+    growing = sorted(k for k, d in deltas.items() if d[0] > 0 or d[1] > 0)
+    missing = set(growing) - set(rows)
     if missing:
         raise MissingUsage(project_id, missing)
     if check is not None:
-        for key in sorted(growing):
-            in_use, reserved = current[key]
-            check(project_id, key, deltas[key], in_use, reserved)
-    now = models.utcnow()
-    for key in sorted(set(deltas) & set(current)):
-        d_use, d_reserved = deltas[key]
-        session.execute(
-            sa.update(U)
-            .where(U.project_id == project_id, U.resource == key)
-            .values(in_use=U.in_use + d_use,
-                    reserved=U.reserved + d_reserved, updated_at=now)
-            .execution_options(synchronize_session=False))
+        for key in growing:
+            check(project_id, key, deltas[key], rows[key].in_use,
+                  rows[key].reserved)
+    present = sorted(set(deltas) & set(rows))
+    if not present:
+        return
+
+    def by_id(column, index):
+        changes = {rows[k].id: deltas[k][index] for k in present
+                   if deltas[k][index]}
+        if not changes:
+            return column
+        return column + sa.case(changes, value=U.id, else_=0)
+    session.execute(
+        sa.update(U)
+        .where(U.id.in_([rows[k].id for k in present]))
+        .values(in_use=by_id(U.in_use, 0), reserved=by_id(U.reserved, 1),
+                updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))
 
 
 def usage(session, project_id, for_update=False):
     """The recorded usage of a project: resource -> (in use, reserved)."""
-    stmt = sa.select(U.resource, U.in_use, U.reserved).where(
-        U.project_id == project_id).order_by(U.resource)
-    if for_update:
-        stmt = stmt.with_for_update()
     return {r.resource: (r.in_use, r.reserved)
-            for r in session.execute(stmt)}
+            for r in _rows(session, project_id, None, for_update)}
 
 
 def counted(session, project_id=None):
@@ -202,10 +224,17 @@ def set_usage(session, project_id, resource, in_use, reserved):
 
 
 # -- limits ---------------------------------------------------------------
-def project_limits(session, project_id):
-    return {r.resource: r.hard_limit for r in session.execute(
-        sa.select(Q.resource, Q.hard_limit).where(
-            Q.project_id == project_id))}
+def limits(session, project_id):
+    """(the project's own limits, the default class's), one query."""
+    rows = session.execute(sa.union_all(
+        sa.select(sa.literal('p').label('owner'), Q.resource, Q.hard_limit)
+        .where(Q.project_id == project_id),
+        sa.select(sa.literal('c').label('owner'), QC.resource,
+                  QC.hard_limit).where(QC.class_name == 'default')))
+    found = {'p': {}, 'c': {}}
+    for owner, resource, limit in rows:
+        found[owner][resource] = limit
+    return found['p'], found['c']
 
 
 def class_limits(session, class_name):

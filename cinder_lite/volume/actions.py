@@ -355,7 +355,7 @@ class VolumeActions:
                 # the per-type quota moves with it
                 db_volumes.retype(session, vol.id, target['id'],
                                   {'multiattach': multiattach},
-                                  quota.checker(self.conf, session))
+                                  quota.Checker(self.conf, session))
         quota.ensuring_rows(move)
         LOG.info('volume %s retyped %s -> %s', volume.id, current['name'],
                  target['name'])
@@ -389,15 +389,14 @@ class VolumeActions:
                 reason='New size for extend must be greater than current '
                        'size. (current: %d, extended: %d).' % (
                            volume.size, new_size))
+        grow = new_size - volume.size
         with db_api.reader() as session:
-            quota.check_size(self.conf, session, volume.project_id,
-                             new_size)
-            quota.precheck(self.conf, session, volume.project_id,
-                           {db_quotas.GIGABYTES: (new_size - volume.size, 0),
-                            db_quotas.type_key(
-                                db_quotas.GIGABYTES,
-                                volume.volume_type_id):
-                            (new_size - volume.size, 0)})
+            quota.Checker(self.conf, session).now(
+                volume.project_id,
+                {db_quotas.GIGABYTES: (grow, 0),
+                 db_quotas.type_key(db_quotas.GIGABYTES,
+                                    volume.volume_type_id): (grow, 0)},
+                size=new_size)
         if volume.status == states.IN_USE and version >= (3, 42):
             self.attachments._check_backend(volume)
             # the volume service charges the quota when it moves the size
@@ -412,7 +411,7 @@ class VolumeActions:
                     db_volumes.transition(
                         session, volume.id, states.EXTENDING,
                         values={'pending_size': new_size},
-                        check=quota.checker(self.conf, session))
+                        check=quota.Checker(self.conf, session))
                 except exception.InvalidTransition as e:
                     raise exception.InvalidVolume(
                         reason='Volume status must be available to extend, '

@@ -290,7 +290,7 @@ class VolumeManager:
             with db_api.writer() as session:
                 if not db_volumes.swap_size(
                         session, volume_id, old_size, new_size,
-                        quota.checker(self.conf, session)):
+                        quota.Checker(self.conf, session)):
                     raise exception.InvalidVolume(
                         reason='volume %s changed size meanwhile'
                         % volume_id)

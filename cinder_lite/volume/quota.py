@@ -115,8 +115,11 @@ def class_limits(conf, session, class_name='default'):
 
 
 def project_limits(conf, session, project_id):
-    found = class_limits(conf, session)
-    found.update(db_quotas.project_limits(session, project_id))
+    """key -> limit of a project: its own, else the default class's,
+    else the configured default (one query)."""
+    own, default_class = db_quotas.limits(session, project_id)
+    found = _Limits(conf, default_class)
+    found.update(own)
     return found
 
 
@@ -130,53 +133,55 @@ class _Limits(dict):
     def __missing__(self, key):
         return default_of(self._conf, key)
 
-    def copy(self):
-        return _Limits(self._conf, self)
 
+class Checker:
+    """Asked by the volume SQL about every resource a change grows, with
+    the usage rows locked (``check(project, key, delta, in_use,
+    reserved)``): raises OverQuota when it would pass its limit.  Limits
+    are read once per project, in the caller's transaction."""
 
-def checker(conf, session):
-    """The ``check`` the volume SQL asks about every resource a change
-    grows, with the usage rows locked: raises OverQuota when it would
-    pass its limit.  Limits are read in the same transaction."""
-    limits = {}
+    def __init__(self, conf, session):
+        self.conf = conf
+        self.session = session
+        self._limits = {}
 
-    def check(project_id, key, delta, in_use, reserved):
-        if project_id not in limits:
-            limits[project_id] = project_limits(conf, session, project_id)
-        limit = limits[project_id][key]
-        if limit < 0:
-            return
+    def limits(self, project_id):
+        if project_id not in self._limits:
+            self._limits[project_id] = project_limits(
+                self.conf, self.session, project_id)
+        return self._limits[project_id]
+
+    def size(self, project_id, size):
+        """The per_volume_gigabytes limit of one volume's size."""
+        limit = self.limits(project_id)[PER_VOLUME]
+        if 0 <= limit < size:
+            raise exception.VolumeSizeExceedsLimit(size=size, limit=limit)
+
+    def __call__(self, project_id, key, delta, in_use, reserved):
+        limit = self.limits(project_id)[key]
         grows = delta[0] + delta[1]
-        if in_use + reserved + grows <= limit:
+        if limit < 0 or in_use + reserved + grows <= limit:
             return
         resource, type_id = db_quotas.split_key(key)
         name = resource if type_id is None else '%s_%s' % (
-            resource, db_types.names(session, [type_id]).get(
+            resource, db_types.names(self.session, [type_id]).get(
                 type_id, type_id))
         if resource == db_quotas.VOLUMES:
             raise exception.VolumeLimitExceeded(allowed=limit, name=name)
         raise exception.VolumeSizeExceedsAvailableQuota(
             name=name, requested=grows, quota=limit,
             consumed=in_use + reserved)
-    return check
 
-
-def precheck(conf, session, project_id, deltas):
-    """Refuse early, before anything else is asked, what is over quota
-    now: read without locks; the change itself checks again with the
-    rows locked."""
-    current = db_quotas.read(session, project_id, deltas)
-    check = checker(conf, session)
-    for key, delta in sorted(deltas.items()):
-        if delta[0] > 0 or delta[1] > 0:
-            check(project_id, key, delta, *current.get(key, (0, 0)))
-
-
-def check_size(conf, session, project_id, size):
-    """The per_volume_gigabytes limit of one volume's size."""
-    limit = project_limits(conf, session, project_id)[PER_VOLUME]
-    if 0 <= limit < size:
-        raise exception.VolumeSizeExceedsLimit(size=size, limit=limit)
+    def now(self, project_id, deltas, size=None):
+        """Refuse what is over quota now, read without locks (to answer
+        413 before other checks); the change itself checks again with the
+        rows locked."""
+        if size is not None:
+            self.size(project_id, size)
+        current = db_quotas.read(self.session, project_id, deltas)
+        for key, delta in sorted(deltas.items()):
+            if delta[0] > 0 or delta[1] > 0:
+                self(project_id, key, delta, *current.get(key, (0, 0)))
 
 
 def make_usage_rows(project_id, resources):

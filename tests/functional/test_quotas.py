@@ -391,3 +391,27 @@ def test_delete_gives_back_what_it_counted(api, delete_first):
                    'VolumeSizeExceedsAvailableQuota')
     assert used(api)['volumes'] == (1, 0)
     exact()
+
+
+def test_interrupted_extend_gives_the_reservation_back(api, stack):
+    """An extend whose cast never reached the volume service: what the
+    API records, then the service's reconciliation rolls it back."""
+    from cinder_lite.common import states
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import volumes as db_volumes
+    set_quota(api, gigabytes=10)
+    vol = api.create_volume(size=2)
+    with db_api.writer() as session:
+        db_volumes.transition(session, vol['id'], states.EXTENDING,
+                              values={'pending_size': 7})
+    assert used(api)['gigabytes'] == (2, 5)
+    over_limit(api.post('/volumes', json={'volume': {'size': 4}}),
+               'VolumeSizeExceedsAvailableQuota')
+    manager = stack.volume_service('file').endpoints[0]
+    changes = manager.reconcile_now(max_age=0)
+    assert any(vol['id'] in change for change in changes), changes
+    shown = api.get('/volumes/%s' % vol['id']).json()['volume']
+    assert (shown['status'], shown['size']) == ('available', 2)
+    assert used(api)['gigabytes'] == (2, 0)
+    api.create_volume(size=8)
+    exact()

@@ -253,10 +253,9 @@ def record_volume(context, request, volume_type, availability_zone, conf):
             # deleted now waits for this volume and is then refused as in
             # use
             db_types.lock_live(session, volume_type['id'])
-            quota.check_size(conf, session, context.project_id,
-                             values['size'])
-            return db_volumes.create(session, values,
-                                     quota.checker(conf, session))
+            check = quota.Checker(conf, session)
+            check.size(context.project_id, values['size'])
+            return db_volumes.create(session, values, check)
     volume = quota.ensuring_rows(record)
     LOG.info('volume %s: recorded as creating', volume.id)
     return volume
@@ -289,13 +288,16 @@ def run(context, request, conf, scheduler_rpcapi):
     with db_api.reader() as session:
         volume_type = resolve_type(session, context, request, conf)
         check_policy(context, volume_type, conf)
-        # over quota is told before what the backends could hold
-        quota.check_size(conf, session, context.project_id,
-                         request['size'])
-        quota.precheck(conf, session, context.project_id,
-                       db_quotas.footprint(volume_type['id'],
-                                           request['size']))
-        az = check_backends(session, request, volume_type, conf)
+        try:
+            az = check_backends(session, request, volume_type, conf)
+        except exception.Invalid:
+            # over quota is told first, as Cinder checks it before it
+            # asks the backends
+            quota.Checker(conf, session).now(
+                context.project_id,
+                db_quotas.footprint(volume_type['id'], request['size']),
+                size=request['size'])
+            raise
     volume = record_volume(context, request, volume_type, az, conf)
     try:
         cast_to_scheduler(context, scheduler_rpcapi, volume, volume_type,
