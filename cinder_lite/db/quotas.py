@@ -243,22 +243,24 @@ def class_limits(session, class_name):
             QC.class_name == class_name))}
 
 
-def set_project_limits(session, project_id, limits):
+def _set_limits(session, model, owner, limits):
+    """Upsert ``limits`` (resource -> limit) of one owner, ``owner`` being
+    ``(column name, value)``."""
     now = models.utcnow()
-    _insert(session, Q, [{'project_id': project_id, 'resource': r,
-                          'hard_limit': v, 'created_at': now,
-                          'updated_at': now}
-                         for r, v in sorted(limits.items())],
-            ['project_id', 'resource'], update=('hard_limit', 'updated_at'))
+    column, value = owner
+    _insert(session, model, [{column: value, 'resource': r,
+                               'hard_limit': v, 'created_at': now,
+                               'updated_at': now}
+                              for r, v in sorted(limits.items())],
+            [column, 'resource'], update=('hard_limit', 'updated_at'))
+
+
+def set_project_limits(session, project_id, limits):
+    _set_limits(session, Q, ('project_id', project_id), limits)
 
 
 def set_class_limits(session, class_name, limits):
-    now = models.utcnow()
-    _insert(session, QC, [{'class_name': class_name, 'resource': r,
-                           'hard_limit': v, 'created_at': now,
-                           'updated_at': now}
-                          for r, v in sorted(limits.items())],
-            ['class_name', 'resource'], update=('hard_limit', 'updated_at'))
+    _set_limits(session, QC, ('class_name', class_name), limits)
 
 
 def delete_project_limits(session, project_id):

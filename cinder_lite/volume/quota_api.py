@@ -64,6 +64,12 @@ def parse_limits(catalogue, given, what='quota set'):
     return limits
 
 
+def _log_set(what, catalogue, limits):
+    LOG.info('%s set: %s', what, ', '.join(
+        '%s=%d' % (catalogue.api_name(k), v)
+        for k, v in sorted(limits.items())))
+
+
 def _counted_keys(keys):
     return [k for k in keys
             if db_quotas.split_key(k)[0] in db_quotas.COUNTED]
@@ -131,9 +137,7 @@ class QuotaService:
                                    catalogue.api_name(key),
                                    in_use + reserved, limit))
             db_quotas.set_project_limits(session, project_id, limits)
-            LOG.info('quotas of project %s set: %s', project_id, ', '.join(
-                '%s=%d' % (catalogue.api_name(k), v)
-                for k, v in sorted(limits.items())))
+            _log_set('quotas of project %s' % project_id, catalogue, limits)
             return self._set(session, catalogue, quota.project_limits(
                 self.conf, session, project_id))
 
@@ -164,9 +168,7 @@ class QuotaService:
             catalogue = quota.Catalogue(session)
             limits = parse_limits(catalogue, given, 'quota class set')
             db_quotas.set_class_limits(session, class_name, limits)
-            LOG.info('quota class %s set: %s', class_name, ', '.join(
-                '%s=%d' % (catalogue.api_name(k), v)
-                for k, v in sorted(limits.items())))
+            _log_set('quota class %s' % class_name, catalogue, limits)
             return self._set(session, catalogue, quota.class_limits(
                 self.conf, session, class_name))
 

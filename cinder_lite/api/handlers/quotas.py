@@ -34,14 +34,20 @@ def show_quota_defaults(req):
     return wsgi.json_response({'quota_set': _with_id(values, project_id)})
 
 
+def _update(req, key, schema_body, change):
+    """PUT of a quota set or class set: the body's ``key`` object to
+    ``change(context, owner, given)``, the result under ``key``."""
+    body = req.json_body()
+    validation.validate(schema_body, body)
+    return wsgi.json_response({key: change(req.context, body[key])})
+
+
 @wsgi.expected_errors(400)
 def update_quota_set(req):
-    body = req.json_body()
-    validation.validate(schema.update_quota_set, body)
-    values = _service(req).update(req.context,
-                                  req.urlvars['target_project_id'],
-                                  body['quota_set'])
-    return wsgi.json_response({'quota_set': values})
+    project_id = req.urlvars['target_project_id']
+    return _update(req, 'quota_set', schema.update_quota_set,
+                   lambda ctx, given: _service(req).update(
+                       ctx, project_id, given))
 
 
 @wsgi.expected_errors(400)
@@ -60,12 +66,10 @@ def show_quota_class_set(req):
 
 @wsgi.expected_errors(400)
 def update_quota_class_set(req):
-    body = req.json_body()
-    validation.validate(schema.update_quota_class_set, body)
-    values = _service(req).update_class(req.context,
-                                        req.urlvars['class_name'],
-                                        body['quota_class_set'])
-    return wsgi.json_response({'quota_class_set': values})
+    class_name = req.urlvars['class_name']
+    return _update(req, 'quota_class_set', schema.update_quota_class_set,
+                   lambda ctx, given: _service(req).update_class(
+                       ctx, class_name, given))
 
 
 @wsgi.expected_errors(400)
