@@ -268,8 +268,14 @@ def delete_project_limits(session, project_id):
 
 
 def forget_type(session, type_id):
-    """Drop the limits and (zero) usage of a type being deleted."""
+    """Drop the (zero) usage and the limits of a type being deleted:
+    usage first, as a quota update locks usage before limits; each table
+    by the ids a plain read found (a locking scan of the table would wait
+    on every project's locked rows)."""
     keys = [type_key(r, type_id) for r in ('volumes', 'gigabytes',
                                           'snapshots')]
-    for model in (Q, QC, U):
-        session.execute(sa.delete(model).where(model.resource.in_(keys)))
+    for model in (U, Q, QC):
+        ids = session.execute(sa.select(model.id).where(
+            model.resource.in_(keys))).scalars().all()
+        if ids:
+            session.execute(sa.delete(model).where(model.id.in_(ids)))

@@ -143,7 +143,7 @@ def count(session, project_id=None, filters=None):
 
 
 def transition(session, volume_id, target, expected=None, values=None,
-               check=None):
+               check=None, extending_to=None):
     """Move a volume to ``target`` only if its status is one the state
     table allows (or one of ``expected``).  Raises InvalidTransition when
     no row changed.
@@ -151,7 +151,9 @@ def transition(session, volume_id, target, expected=None, values=None,
     Quota: deleting releases what the volume counted; ``extending`` with
     ``values['pending_size']`` reserves the growth (``check`` asked);
     leaving ``extending`` ends the reservation, and the size in
-    ``values``, if any, is in use from then on."""
+    ``values``, if any, is in use from then on.  ``extending_to``: only
+    when the extend under way is the one to that size (not one that
+    replaced it after a rollback)."""
     allowed = tuple(expected or states.sources_for(target))
     values = dict(values or {})
     values['status'] = target
@@ -162,6 +164,14 @@ def transition(session, volume_id, target, expected=None, values=None,
     if target in (states.DELETED, states.EXTENDING) or \
             states.EXTENDING in allowed:
         counted = _lock_counted(session, volume_id)
+        if extending_to is not None and counted is not None and (
+                counted.status != states.EXTENDING
+                or counted.pending_size != extending_to):
+            raise exception.InvalidTransition(
+                resource='volume', id=volume_id, target=target,
+                actual='%s (to %s GiB)' % (counted.status,
+                                          counted.pending_size),
+                expected='extending to %d GiB' % extending_to)
         if target != states.EXTENDING:
             values['pending_size'] = None
         elif counted is not None and \

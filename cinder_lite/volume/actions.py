@@ -411,7 +411,8 @@ class VolumeActions:
                     db_volumes.transition(
                         session, volume.id, states.EXTENDING,
                         values={'pending_size': new_size},
-                        check=quota.Checker(self.conf, session))
+                        check=quota.Checker(self.conf, session,
+                                            size=new_size))
                 except exception.InvalidTransition as e:
                     raise exception.InvalidVolume(
                         reason='Volume status must be available to extend, '

@@ -257,8 +257,11 @@ class VolumeManager:
             # the queue past reconcile_after may find the volume rolled
             # back by another member (or this one), and must then leave
             # the storage alone.
-            claimed = db_volumes.claim_stale(session, volume_id,
-                                             states.EXTENDING, row.updated_at)
+            # ... or extending again, to another size: that extend's
+            # message is the one to serve
+            claimed = row.pending_size == new_size and \
+                db_volumes.claim_stale(session, volume_id, states.EXTENDING,
+                                       row.updated_at)
         if not claimed:
             LOG.warning('volume %s is no longer extending (%s); extend to '
                         '%d GiB not done', volume_id, volume['status'],
@@ -271,12 +274,21 @@ class VolumeManager:
             LOG.exception('volume %s: extend failed', volume_id)
             self._record_failure(ctxt, volume, states.ERROR_EXTENDING,
                                  (states.EXTENDING,), EVENT_EXTEND_FAILED,
-                                 'extend volume: %s' % e)
+                                 'extend volume: %s' % e,
+                                 extending_to=new_size)
             return
-        with db_api.writer() as session:
-            db_volumes.transition(session, volume_id, states.AVAILABLE,
-                                  expected=(states.EXTENDING,),
-                                  values={'size': new_size})
+        try:
+            with db_api.writer() as session:
+                db_volumes.transition(session, volume_id, states.AVAILABLE,
+                                      expected=(states.EXTENDING,),
+                                      values={'size': new_size},
+                                      extending_to=new_size)
+        except (exception.InvalidTransition, exception.VolumeNotFound) as e:
+            # rolled back meanwhile (reconcile_after passed): the record
+            # keeps its size; the storage is larger
+            LOG.warning('volume %s: extend to %d GiB done on the backend '
+                        'but not recorded: %s', volume_id, new_size, e)
+            return
         LOG.info('volume %s: extending -> available (%d GiB)', volume_id,
                  new_size)
 
@@ -290,7 +302,8 @@ class VolumeManager:
             with db_api.writer() as session:
                 if not db_volumes.swap_size(
                         session, volume_id, old_size, new_size,
-                        quota.Checker(self.conf, session)):
+                        quota.Checker(self.conf, session,
+                                      size=new_size)):
                     raise exception.InvalidVolume(
                         reason='volume %s changed size meanwhile'
                         % volume_id)
@@ -359,11 +372,13 @@ class VolumeManager:
         caps['host'] = self.host
         return caps
 
-    def _record_failure(self, ctxt, volume, target, expected, event, detail):
+    def _record_failure(self, ctxt, volume, target, expected, event, detail,
+                        extending_to=None):
         with db_api.writer() as session:
             try:
                 db_volumes.transition(session, volume['id'], target,
-                                      expected=expected)
+                                      expected=expected,
+                                      extending_to=extending_to)
             except (exception.InvalidTransition, exception.VolumeNotFound):
                 return
             db_messages.create(session, volume['project_id'], event, detail,

@@ -65,7 +65,7 @@ GLOBAL = (('volumes', 'quota_volumes'),
           ('groups', 'quota_groups'))
 PER_TYPE = ('volumes', 'snapshots', 'gigabytes')
 LIMIT_MAX = 2 ** 31 - 1
-PROJECT_ID = re.compile(r'^[A-Za-z0-9_.-]{1,64}$')
+PROJECT_ID = re.compile(r'[A-Za-z0-9_.-]{1,64}')
 
 
 class Catalogue:
@@ -138,26 +138,39 @@ class Checker:
     """Asked by the volume SQL about every resource a change grows, with
     the usage rows locked (``check(project, key, delta, in_use,
     reserved)``): raises OverQuota when it would pass its limit.  Limits
-    are read once per project, in the caller's transaction."""
+    are read once per project, in the caller's transaction, at the first
+    question: after the lock, so a limit that an update committed while
+    this waited for the rows is the one checked."""
 
-    def __init__(self, conf, session):
+    def __init__(self, conf, session, size=None):
+        """``size``: the new size of the volume that grows, checked
+        against per_volume_gigabytes at the first question (so with the
+        limits read once the usage rows are locked: a limit set
+        meanwhile is seen)."""
         self.conf = conf
         self.session = session
         self._limits = {}
+        self._size = size
 
     def limits(self, project_id):
+        # (read once asked: callers ask only with the usage rows locked,
+        # but for ``now``)
         if project_id not in self._limits:
             self._limits[project_id] = project_limits(
                 self.conf, self.session, project_id)
         return self._limits[project_id]
 
     def size(self, project_id, size):
-        """The per_volume_gigabytes limit of one volume's size."""
+        """The per_volume_gigabytes limit of one volume's size (asked
+        with the usage rows locked, or by ``now``)."""
         limit = self.limits(project_id)[PER_VOLUME]
         if 0 <= limit < size:
             raise exception.VolumeSizeExceedsLimit(size=size, limit=limit)
 
     def __call__(self, project_id, key, delta, in_use, reserved):
+        if self._size is not None:
+            size, self._size = self._size, None
+            self.size(project_id, size)
         limit = self.limits(project_id)[key]
         grows = delta[0] + delta[1]
         if limit < 0 or in_use + reserved + grows <= limit:

@@ -6,6 +6,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
 from cinder_lite.db import quotas as db_quotas
+from cinder_lite.db import volume_types as db_types
 from cinder_lite.volume import quota
 
 LOG = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ ABSOLUTE = (('maxTotalVolumes', 'volumes', 'limit'),
 
 
 def check_project_id(project_id):
-    if not quota.PROJECT_ID.match(project_id or ''):
+    if not quota.PROJECT_ID.fullmatch(project_id or ''):
         raise exception.InvalidInput(
             reason='Invalid project id %r: 1 to 64 letters, digits, '
                    "'_', '-' or '.'." % (project_id or '')[:80])
@@ -120,12 +121,22 @@ class QuotaService:
                          {'project_id': project_id})
         check_project_id(project_id)
         with db_api.reader() as session:
-            limits = parse_limits(quota.Catalogue(session), given)
-        counted = _counted_keys(limits)
+            counted = _counted_keys(parse_limits(quota.Catalogue(session),
+                                                 given))
         # rows to lock even where nothing was used yet
         quota.make_usage_rows(project_id, counted)
         with db_api.writer() as session:
+            # the types named stay until this commits (a type delete
+            # waits, then drops what this wrote)
+            for type_id in sorted({db_quotas.split_key(k)[1]
+                                   for k in counted} - {None}):
+                try:
+                    db_types.lock_live(session, type_id)
+                except exception.VolumeTypeNotFound:
+                    pass  # parse_limits below names it a bad key
             catalogue = quota.Catalogue(session)
+            limits = parse_limits(catalogue, given)
+            counted = _counted_keys(limits)
             used = db_quotas.read(session, project_id, counted, lock=True)
             for key, limit in sorted(limits.items()):
                 in_use, reserved = used.get(key, (0, 0))
@@ -176,6 +187,7 @@ class QuotaService:
     def absolute_limits(self, context, project_id):
         policy.authorize(context, policy.LIMITS,
                          {'project_id': project_id})
+        check_project_id(project_id)
         with db_api.reader() as session:
             limits = quota.project_limits(self.conf, session, project_id)
             used = db_quotas.usage(session, project_id)

@@ -415,3 +415,40 @@ def test_interrupted_extend_gives_the_reservation_back(api, stack):
     assert used(api)['gigabytes'] == (2, 0)
     api.create_volume(size=8)
     exact()
+
+
+def test_a_stale_extend_message_leaves_the_current_extend_alone(api, stack):
+    """An extend message that waited past a rollback, while the volume
+    is extending again to another size, is not served: the extend under
+    way keeps its reservation, and only its own message finishes it."""
+    from cinder_lite.common import context
+    from cinder_lite.common import states
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import volumes as db_volumes
+    set_quota(api, gigabytes=10)
+    vol = api.create_volume(size=2)
+    with db_api.writer() as session:
+        db_volumes.transition(session, vol['id'], states.EXTENDING,
+                              values={'pending_size': 4})
+    manager = stack.volume_service('file').endpoints[0]
+    ctxt = context.get_admin_context()
+    manager.extend_volume(ctxt, vol['id'], 9)
+    shown = api.get('/volumes/%s' % vol['id']).json()['volume']
+    assert (shown['status'], shown['size']) == ('extending', 2)
+    assert used(api)['gigabytes'] == (2, 2)
+    manager.extend_volume(ctxt, vol['id'], 4)
+    shown = api.get('/volumes/%s' % vol['id']).json()['volume']
+    assert (shown['status'], shown['size']) == ('available', 4)
+    assert used(api)['gigabytes'] == (4, 0)
+    exact()
+
+
+def test_project_ids_are_checked_everywhere(api):
+    for bad in ('abc%00', 'abc%20', 'ab%2Fc'):
+        resp = api.put('/os-quota-sets/%s' % bad,
+                       json={'quota_set': {'volumes': 1}})
+        assert resp.status_code == 400, resp.text
+    for bad in ('abc%0A', 'abc%00', '%C3%A9t%C3%A9'):
+        resp = api.get('/limits?project_id=%s' % bad)
+        assert resp.status_code == 400, resp.text
+        assert 'Invalid project id' in resp.text

@@ -253,9 +253,8 @@ def record_volume(context, request, volume_type, availability_zone, conf):
             # deleted now waits for this volume and is then refused as in
             # use
             db_types.lock_live(session, volume_type['id'])
-            check = quota.Checker(conf, session)
-            check.size(context.project_id, values['size'])
-            return db_volumes.create(session, values, check)
+            return db_volumes.create(session, values, quota.Checker(
+                conf, session, size=values['size']))
     volume = quota.ensuring_rows(record)
     LOG.info('volume %s: recorded as creating', volume.id)
     return volume
