@@ -3,13 +3,14 @@ oslo-config-generator (entry point ``oslo.config.opts``)."""
 from cinder_lite.api import conf as api_conf
 from cinder_lite.api import rpcapi as api_rpcapi
 from cinder_lite.common import config
+from cinder_lite import dashboard
 from cinder_lite.scheduler import rpcapi as scheduler_rpcapi
 from cinder_lite.volume import conf as volume_conf
 from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
 
-_MODULES = (config, api_conf, volume_conf, quota, scheduler_rpcapi,
-            volume_rpcapi, api_rpcapi)
+_MODULES = (config, api_conf, dashboard, volume_conf, quota,
+            scheduler_rpcapi, volume_rpcapi, api_rpcapi)
 
 
 def register_all(conf):

@@ -6,7 +6,8 @@
                    logged 500
 3. ServiceSetup    hands handlers the config and the service layer
 4. Versions        ``/`` and ``/v3/`` answered before auth (tokenless
-                   discovery); ``/healthcheck`` likewise
+                   discovery); ``/healthcheck`` and the dashboard's static
+                   files (``/dashboard/``) likewise
 5. auth_token      (keystone only) validates the token
 6. auth context    noauth or keystone headers -> request context
 7. Microversion    negotiates the version, 406 outside the range
@@ -21,6 +22,7 @@ from cinder_lite.api.handlers import versions
 from cinder_lite.api import microversion
 from cinder_lite.api import router
 from cinder_lite.api import wsgi
+from cinder_lite import dashboard
 from cinder_lite.volume import actions
 from cinder_lite.volume import api as volume_api
 from cinder_lite.volume import attachment_api
@@ -82,6 +84,8 @@ def make_app(conf, services=None):
     else:
         app = auth.NoAuthMiddleware(app)
     app = Versions(app)
+    if conf.dashboard.enabled:
+        app = dashboard.Dispatch(app)
     app = health.Dispatch(app, conf)
     app = ServiceSetup(app, conf, services or Services(conf))
     app = faults.FaultWrapper(app)

@@ -122,6 +122,18 @@ class VolumeService:
             found.setdefault(att.volume_id, []).append(att)
         return found
 
+    def type_id_of(self, context, name_or_id):
+        """The id of the type named (or with that id) that the caller
+        may see; the value itself when there is none (a filter then
+        matches nothing)."""
+        scope = None if context.is_admin else context.project_id
+        with db_api.reader() as session:
+            try:
+                return db_types.get_by_name_or_id(session, name_or_id,
+                                                  scope)['id']
+            except exception.NotFound:
+                return name_or_id
+
     def type_names(self, volumes):
         """Type id -> name for the views."""
         with db_api.reader() as session:

@@ -24,6 +24,9 @@ def test_api_under_gunicorn(cluster):
     assert health.status_code == 200
     assert health.text == 'database reachable'
     assert health.headers['x-openstack-request-id'].startswith('req-')
+    # the dashboard comes with the WSGI app
+    page = requests.get(cluster.url + '/dashboard/', timeout=10)
+    assert page.status_code == 200 and 'app.js' in page.text
 
     api.create_type('shared', {'multiattach': '<is> True'})
     vols = [api.create_volume(volume_type='shared') for _ in range(3)]

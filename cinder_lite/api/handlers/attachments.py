@@ -35,7 +35,8 @@ def _require(req, version):
 
 def _detail(req, attachment):
     return views.detail(attachment,
-                        _service(req).shared_with(attachment))
+                        _service(req).shared_with(attachment),
+                        views.sees_host(req.context))
 
 
 @wsgi.expected_errors(400, 403, 404, 409, 503)
@@ -111,7 +112,9 @@ def _list(req, detailed):
                               all_tenants=req.bool_param('all_tenants'))
     if detailed:
         shared = _service(req).shared_for(rows)
-        items = [views.detail(a, shared.get(a.id, [])) for a in rows]
+        see_host = views.sees_host(req.context)
+        items = [views.detail(a, shared.get(a.id, []), see_host)
+                 for a in rows]
     else:
         items = [views.summary(a) for a in rows]
     return wsgi.json_response(

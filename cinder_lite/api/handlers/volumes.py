@@ -19,7 +19,7 @@ from cinder_lite.db import query
 from cinder_lite.db import volumes as db_volumes
 
 FILTERS = ('name', 'status', 'metadata', 'bootable', 'availability_zone',
-           'size', 'project_id')
+           'size', 'project_id', 'volume_type')
 LIKE_FILTERS = ('name', 'status', 'availability_zone')  # 3.34
 NOT_FILTERS = ('sort', 'sort_key', 'sort_dir', 'limit', 'marker', 'offset',
                'with_count', 'all_tenants')
@@ -110,6 +110,10 @@ def _list_params(req):
             value = req.bool_param('bootable')
         elif key == 'size':
             value = req.int_param('size', 1)
+        elif key == 'volume_type':
+            # a type's name or id, as in Cinder
+            key, value = 'volume_type_id', _service(req).type_id_of(
+                req.context, value)
         filters[key] = value
     sort_keys, sort_dirs = query.parse_sort(
         req.GET.get('sort'), req.GET.get('sort_key'),

@@ -23,8 +23,14 @@ def summary(attachment):
             'volume_id': attachment.volume_id}
 
 
-def detail(attachment, shared_connections=None):
+def detail(attachment, shared_connections=None, see_host=False):
+    """``see_host`` (admins and services, as the volume view's
+    ``host_name``): also the host it is attached to and the volume
+    service that holds its export."""
     view = summary(attachment)
+    if see_host:
+        view.update(attached_host=attachment.attached_host,
+                    export_host=attachment.export_host)
     view.update(attached_at=_time(attachment.attach_time),
                 detached_at=_time(attachment.detach_time),
                 attach_mode=mode(attachment),
@@ -36,10 +42,13 @@ def detail(attachment, shared_connections=None):
     return view
 
 
+def sees_host(context):
+    return context.is_admin or 'service' in (context.service_roles or [])
+
+
 def in_volume(req, attachment):
     """An entry of a volume's ``attachments`` list (attached only)."""
-    context = req.context
-    see_host = context.is_admin or 'service' in (context.service_roles or [])
+    see_host = sees_host(req.context)
     return {'id': attachment.volume_id,
             'attachment_id': attachment.id,
             'volume_id': attachment.volume_id,
