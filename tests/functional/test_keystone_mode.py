@@ -15,6 +15,8 @@ def test_keystone_mode_requires_a_token_but_not_for_discovery(tmp_path):
     try:
         assert requests.get(s.url + '/').status_code == 300
         assert requests.get(s.url + '/v3/').status_code == 200
+        # the dashboard's files too: it asks for a token itself
+        assert requests.get(s.url + '/dashboard/').status_code == 200
         health = requests.get(s.url + '/healthcheck')
         assert (health.status_code, health.text) == (200,
                                                      'database reachable')
