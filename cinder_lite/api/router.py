@@ -87,7 +87,12 @@ def _check_project(req):
     project_in_url = req.urlvars.get('project_id')
     if project_in_url is not None and \
             project_in_url != req.context.project_id:
-        raise webob.exc.HTTPBadRequest(explanation='Malformed request url')
+        # Cinder's words first, then what is wrong
+        raise webob.exc.HTTPBadRequest(
+            explanation="Malformed request url: the project in the URL "
+                        "(%s) is not the token's project (%s)." % (
+                            project_in_url[:64],
+                            req.context.project_id))
 
 
 class Router:

@@ -21,6 +21,7 @@ from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler.filters import capabilities_filter
 from cinder_lite.scheduler import host_state
 from cinder_lite.volume import attachment_api
+from cinder_lite.volume.flows import api_create
 from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
 from cinder_lite.volume import types as volume_types
@@ -360,15 +361,34 @@ class VolumeActions:
         LOG.info('volume %s retyped %s -> %s', volume.id, current['name'],
                  target['name'])
 
-    def _check_backend_holds(self, volume, target, migration_policy):
+    def _backend_caps(self, volume):
+        """The capabilities the volume's backend reported last (the
+        service, or the freshest report of the members of its
+        cluster)."""
         with db_api.reader() as session:
-            # the service, or the members of the cluster: the freshest
-            # report
             members = [m for m in db_services.backend_members(
                 session, volume_rpcapi.backend_host(volume.host or ''),
                 host_state.VOLUME_BINARY) if m.capabilities]
-            caps = db_services.freshest(members).capabilities \
+            return db_services.freshest(members).capabilities \
                 if members else {}
+
+    def _check_capacity(self, volume, new_size):
+        """What create refuses at once, extend refuses too: a size the
+        volume's backend could never hold (its size, times the
+        over-subscription ratio when it is thin)."""
+        caps = self._backend_caps(volume)
+        if not caps:
+            return
+        limit = api_create.capacity_limit(caps)
+        if new_size > limit:
+            raise exception.InvalidInput(
+                reason='New size %d GiB exceeds the capacity of the '
+                       "volume's backend %s (%.0f GiB)." % (
+                           new_size, volume_rpcapi.backend_host(
+                               volume.host), limit))
+
+    def _check_backend_holds(self, volume, target, migration_policy):
+        caps = self._backend_caps(volume)
         if not capabilities_filter.satisfies(caps, target['extra_specs']):
             if migration_policy == 'on-demand':
                 reason = ('its backend %s cannot hold type %s and '
@@ -397,6 +417,7 @@ class VolumeActions:
                  db_quotas.type_key(db_quotas.GIGABYTES,
                                     volume.volume_type_id): (grow, 0)},
                 size=new_size)
+        self._check_capacity(volume, new_size)
         if volume.status == states.IN_USE and version >= (3, 42):
             self.attachments._check_backend(volume)
             # the volume service charges the quota when it moves the size

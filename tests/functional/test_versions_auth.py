@@ -76,7 +76,9 @@ def test_project_in_url_must_match_token(stack):
                       raw_path=True)
     assert resp.status_code == 400
     assert resp.json() == {'badRequest': {
-        'code': 400, 'message': 'Malformed request url'}}
+        'code': 400, 'message': "Malformed request url: the project in "
+        "the URL (%s) is not the token's project (%s)." % (
+            stack_mod.OTHER_PROJECT, stack_mod.PROJECT)}}
 
 
 def test_project_less_urls(stack):

@@ -280,3 +280,21 @@ def test_detach_of_a_connect_cut_short_while_the_backend_is_down(
     assert resp.status_code == 200, resp.text
     assert volume(api, plain['id'])['status'] == 'available'
     assert api.get('/attachments/%s' % att['id']).status_code == 404
+
+
+@pytest.mark.parametrize('new_size', [10000, 2000000])
+def test_extend_beyond_the_backend_is_refused_at_once(api, plain, new_size):
+    """As a create of that size: 400 naming the capacity, and nothing
+    recorded (quota lifted, so the capacity is what refuses)."""
+    resp = api.put('/os-quota-sets/%s' % api.project,
+                   json={'quota_set': {'gigabytes': -1}})
+    assert resp.status_code == 200, resp.text
+    resp = act(api, plain['id'], {'os-extend': {'new_size': new_size}},
+               expect=400)
+    assert "exceeds the capacity of the volume's backend testnode@file" \
+        in resp.json()['badRequest']['message']
+    shown = volume(api, plain['id'])
+    assert (shown['status'], shown['size']) == ('available', 1)
+    usage = api.get('/os-quota-sets/%s?usage=True' % api.project).json()[
+        'quota_set']['gigabytes']
+    assert (usage['in_use'], usage['reserved']) == (1, 0)

@@ -61,3 +61,16 @@ def test_create_is_sparse_and_delete_is_idempotent(tmp_path):
     d.delete_volume({'id': 'v'})
     d.delete_volume({'id': 'v'})
     assert not os.path.exists(d.path('v'))
+
+
+def test_a_size_the_file_system_refuses_is_told_in_words(tmp_path):
+    import pytest
+    from cinder_lite.common import exception
+    d = driver(tmp_path)
+    d.create_volume({'id': 'a', 'size': 1})
+    with pytest.raises(exception.CinderLiteError) as e:
+        d.extend_volume({"id": "a", "size": 1}, 2 ** 30)
+    assert "could not grow the file of volume a to 1073741824 GiB" in \
+        e.value.message
+    assert 'Errno' not in e.value.message
+    assert os.path.getsize(d.path('a')) == GiB

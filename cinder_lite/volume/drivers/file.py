@@ -88,7 +88,13 @@ class FileDriver(base.VolumeDriver):
             if f.tell() > new_size * GiB:
                 raise exception.CinderLiteError(
                     'refusing to shrink volume %s' % volume['id'])
-            f.truncate(new_size * GiB)
+            try:
+                f.truncate(new_size * GiB)
+            except OSError as e:
+                raise exception.CinderLiteError(
+                    'the file system could not grow the file of volume %s '
+                    'to %d GiB: %s' % (volume['id'], new_size,
+                                       e.strerror or e)) from None
 
     # -- connections: through the backend's target --------------------------
     def create_export(self, volume, connector, mode, attachment_id):

@@ -51,7 +51,7 @@ def check_policy(context, volume_type, conf):
         policy.authorize(context, policy.MULTIATTACH)
 
 
-def _capacity_limit(caps):
+def capacity_limit(caps):
     """The most a backend could ever hold: its size, times the
     over-subscription ratio when it is thin."""
     total = float(caps.get('total_capacity_gb') or 0)
@@ -70,7 +70,7 @@ class _Backend:
         self.disabled = row.disabled
         self.heartbeat_at = row.heartbeat_at
         self.capabilities = row.capabilities
-        self.limit = _capacity_limit(row.capabilities or {})
+        self.limit = capacity_limit(row.capabilities or {})
 
 
 class ServicesView:
