@@ -75,5 +75,8 @@ def parse_args(argv, conf=None, default_transport_url=None):
         if location is None or location.location in (
                 cfg.Locations.opt_default, cfg.Locations.set_default):
             conf.set_default('transport_url', default_transport_url)
+    from cinder_lite.common import inproc_bus
+    if conf.transport_url == inproc_bus.URL:
+        inproc_bus.quiet(conf)
     logging.setup(conf, 'cinder-lite')
     return conf

@@ -50,6 +50,9 @@ def test_signals_reload_and_stop(tmp_path):
     text = (tmp_path / 'all.log').read_text()
     assert 'SIGHUP: reloading' in text
     assert 'stopping' in text
+    # the in-process bus is not a broker: no warnings about one
+    assert 'No hostname was supplied' not in text
+    assert 'Heartbeat support requested' not in text
 
 
 def test_api_workers_speak_to_systemd_through_the_parent(tmp_path):
