@@ -17,6 +17,9 @@ api_opts = [
                help='How the API authenticates requests.'),
     cfg.IntOpt('osapi_max_limit', default=1000, min=1,
                help='Most items one list request returns.'),
+    cfg.BoolOpt('access_log', default=True,
+                help='Log one line per API request at INFO: method, path, '
+                     'status, time, request id and project.'),
     cfg.StrOpt('public_endpoint',
                help='Base URL put in links, e.g. when behind a proxy. '
                     'Defaults to the URL of the request.'),

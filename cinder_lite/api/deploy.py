@@ -1,6 +1,7 @@
 """The WSGI application: middleware from the outside in.
 
 1. RequestId       every response and log line carries a request id
+   AccessLog       one log line per request ([DEFAULT] access_log)
 2. FaultWrapper    renders errors raised below (also auth and version
                    errors) in Cinder's body; anything unexpected is a
                    logged 500
@@ -15,6 +16,7 @@
 """
 from oslo_middleware import request_id
 
+from cinder_lite.api import access_log
 from cinder_lite.api import auth
 from cinder_lite.api import faults
 from cinder_lite.api import health
@@ -89,5 +91,7 @@ def make_app(conf, services=None):
     app = health.Dispatch(app, conf)
     app = ServiceSetup(app, conf, services or Services(conf))
     app = faults.FaultWrapper(app)
+    if conf.access_log:
+        app = access_log.AccessLog(app)
     app = request_id.RequestId(app)
     return app

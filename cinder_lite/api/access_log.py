@@ -1,0 +1,35 @@
+"""One log line per request, as operators expect of an OpenStack API:
+method, path, status, time, request id and project (``[DEFAULT]
+access_log``).  Refusals (4xx) are then in the log too, with the request
+id their body's client saw."""
+import logging
+import time
+
+LOG = logging.getLogger('cinder_lite.api.access')
+
+
+class AccessLog:
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        started = time.monotonic()
+        seen = {}
+
+        def _start(status, headers, exc_info=None):
+            seen['status'] = status.split(' ', 1)[0]
+            return start_response(status, headers, exc_info)
+        try:
+            return self.app(environ, _start)
+        finally:
+            context = environ.get('cinder_lite.context')
+            path = environ.get('PATH_INFO') or '/'
+            if environ.get('QUERY_STRING'):
+                path += '?' + environ['QUERY_STRING']
+            LOG.info('%s %s %s %.1f ms (request %s, project %s)',
+                     environ.get('REQUEST_METHOD'), path[:512],
+                     seen.get('status', '-'),
+                     (time.monotonic() - started) * 1000,
+                     environ.get('openstack.request_id', '-'),
+                     getattr(context, 'project_id', None) or '-')
