@@ -207,7 +207,18 @@ class Checks(upgradecheck.UpgradeCommands):
         return _worst(failures, [], 'Targets of the enabled backends (%s) '
                       'have what they need.' % ', '.join(seen))
 
+    def _check_backends(self):
+        """A volume service needs its backends named."""
+        if volume_conf.backends_configured(self.conf):
+            return Result(Code.SUCCESS, 'enabled_backends names %s.' % (
+                ', '.join(self.conf.enabled_backends) or 'no backend'))
+        return Result(Code.WARNING, 'enabled_backends is not set: '
+                      'cinder-lite-volume refuses to start with this '
+                      'configuration (cinder-lite-all runs one file '
+                      'backend then). Set it on storage nodes.')
+
     _upgrade_checks = (
+        ('Volume backends', _check_backends),
         ('Database schema', _check_schema),
         ('Keystone auth_token', _check_keystone),
         ('Volume targets', _check_targets),

@@ -110,3 +110,12 @@ class BackendConf:
     @property
     def state_path(self):
         return self._conf.state_path
+
+
+def backends_configured(conf):
+    """Whether the configuration names its backends: the implicit
+    ``file`` backend of ``enabled_backends``'s default is the embedded
+    mode's, never a separate volume service's."""
+    location = conf.get_location('enabled_backends')
+    return location is not None and location.location not in (
+        cfg.Locations.opt_default, cfg.Locations.set_default)

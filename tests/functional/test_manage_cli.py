@@ -341,7 +341,8 @@ def test_upgrade_check_passes(status_conf):
 
 def test_upgrade_check_schema(tmp_path):
     conf = tmp_path / 'c.conf'
-    conf.write_text('[DEFAULT]\nstate_path = %s\n' % tmp_path)
+    conf.write_text('[DEFAULT]\nstate_path = %s\nenabled_backends = file\n'
+                    % tmp_path)
     proc = run('cinder_lite.cmd.status', [conf], 'upgrade', 'check')
     assert proc.returncode == 2
     assert 'does not exist' in proc.stdout
@@ -442,3 +443,22 @@ def test_upgrade_check_missing_programs(status_conf):
     (targets,) = [c for c in json.loads(proc.stdout)['checks']
                   if c['check'] == 'Volume targets']
     assert 'needs nbdkit, which is not on PATH' in targets['details']
+
+
+def test_a_volume_service_needs_its_backends_named(tmp_path, status_conf):
+    """Without enabled_backends a separate volume service refuses to
+    start, naming the option (the implicit file backend is the embedded
+    mode's), and the upgrade check warns."""
+    conf = tmp_path / 'no-backends.conf'
+    conf.write_text('[DEFAULT]\nstate_path = %s\n' % tmp_path)
+    proc = run('cinder_lite.cmd.volume', [conf])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert 'enabled_backends is not set' in proc.stderr
+    proc = run('cinder_lite.cmd.status', [conf], 'upgrade', 'check',
+               '--json')
+    (check,) = [c for c in json.loads(proc.stdout)['checks']
+                if c['check'] == 'Volume backends']
+    assert check['result'] == 1
+    assert 'cinder-lite-volume refuses to start' in check['details']
+    code, results = status_conf()
+    assert results['Volume backends']['result'] == 0
