@@ -115,6 +115,21 @@ class RPCService:
                 # next beat retries.
                 LOG.exception('heartbeat of %s failed', self.host)
 
+    def _record_down(self):
+        """A clean stop says so at once: the API refuses work for this
+        service right away instead of waiting service_down_time (or a
+        call timing out)."""
+        if self.service_id is None:
+            return
+        try:
+            with db_api.writer() as session:
+                db_services.record_stopped(session, self.service_id)
+            LOG.info('%s on %s stopped: recorded down', self.binary,
+                     self.host)
+        except Exception:
+            LOG.exception('could not record %s on %s down', self.binary,
+                          self.host)
+
     def stop(self):
         self._stop.set()
         for rpc_server in self._servers:
@@ -139,6 +154,7 @@ class RPCService:
                 done.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+            self._record_down()
         if self.on_stopped is not None:
             try:
                 self.on_stopped()

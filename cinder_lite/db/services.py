@@ -42,6 +42,15 @@ def heartbeat(session, service_id, capabilities=None):
                     .execution_options(synchronize_session=False))
 
 
+def record_stopped(session, service_id):
+    """A service that stopped cleanly: down from now (no heartbeat),
+    until it starts and beats again."""
+    session.execute(sa.update(models.Service)
+                    .where(models.Service.id == service_id)
+                    .values(heartbeat_at=None)
+                    .execution_options(synchronize_session=False))
+
+
 def list_services(session, host=None, binary=None):
     stmt = sa.select(models.Service).order_by(models.Service.binary,
                                               models.Service.host)

@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 
 import requests
 
@@ -116,3 +117,25 @@ def _parent(pid):
             return int(f.read().rsplit(')', 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def test_a_clean_stop_is_down_at_once(stack):
+    """Issue 15: after a graceful stop the volume service shows down
+    right away, and an attach answers the immediate 503 of a down
+    backend, recording nothing (it used to wait for the call to time
+    out and leave an error_attaching attachment)."""
+    api = stack.client()
+    vol = api.create_volume()
+    svc = stack.volume_service('file')
+    svc.stop()
+    svc.wait()
+    states = {s['host']: s['state']
+              for s in api.get('/os-services').json()['services']}
+    assert states['testnode@file'] == 'down'
+    started = time.monotonic()
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'instance_uuid': str(uuid.uuid4()),
+        'connector': {'host': 'h1', 'ip': '127.0.0.9'}}})
+    assert resp.status_code == 503, resp.text
+    assert time.monotonic() - started < 2
+    assert api.get('/attachments').json()['attachments'] == []
