@@ -16,6 +16,17 @@ from cinder_lite.scheduler import service as scheduler_service
 from cinder_lite.volume import service as volume_service
 
 EMBEDDED_TRANSPORT = inproc_bus.URL
+DESCRIPTION = """\
+Runs cinder_lite in one process: the Block Storage v3 API, the scheduler
+and the volume backends (the embedded mode).  Without a config file it
+keeps its SQLite database and the files of its one "file" backend under
+state_path (~/.local/state/cinder-lite), uses an in-process message bus,
+migrates the database itself, and listens on 127.0.0.1:8776
+(osapi_volume_listen, osapi_volume_listen_port); the dashboard is at
+/dashboard/.  To add backends, name their config sections in
+[DEFAULT] enabled_backends in a file given with --config-file (see
+etc/cinder-lite/cinder-lite.conf.sample); transport_url and [database]
+connection make it use RabbitMQ and MariaDB or PostgreSQL instead."""
 
 
 def build(conf):
@@ -26,7 +37,8 @@ def build(conf):
 
 def main():
     conf = config.parse_args(sys.argv[1:],
-                             default_transport_url=EMBEDDED_TRANSPORT)
+                             default_transport_url=EMBEDDED_TRANSPORT,
+                             description=DESCRIPTION)
     os.makedirs(conf.state_path, exist_ok=True)
     db_api.configure(conf)
     migration.upgrade()

@@ -200,13 +200,27 @@ def attachment_list(conf):
 
 
 def attachment_events(conf):
-    """The attachment audit trail, oldest first."""
+    """The attachment audit trail: the newest events, newest first
+    (``--reverse``: the same events oldest first)."""
+    since = None
+    if conf.command.since:
+        try:
+            since = datetime.datetime.fromisoformat(conf.command.since)
+        except ValueError:
+            _error('--since %s is not a time such as 2026-11-24T17:00:00 '
+                   '(UTC).' % conf.command.since)
+            return NOT_FOUND
+        if since.tzinfo is not None:
+            since = since.astimezone(datetime.timezone.utc).replace(
+                tzinfo=None)
     db_api.configure(conf)
     with db_api.reader() as session:
         rows = db_attachments.events(
             session, volume_id=conf.command.volume_id,
             attachment_id=conf.command.attachment_id,
-            limit=conf.command.limit)
+            limit=conf.command.limit, newest_first=True, since=since)
+        if conf.command.reverse:
+            rows = list(reversed(rows))
         table(['Time', 'Attachment ID', 'Volume ID', 'From', 'To', 'Mode',
                'Host', 'User', 'Request', 'Reason'],
               [(e.created_at, e.attachment_id, e.volume_id, e.from_status,
@@ -352,10 +366,19 @@ def _add_parsers(subparsers):
     att_events = att_sub.add_parser(
         'events', help='the audit trail: every attachment status change')
     att_events.add_argument('--volume', dest='volume_id', metavar='ID',
-                            default=None)
+                            default=None,
+                            help='only the events of this volume')
     att_events.add_argument('--attachment', dest='attachment_id',
-                            metavar='ID', default=None)
-    att_events.add_argument('--limit', type=int, default=1000)
+                            metavar='ID', default=None,
+                            help='only the events of this attachment')
+    att_events.add_argument('--limit', type=int, default=1000,
+                            metavar='N',
+                            help='the N newest events (default 1000)')
+    att_events.add_argument('--since', metavar='TIME', default=None,
+                            help='only events at or after TIME (ISO 8601, '
+                                 'UTC unless it names its zone)')
+    att_events.add_argument('--reverse', action='store_true',
+                            help='oldest first (default: newest first)')
     att_events.set_defaults(func=attachment_events)
     att_rec = att_sub.add_parser(
         'reconcile', help='resolve volumes and attachments left in a '

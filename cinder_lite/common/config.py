@@ -59,7 +59,8 @@ def list_opts():
     return [('DEFAULT', core_opts)]
 
 
-def parse_args(argv, conf=None, default_transport_url=None):
+def parse_args(argv, conf=None, default_transport_url=None,
+               description=None):
     """Register every option, parse the command line and config files and
     set up logging.  Called by the console scripts only."""
     from cinder_lite import opts
@@ -67,7 +68,8 @@ def parse_args(argv, conf=None, default_transport_url=None):
     logging.register_options(conf)
     opts.register_all(conf)
     oslo_messaging.set_transport_defaults('cinder-lite')
-    conf(argv, project='cinder-lite', version=version.VERSION)
+    conf(argv, project='cinder-lite', version=version.VERSION,
+         description=description)
     # Parsing a URL registers oslo.messaging's [DEFAULT] options here.
     oslo_messaging.TransportURL.parse(conf)
     if default_transport_url:

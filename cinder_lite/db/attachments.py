@@ -171,10 +171,14 @@ def _record(session, attachment_id, volume_id, project_id, from_status,
 
 
 def events(session, volume_id=None, attachment_id=None, project_id=None,
-           limit=1000):
-    """Attachment events, oldest first."""
+           limit=1000, newest_first=False, since=None):
+    """Attachment events, oldest first (the oldest ``limit``), or with
+    ``newest_first`` the newest ``limit`` newest first; ``since``: only
+    those recorded at or after that time."""
     E = models.AttachmentEvent
-    stmt = sa.select(E).order_by(E.id)
+    stmt = sa.select(E).order_by(E.id.desc() if newest_first else E.id)
+    if since is not None:
+        stmt = stmt.where(E.created_at >= since)
     if volume_id is not None:
         stmt = stmt.where(E.volume_id == volume_id)
     if attachment_id is not None:

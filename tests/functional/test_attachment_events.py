@@ -53,17 +53,34 @@ def test_audit_trail_answers_who_attached_read_write(stack, tmp_path):
     assert admin.get('/os-attachment-events?volume_id=x').status_code == 400
     assert admin.get('/os-attachment-events?colour=red').status_code == 400
 
-    out = subprocess.run(
-        [sys.executable, '-m', 'cinder_lite.cmd.manage', '--config-file',
-         os.path.join(stack.state_path, 'cinder-lite.conf'), 'attachment',
-         'events', '--volume', vol['id']],
-        capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
+    def manage_events(*args):
+        out = subprocess.run(
+            [sys.executable, '-m', 'cinder_lite.cmd.manage',
+             '--config-file', os.path.join(stack.state_path,
+                                           'cinder-lite.conf'),
+             'attachment', 'events', '--volume', vol['id']] + list(args),
+            capture_output=True, text=True, timeout=60)
+        return out.returncode, out.stdout.splitlines(), out.stderr
+
+    def attached(lines):
+        # Time, Attachment ID, Volume ID, From, To, Mode, Host, User, ...
+        return [cols[5:8] for cols in map(str.split, lines[1:])
+                if cols[4] == 'attached']
+    code, lines, err = manage_events()
+    assert code == 0, err
     assert lines[0].split()[:5] == ['Time', 'Attachment', 'ID', 'Volume',
                                     'ID']
-    # Time, Attachment ID, Volume ID, From, To, Mode, Host, User, ...
-    assert [cols[5:8] for cols in map(str.split, lines[1:])
-            if cols[4] == 'attached'] == [['rw', 'compute-1', 'alice'],
-                                          ['ro', 'compute-2', 'alice']]
+    # newest first, as wanted after an incident; --reverse oldest first
+    assert attached(lines) == [['ro', 'compute-2', 'alice'],
+                               ['rw', 'compute-1', 'alice']]
     assert len(lines) == 1 + len(events)
+    code, lines, err = manage_events('--reverse')
+    assert attached(lines) == [['rw', 'compute-1', 'alice'],
+                               ['ro', 'compute-2', 'alice']]
+    code, lines, err = manage_events('--limit', '1')
+    newest = manage_events()[1][1].split()
+    assert len(lines) == 2 and lines[1].split() == newest
+    code, lines, err = manage_events('--since', '2999-01-01T00:00:00')
+    assert (code, lines[1:]) == (0, [])
+    code, lines, err = manage_events('--since', 'yesterday')
+    assert code == 2 and 'is not a time' in err

@@ -139,3 +139,22 @@ def test_a_clean_stop_is_down_at_once(stack):
     assert resp.status_code == 503, resp.text
     assert time.monotonic() - started < 2
     assert api.get('/attachments').json()['attachments'] == []
+
+
+def test_help_explains(tmp_path):
+    """Issue 15, item 7: --help says what the embedded mode is, where
+    its state lives, the port and how to add backends; the manage
+    command's options have descriptions."""
+    out = subprocess.run([sys.executable, '-m', 'cinder_lite.cmd.all',
+                          '--help'], capture_output=True, text=True,
+                         timeout=60).stdout
+    for words in ('embedded mode', 'state_path', '127.0.0.1:8776',
+                  'enabled_backends'):
+        assert words in ' '.join(out.split()), words
+    out = subprocess.run([sys.executable, '-m', 'cinder_lite.cmd.manage',
+                          'attachment', 'events', '--help'],
+                         capture_output=True, text=True, timeout=60).stdout
+    text = ' '.join(out.split())
+    for words in ('the N newest events', 'only events at or after TIME',
+                  'oldest first'):
+        assert words in text, words
