@@ -209,3 +209,19 @@ def compare(conf, backends):
         found.sort(key=lambda r: (r.volume_id or '', r.attachment_id))
         rows.extend(found)
     return rows
+
+
+def local_connections(backends):
+    """[(backend host, connected attachments)] of the backends whose
+    target is not one with exports (``local``: the compute side opens
+    the file itself); the database must be configured."""
+    found = []
+    for backend in backends:
+        if backend.protocol in PROTOCOLS:
+            continue
+        with db_api.reader() as session:
+            count = len(db_attachments.connected_on_host(session,
+                                                         backend.host))
+        if count:
+            found.append((backend.host, count))
+    return found

@@ -162,15 +162,33 @@ def service_remove(conf):
     return OK
 
 
+def _gib(value):
+    return '-' if value is None else '%.1f' % float(value)
+
+
 def backend_list(conf):
+    """Volume services with what they reported; ``--format json``: every
+    capability as reported."""
     db_api.configure(conf)
     with db_api.reader() as session:
         rows = db_services.list_services(session,
                                          binary=host_state.VOLUME_BINARY)
-        table(['Backend', 'State', 'Capabilities'],
+        if conf.command.format == 'json':
+            print(json.dumps([{'backend': r.host, 'state': _state(r, conf),
+                               'capabilities': r.capabilities}
+                              for r in rows], indent=2, sort_keys=True))
+            return OK
+        table(['Backend', 'State', 'Protocol', 'Multiattach', 'Total GiB',
+               'Free GiB', 'Provisioned GiB', 'Cluster'],
               [(r.host, _state(r, conf),
-                json.dumps(r.capabilities, sort_keys=True))
+                (r.capabilities or {}).get('storage_protocol'),
+                (r.capabilities or {}).get('multiattach'),
+                _gib((r.capabilities or {}).get('total_capacity_gb')),
+                _gib((r.capabilities or {}).get('free_capacity_gb')),
+                _gib((r.capabilities or {}).get('provisioned_capacity_gb')),
+                r.cluster_name)
                for r in rows])
+    return OK
 
 
 # -- attachments and exports -------------------------------------------------
@@ -224,8 +242,9 @@ def attachment_events(conf):
         table(['Time', 'Attachment ID', 'Volume ID', 'From', 'To', 'Mode',
                'Host', 'User', 'Request', 'Reason'],
               [(e.created_at, e.attachment_id, e.volume_id, e.from_status,
-                e.to_status, e.attach_mode, e.attached_host, e.user_id,
-                e.request_id, e.reason) for e in rows])
+                e.to_status, e.attach_mode or exports_report.DEFAULT_MODE,
+                e.attached_host, e.user_id, e.request_id, e.reason)
+               for e in rows])
     return OK
 
 
@@ -283,6 +302,9 @@ def volume_show_exports(conf):
     print('%s: %d export(s), %d missing, %d row(s) with problems.'
           % (', '.join(b.host for b in backends), len(rows) - len(missing),
              len(missing), len(problems)))
+    for host, count in exports_report.local_connections(backends):
+        print('%s: %d live attachment(s) through the local target, which '
+              'needs no export.' % (host, count))
     return REFUSED if problems else OK
 
 
@@ -352,9 +374,12 @@ def _add_parsers(subparsers):
     remove.set_defaults(func=service_remove)
 
     backend = subparsers.add_parser('backend', help='volume backends')
-    backend.add_subparsers(dest='backend_action').add_parser(
-        'list', help='backends and their capabilities').set_defaults(
-        func=backend_list)
+    blist = backend.add_subparsers(dest='backend_action').add_parser(
+        'list', help='backends and their capabilities')
+    blist.add_argument('--format', choices=('table', 'json'),
+                       default='table',
+                       help='json: every capability as reported')
+    blist.set_defaults(func=backend_list)
 
     attachment = subparsers.add_parser('attachment', help='attachments')
     att_sub = attachment.add_subparsers(dest='attachment_action')

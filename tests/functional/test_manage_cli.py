@@ -462,3 +462,37 @@ def test_a_volume_service_needs_its_backends_named(tmp_path, status_conf):
     assert 'cinder-lite-volume refuses to start' in check['details']
     code, results = status_conf()
     assert results['Volume backends']['result'] == 0
+
+
+def test_small_things_an_operator_reads(stack):
+    """Issue 15, item 9: show-exports says why a local backend has no
+    exports; backend list is a table (JSON on asking); an event of an
+    attachment whose mode is not decided yet shows the default."""
+    api = stack.client()
+    vol = api.create_volume()
+    attach(api, vol['id'], {'host': 'host-a', 'ip': '127.0.0.2'})
+    proc = manage(stack, 'volume', 'show-exports')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-2:] == [
+        'testnode@file: 0 export(s), 0 missing, 0 row(s) with problems.',
+        'testnode@file: 1 live attachment(s) through the local target, '
+        'which needs no export.']
+
+    proc = manage(stack, 'backend', 'list')
+    assert proc.returncode == 0, proc.stderr
+    header, row = proc.stdout.splitlines()[:2]
+    assert header.split() == ['Backend', 'State', 'Protocol', 'Multiattach',
+                              'Total', 'GiB', 'Free', 'GiB', 'Provisioned',
+                              'GiB', 'Cluster']
+    assert row.split()[:4] == ['testnode@file', 'up', 'file', 'True']
+    assert row.split()[6] == '1.0'
+    proc = manage(stack, 'backend', 'list', '--format', 'json')
+    (only,) = json.loads(proc.stdout)
+    assert only['backend'] == 'testnode@file'
+    assert only['capabilities']['multiattach'] is True
+
+    reserved = attach(api, api.create_volume()['id'])
+    proc = manage(stack, 'attachment', 'events', '--attachment',
+                  reserved['id'])
+    (event,) = rows(proc)
+    assert event[4:6] == ['reserved', 'rw']
