@@ -387,6 +387,15 @@ class AttachmentService:
             # pretending to be connected.
             self._mark_failed(attachment.id, states.ERROR_ATTACHING,
                               (states.ATTACH_ATTACHING,), str(e))
+            if isinstance(e, exception.ServiceUnavailable):
+                # the caller holds an attachment it never saw: name it
+                raise exception.ServiceUnavailable(
+                    host=e.kwargs.get('host'),
+                    reason='%s; attachment %s is left error_attaching: '
+                           'delete it (DELETE /attachments/%s) before '
+                           'attaching again' % (
+                               e.kwargs.get('reason'), attachment.id,
+                               attachment.id)) from None
             raise
         return self.get(context, attachment.id)
 

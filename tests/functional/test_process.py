@@ -158,3 +158,26 @@ def test_help_explains(tmp_path):
     for words in ('the N newest events', 'only events at or after TIME',
                   'oldest first'):
         assert words in text, words
+
+
+def test_a_connect_that_times_out_names_what_it_left(stack):
+    """A volume service that heartbeats but does not answer (hung): the
+    connect times out after volume_rpc_timeout with a 503 that names the
+    attachment left error_attaching and says to delete it."""
+    api = stack.client()
+    vol = api.create_volume()
+    svc = stack.volume_service('file')
+    for server in svc._servers:
+        server.stop()
+        server.wait()
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'instance_uuid': str(uuid.uuid4()),
+        'connector': {'host': 'h1', 'ip': '127.0.0.9'}}})
+    assert resp.status_code == 503, resp.text
+    (left,) = api.get('/attachments').json()['attachments']
+    message = resp.json()['serviceUnavailable']['message']
+    assert 'no answer to connect' in message
+    assert 'attachment %s is left error_attaching: delete it' % left['id'] \
+        in message
+    assert left['status'] == 'error_attaching'
+    assert api.delete('/attachments/%s' % left['id']).status_code == 200
