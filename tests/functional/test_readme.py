@@ -1,0 +1,97 @@
+"""The README's walk-through (curl, then cinderclient, then the openstack
+CLI) runs as written, in order, in one shell, against a fresh
+``cinder-lite-all``: every command succeeds and nothing prints an error.
+Only the port differs (a free one instead of 8776)."""
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import requests
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SECTION = ('A walk-through with curl', 'Distributed mode')
+
+
+def shell_blocks():
+    """The literal blocks of the walk-through section, in order."""
+    text = open(os.path.join(ROOT, 'README.rst')).read()
+    section = text[text.index(SECTION[0]):text.index(SECTION[1])]
+    blocks, current, inside = [], [], False
+    for line in section.splitlines():
+        if inside:
+            if line.startswith('    ') or not line.strip():
+                current.append(line[4:])
+                continue
+            blocks.append('\n'.join(current).strip() + '\n')
+            current, inside = [], False
+        if line.rstrip().endswith('::'):
+            inside = True
+    if current:
+        blocks.append('\n'.join(current).strip() + '\n')
+    return blocks
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def test_the_blocks_are_the_three_clients():
+    blocks = shell_blocks()
+    assert len(blocks) == 3
+    assert 'curl' in blocks[0] and 'cinder type-create' in blocks[1] and \
+        'openstack volume create' in blocks[2]
+
+
+def test_walk_through_runs_as_written(tmp_path):
+    port = _free_port()
+    conf = tmp_path / 'cinder-lite.conf'
+    conf.write_text('[DEFAULT]\nstate_path = %s\nosapi_volume_listen_port'
+                    ' = %d\n' % (tmp_path / 'state', port))
+    log = open(tmp_path / 'all.log', 'w')
+    server = subprocess.Popen([sys.executable, '-m', 'cinder_lite.cmd.all',
+                               '--config-file', str(conf)], stdout=log,
+                              stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get('http://127.0.0.1:%d/' % port,
+                                timeout=1).status_code == 300:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert server.poll() is None, (tmp_path / 'all.log').read_text()
+            assert time.monotonic() < deadline, 'no API after 30 s'
+            time.sleep(0.1)
+        script = '\n'.join(shell_blocks()).replace(
+            '127.0.0.1:8776', '127.0.0.1:%d' % port)
+        (tmp_path / 'walk.sh').write_text(script)
+        env = dict(os.environ, HOME=str(tmp_path),
+                   PATH=os.path.dirname(sys.executable) + os.pathsep +
+                   os.environ.get('PATH', ''))
+        run = subprocess.run(['bash', '-euo', 'pipefail', '-x',
+                              str(tmp_path / 'walk.sh')],
+                             capture_output=True, text=True, timeout=300,
+                             env=env, cwd=str(tmp_path))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-4000:]
+    printed = run.stdout
+    # what the comments promise
+    assert printed.startswith('{"versions"')
+    assert re.search(r'^[0-9a-f-]{36} available$', printed, re.M)
+    assert re.search(r'^[0-9a-f-]{36} in-use$', printed, re.M)
+    assert '"multiattach": "<is> True"' in printed
+    assert 'data-cli' in printed and 'data-osc' in printed
+    for bad in ('ERROR', 'Traceback', 'badRequest', 'itemNotFound',
+                'computeFault', 'Multiple volume matches'):
+        assert bad not in out, out[-4000:]
