@@ -243,6 +243,11 @@ def run(conf, services):
                 LOG.info('signal %d: stopping', signum)
                 stopping = True
     notify_systemd('STOPPING=1')
+    # Closing its channels, py-amqp warns of each message the broker sent
+    # meanwhile ("Received method (60, 30) during closing channel"):
+    # expected while stopping, and nothing is lost (unacknowledged
+    # messages go back to the queue).
+    logging.getLogger('amqp').setLevel(logging.ERROR)
     stop_all(services)
     release_bus()
 

@@ -128,6 +128,23 @@ def test_service_remove_of_a_stopped_node(cluster, api):
     assert service_states(cluster)[(VOLUME_BINARY, NOMA)] == 'up'
 
 
+def test_a_clean_stop_is_down_at_once_and_quiet(cluster, api):
+    """SIGTERM to a volume process over RabbitMQ: it exits 0, is shown
+    down at once (not after service_down_time), and its log has no amqp
+    warnings about channels it closed while stopping."""
+    try:
+        assert cluster.processes['noma'].stop() == 0
+        assert service_states(cluster)[(VOLUME_BINARY, NOMA)] == 'down'
+        log = cluster.processes['noma'].read_log()
+        assert 'stopped: recorded down' in log
+        assert 'Received method' not in log, log[-2000:]
+    finally:
+        if not cluster.processes['noma'].alive():
+            cluster.start_process('noma')
+        cluster.wait_ready()
+    assert service_states(cluster)[(VOLUME_BINARY, NOMA)] == 'up'
+
+
 def need_nbdkit():
     if shutil.which('nbdkit') is None:
         if os.environ.get('CINDER_LITE_REQUIRE_SERVICES') == '1':
