@@ -17,7 +17,9 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def test_signals_reload_and_stop(tmp_path):
+def start_all(tmp_path):
+    """cinder-lite-all on a free port with its state under ``tmp_path``,
+    once its API answers; returns (process, port, log file)."""
     port = _free_port()
     conf = tmp_path / 'cinder-lite.conf'
     conf.write_text('[DEFAULT]\nstate_path = %s\nosapi_volume_listen_port'
@@ -26,18 +28,26 @@ def test_signals_reload_and_stop(tmp_path):
     proc = subprocess.Popen([sys.executable, '-m', 'cinder_lite.cmd.all',
                              '--config-file', str(conf)], stdout=log,
                             stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if requests.get('http://127.0.0.1:%d/' % port,
+                            timeout=1).status_code == 300:
+                return proc, port, log
+        except requests.ConnectionError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            log.close()
+            raise AssertionError('no API after 30 s:\n%s' % (
+                tmp_path / 'all.log').read_text())
+        time.sleep(0.1)
+
+
+def test_signals_reload_and_stop(tmp_path):
+    proc, port, log = start_all(tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get('http://127.0.0.1:%d/' % port,
-                                timeout=1).status_code == 300:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert proc.poll() is None, (tmp_path / 'all.log').read_text()
-            assert time.monotonic() < deadline, 'no API after 30 s'
-            time.sleep(0.1)
         # a burst of signals, reloads and stops mixed
         for _ in range(10):
             os.kill(proc.pid, signal.SIGHUP)

@@ -4,12 +4,10 @@ CLI) runs as written, in order, in one shell, against a fresh
 Only the port differs (a free one instead of 8776)."""
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 
-import requests
+from tests.functional import test_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -35,12 +33,6 @@ def shell_blocks():
     return blocks
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 def test_the_blocks_are_the_three_clients():
     blocks = shell_blocks()
     assert len(blocks) == 3
@@ -49,26 +41,8 @@ def test_the_blocks_are_the_three_clients():
 
 
 def test_walk_through_runs_as_written(tmp_path):
-    port = _free_port()
-    conf = tmp_path / 'cinder-lite.conf'
-    conf.write_text('[DEFAULT]\nstate_path = %s\nosapi_volume_listen_port'
-                    ' = %d\n' % (tmp_path / 'state', port))
-    log = open(tmp_path / 'all.log', 'w')
-    server = subprocess.Popen([sys.executable, '-m', 'cinder_lite.cmd.all',
-                               '--config-file', str(conf)], stdout=log,
-                              stderr=subprocess.STDOUT)
+    server, port, log = test_process.start_all(tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get('http://127.0.0.1:%d/' % port,
-                                timeout=1).status_code == 300:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert server.poll() is None, (tmp_path / 'all.log').read_text()
-            assert time.monotonic() < deadline, 'no API after 30 s'
-            time.sleep(0.1)
         script = '\n'.join(shell_blocks()).replace(
             '127.0.0.1:8776', '127.0.0.1:%d' % port)
         (tmp_path / 'walk.sh').write_text(script)
