@@ -160,11 +160,13 @@ def show_capabilities(req):
         raise exception.HostNotFound(host=host)
     row = db_services.freshest(members)
     if not db_services.is_up(row, conf.service_down_time):
-        age = models.utcnow() - (row.heartbeat_at or
-                                 datetime.datetime.min)
-        raise exception.ServiceUnavailable(
-            host=row.host, reason='no heartbeat for %d s'
-                                  % age.total_seconds())
+        if row.heartbeat_at is None:
+            # it stopped cleanly (or never beat)
+            reason = 'no heartbeat since it stopped'
+        else:
+            reason = 'no heartbeat for %d s' % (
+                models.utcnow() - row.heartbeat_at).total_seconds()
+        raise exception.ServiceUnavailable(host=row.host, reason=reason)
     rpcapi = req.environ['cinder_lite.services'].volumes.volume_rpcapi
     caps = rpcapi.get_capabilities(req.context, row.host)
     return wsgi.json_response({
