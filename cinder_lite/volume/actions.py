@@ -309,6 +309,13 @@ class VolumeActions:
                                        load=False)
             db_volumes.update(session, volume.id, {'readonly': readonly})
 
+    def set_bootable(self, context, volume_id, bootable):
+        """Mark a volume as one a server may boot from (Nova refuses a
+        boot from a volume that is not).  Like Cinder, any status."""
+        volume = self._volume(context, volume_id, policy.VOLUME_UPDATE)
+        with db_api.writer() as session:
+            db_volumes.update(session, volume.id, {'bootable': bootable})
+
     def retype(self, context, volume_id, new_type, migration_policy):
         volume = self._volume(context, volume_id, policy.RETYPE)
         scope = None if context.is_admin else context.project_id

@@ -155,6 +155,34 @@ def test_readonly_flag(api, ma):
         expect=400)
 
 
+def test_set_bootable(stack, api, plain):
+    """Nova boots only from a volume that says it is bootable; Cinder's
+    os-set_bootable answers 200 with no body, in any status."""
+    vid = plain['id']
+    assert volume(api, vid)['bootable'] == 'false'
+    resp = act(api, vid, {'os-set_bootable': {'bootable': True}}, expect=200)
+    assert resp.content == b''
+    assert volume(api, vid)['bootable'] == 'true'
+    listed = api.get('/volumes/detail?bootable=true').json()['volumes']
+    assert [v['id'] for v in listed] == [vid]
+    att = create(api, vid, I1, connector())
+    act(api, vid, {'os-set_bootable': {'bootable': 'false'}}, expect=200)
+    assert volume(api, vid)['bootable'] == 'false'
+    for bad in ({}, {'bootable': 'maybe'}, {'bootable': None},
+                {'bootable': True, 'other': 1}, {'bootable': [True]}):
+        act(api, vid, {'os-set_bootable': bad}, expect=400)
+    assert volume(api, vid)['bootable'] == 'false'
+    # a reader of the project may not, another project does not see it
+    reader = stack.client(user='r', roles='reader')
+    act(reader, vid, {'os-set_bootable': {'bootable': True}}, expect=403)
+    other = stack.client(project=uuid.uuid4().hex, roles='member,reader')
+    act(other, vid, {'os-set_bootable': {'bootable': True}}, expect=404)
+    act(api, uuid.uuid4(), {'os-set_bootable': {'bootable': True}},
+        expect=404)
+    assert volume(api, vid)['bootable'] == 'false'
+    assert api.delete('/attachments/%s' % att['id']).status_code == 200
+
+
 def test_retype(api, plain):
     api.create_type('ma', {'multiattach': '<is> True'})
     api.create_type('plain2')

@@ -1,7 +1,8 @@
 """Handler for POST /volumes/{id}/action.
 
 Success codes: 202 for every action except os-initialize_connection (200
-with ``{"connection_info": ...}``).
+with ``{"connection_info": ...}``) and os-set_bootable (200, no body), as
+in Cinder.
 """
 import webob.exc
 
@@ -71,6 +72,12 @@ def _update_readonly_flag(req, vid, body):
         req.context, vid, schema_common.to_bool(body['readonly']))
 
 
+def _set_bootable(req, vid, body):
+    _actions(req).set_bootable(req.context, vid,
+                               schema_common.to_bool(body['bootable']))
+    return wsgi.empty_response(200)
+
+
 def _retype(req, vid, body):
     _actions(req).retype(req.context, vid, body['new_type'],
                          body.get('migration_policy') or 'never')
@@ -97,6 +104,7 @@ DISPATCH = {
     'os-force_detach': _force_detach,
     'os-reset_status': _reset_status,
     'os-update_readonly_flag': _update_readonly_flag,
+    'os-set_bootable': _set_bootable,
     'os-retype': _retype,
     'os-extend': _extend,
 }

@@ -67,6 +67,12 @@ ACTIONS = {
         'required': ['readonly'],
         'additionalProperties': False,
     },
+    'os-set_bootable': {
+        'type': 'object',
+        'properties': {'bootable': common.boolean},
+        'required': ['bootable'],
+        'additionalProperties': False,
+    },
     'os-retype': {
         'type': 'object',
         'properties': {
