@@ -20,7 +20,6 @@ import random
 import uuid
 
 from cinder_lite.common import exception
-from cinder_lite.common import iscsi_name
 from cinder_lite.common import notify
 from cinder_lite.common import policy
 from cinder_lite.common import states
@@ -613,7 +612,11 @@ class AttachmentService:
 
 
 def validate_connector(connector):
-    """The keys cinder_lite needs in a connector, with their types."""
+    """The keys cinder_lite needs in a connector, with their types.
+
+    The form of ``initiator`` is the iSCSI target's to judge: it goes into
+    an ACL there, while NBD exports never read it (Nova's fake compute
+    driver, for one, sends ``'fake'``)."""
     if not isinstance(connector, dict):
         raise exception.InvalidConnector(reason='it must be an object')
     host = connector.get('host')
@@ -635,12 +638,6 @@ def validate_connector(connector):
         except ValueError:
             raise exception.InvalidConnector(
                 reason="'ip' must be an IPv4 or IPv6 address, not %r" % ip)
-    initiator = connector.get('initiator')
-    if initiator is not None and not iscsi_name.valid(initiator):
-        raise exception.InvalidConnector(
-            reason="'initiator' must be an iSCSI name (iqn.YYYY-MM.domain"
-                   "[:name], eui.<16 hex> or naa.<16 or 32 hex>), not %r"
-                   % initiator)
     if connector.get('mode') not in (None,) + MODES:
         raise exception.InvalidAttachMode(
             reason="connector mode must be 'rw' or 'ro'")

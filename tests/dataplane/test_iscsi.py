@@ -100,6 +100,11 @@ def test_discard_gives_space_back(iscsi_stack):
 
 @pytest.mark.parametrize('connector,reason', [
     ({'host': 'h', 'ip': '127.0.0.2'}, 'needs the initiator name'),
+    ({'host': 'h', 'initiator': 'compute-1'}, 'not an iqn., eui. or naa.'),
+    ({'host': 'h', 'initiator': 'iqn.2026.org.example:h'}, 'not an iqn.'),
+    ({'host': 'h', 'initiator': 'iqn.2026-11.org.example:has space'},
+     'not an iqn.'),
+    ({'host': 'h', 'initiator': 'eui.123'}, 'not an iqn.'),
 ])
 def test_connector_without_initiator_is_refused(iscsi_stack, connector,
                                                 reason):
