@@ -20,8 +20,13 @@ def test_every_request_is_logged_with_its_outcome(stack, caplog):
     (line,) = [x for x in _lines(caplog) if request_id in x]
     assert line.startswith('GET /v3/%s/volumes/' % stack_mod.PROJECT)
     assert ' 404 ' in line
-    assert line.endswith('(request %s, project %s)' % (request_id,
-                                                      stack_mod.PROJECT))
+    assert line.endswith('(request %s, project %s, version 3.71)' % (
+        request_id, stack_mod.PROJECT))
+    api.get('/volumes?limit=1', headers={
+        'OpenStack-API-Version': 'volume 3.44'})
+    assert any(x.startswith('GET /v3/%s/volumes?limit=1 200 '
+                            % stack_mod.PROJECT) and
+               x.endswith(', version 3.44)') for x in _lines(caplog))
     api.get('/volumes?limit=1')
     assert any(x.startswith('GET /v3/%s/volumes?limit=1 200 '
                             % stack_mod.PROJECT) for x in _lines(caplog))
