@@ -192,10 +192,17 @@ class VolumeActions:
                        'detaching, but it is %s.' % (volume.id,
                                                      volume.status))
         if len(attached) > 1:
-            raise exception.InvalidVolume(
-                reason='Volume %s has %d attachments; detach one with '
-                       'os-detach and its attachment_id.' % (
-                           volume.id, len(attached)))
+            # Nova sends this (no attachment named) before it deletes its
+            # own attachment of a multiattach volume.  Cinder marks the
+            # whole volume detaching; here the status follows the
+            # attachments, and which one is going is known only when the
+            # detach names it, so nothing is marked: the volume stays
+            # in-use for the other hosts and os-roll_detaching has
+            # nothing to undo.
+            LOG.info('volume %s: os-begin_detaching with %d attachments '
+                     'marks none; the detach names its attachment',
+                     volume.id, len(attached))
+            return
         self._move(volume.id, attached[0].id, states.ATTACH_DETACHING,
                    (states.ATTACHED,))
 

@@ -155,6 +155,34 @@ def test_readonly_flag(api, ma):
         expect=400)
 
 
+def test_begin_detaching_of_a_shared_volume_marks_nothing(api, ma):
+    """Nova's detach: os-begin_detaching (no attachment named), then the
+    delete of its own attachment, or os-roll_detaching if that failed.
+    With several attachments nothing is marked and the volume stays
+    in-use for the other hosts."""
+    vid = ma['id']
+    atts = [create(api, vid, inst, connector(host))
+            for inst, host in ((I1, 'compute-1'), (I2, 'compute-2'))]
+    for att in atts:
+        assert api.post('/attachments/%s/action' % att['id'], json={
+            'os-complete': None}).status_code == 204
+    act(api, vid, {'os-begin_detaching': {}})
+    assert volume(api, vid)['status'] == 'in-use'
+    shown = api.get('/attachments/detail').json()['attachments']
+    assert {a['status'] for a in shown} == {'attached'}
+    act(api, vid, {'os-roll_detaching': {}})
+    assert api.delete('/attachments/%s' % atts[0]['id']).status_code == 200
+    (left,) = volume(api, vid)['attachments']
+    assert left['attachment_id'] == atts[1]['id']
+    assert volume(api, vid)['status'] == 'in-use'
+    # with one attachment left, it is marked as before
+    act(api, vid, {'os-begin_detaching': {}})
+    assert volume(api, vid)['status'] == 'detaching'
+    act(api, vid, {'os-roll_detaching': {}})
+    assert volume(api, vid)['status'] == 'in-use'
+    assert api.delete('/attachments/%s' % atts[1]['id']).status_code == 200
+
+
 def test_set_bootable(stack, api, plain):
     """Nova boots only from a volume that says it is bootable; Cinder's
     os-set_bootable answers 200 with no body, in any status."""
