@@ -24,6 +24,7 @@ def keystone(tmp_path):
             'www_authenticate_uri': 'http://127.0.0.1:9/identity/v3',
             'delay_auth_decision': 'false'}}).start()
     s.tokens = {}
+    s.user_ids = {}
     for name, project, roles in (
         ('p-member', P, ['member', 'reader']),
         ('p-reader', P, ['reader']),
@@ -31,6 +32,7 @@ def keystone(tmp_path):
         ('q-admin', Q, ['admin', 'member', 'reader'])):
         # add_token_data does not return the id it made: choose it here
         s.tokens[name] = uuid.uuid4().hex
+        s.user_ids[name] = name
         tokens.add_token_data(token_id=s.tokens[name], user_id=name,
                               project_id=project, role_list=roles)
     yield s
@@ -46,12 +48,19 @@ def call(s, who, method, project, path, body=None):
 
 
 def test_token_scope_and_roles_drive_policy(keystone):
-    s = keystone
+    token_scope_and_roles(keystone, P, Q)
+
+
+def token_scope_and_roles(s, P, Q):
+    """The scenario, for any ``s`` with ``url``, ``tokens`` and
+    ``user_ids`` of p-member, p-reader (project P), q-member and q-admin
+    (project Q); tests/integration/test_nova.py runs it with a real
+    Keystone."""
     resp = call(s, 'p-member', 'POST', P, '/volumes',
                 {'volume': {'size': 1, 'name': 'from-a-token'}})
     assert resp.status_code == 202, resp.text
     vol = resp.json()['volume']
-    assert vol['user_id'] == 'p-member'
+    assert vol['user_id'] == s.user_ids['p-member']
     stack_mod.wait_for(lambda: call(s, 'p-member', 'GET', P, '/volumes/%s'
                                     % vol['id']).json()['volume'][
         'status'] == 'available', what='volume available')

@@ -1,0 +1,410 @@
+"""OpenStack Nova drives cinder_lite, with a real Keystone (issue 16).
+
+One deployment per module (tests/integration/openstack.py): Keystone,
+Placement, nova-api, -conductor, -scheduler and two nova-compute hosts
+with the fake virt driver, and cinder_lite in keystone mode, over
+RabbitMQ and MariaDB.  Every step goes through Nova's compute API at
+microversion 2.60 with a Keystone token of a member of project ``demo``
+(admin only where Nova's policy wants one: flavors, live migration), and
+cinder_lite is read through its own API with the same tokens.
+
+Skipped without the OpenStack virtualenv (tools/openstack-venv), failed
+instead under CINDER_LITE_REQUIRE_SERVICES=1, as in CI.
+"""
+import concurrent.futures
+import os
+import re
+import time
+
+import pytest
+
+from tests.functional import test_keystone_tokens
+from tests.integration import cluster as cluster_mod
+from tests.integration import conftest as it_conftest
+from tests.integration import openstack
+
+SHARED_TYPE = 'nova-shared'
+SERVERS_ON_ONE_VOLUME = 6
+WAIT = 120
+IN_BETWEEN = ('reserved', 'attaching', 'detaching', 'error_attaching',
+              'error_detaching')
+
+
+@pytest.fixture(scope='module')
+def cloud():
+    try:
+        openstack.check_available()
+    except cluster_mod.ServiceUnavailable as e:
+        reason = 'Nova and Keystone: %s' % e
+        if it_conftest.services_required():
+            pytest.fail('%s, and %s=1 makes them mandatory' % (
+                reason, it_conftest.REQUIRE_ENV), pytrace=False)
+        pytest.skip(reason)
+    stack = openstack.NovaStack(
+        keep_workdir=os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1')
+    try:
+        stack.start()
+    except cluster_mod.ClusterError as e:
+        pytest.fail('the Nova deployment did not start: %s' % e,
+                    pytrace=False)
+    try:
+        admin = stack.admin()
+        stack.make_project('demo', {'demo-member': ['member', 'reader'],
+                                    'demo-reader': ['reader']})
+        stack.flavor = admin.compute('POST', '/flavors', {'flavor': {
+            'name': 'bfv', 'ram': 64, 'vcpus': 1, 'disk': 0}},
+            expect=200).json()['flavor']['id']
+        admin.volume('POST', '/types', {'volume_type': {
+            'name': SHARED_TYPE, 'extra_specs': {'multiattach': '<is> True'}}},
+            expect=200)
+        yield stack
+    finally:
+        codes = stack.stop()
+    bad = {name: rc for name, rc in codes.items()
+           if rc not in (0, -15, None)}
+    assert not bad, 'processes that did not stop cleanly: %r' % bad
+
+
+@pytest.fixture(scope='module')
+def demo(cloud):
+    return cloud.client('demo-member', openstack.USER_PASSWORD, 'demo')
+
+
+@pytest.fixture(scope='module')
+def admin(cloud):
+    return cloud.admin()
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_in_between(cloud, demo):
+    """After every test: no server left, and no volume or attachment of
+    the project stuck in a transitional status."""
+    yield
+    servers = demo.compute('GET', '/servers', expect=200).json()['servers']
+    for server in servers:
+        demo.compute('DELETE', '/servers/%s' % server['id'])
+    for server in servers:
+        wait_gone(demo, server['id'])
+    volumes = demo.volume('GET', '/volumes/detail', expect=200).json()[
+        'volumes']
+    assert [(v['id'], v['status']) for v in volumes
+            if v['status'] not in ('available', 'in-use')] == []
+    attachments = demo.volume('GET', '/attachments/detail', expect=200
+                              ).json()['attachments']
+    assert [(a['id'], a['status']) for a in attachments
+            if a['status'] in IN_BETWEEN] == []
+
+
+# -- helpers ------------------------------------------------------------------
+
+def wait_for(predicate, what, timeout=WAIT):
+    return cluster_mod.wait_until(predicate, timeout, interval=0.3,
+                                  what=what)
+
+
+def make_volume(c, name, volume_type=None, bootable=False):
+    vol = c.volume('POST', '/volumes', {'volume': {
+        'size': 1, 'name': name, 'volume_type': volume_type}},
+        expect=202).json()['volume']
+    wait_for(lambda: volume(c, vol['id'])['status'] == 'available',
+             'volume %s available' % name)
+    if bootable:
+        c.volume('POST', '/volumes/%s/action' % vol['id'],
+                 {'os-set_bootable': {'bootable': True}}, expect=200)
+    return vol['id']
+
+
+def volume(c, vid):
+    return c.volume('GET', '/volumes/%s' % vid, expect=200).json()['volume']
+
+
+def attachments_of(c, vid):
+    return c.volume('GET', '/attachments/detail?all_tenants=1&volume_id=%s'
+                    % vid, expect=200).json()['attachments']
+
+
+def boot(c, cloud, name, boot_volume, data_volume=None):
+    """POST /servers booting from ``boot_volume``; returns the id."""
+    bdms = [{'boot_index': 0, 'uuid': boot_volume, 'source_type': 'volume',
+             'destination_type': 'volume', 'delete_on_termination': False}]
+    if data_volume:
+        bdms.append({'boot_index': -1, 'uuid': data_volume,
+                     'source_type': 'volume', 'destination_type': 'volume',
+                     'delete_on_termination': False})
+    return c.compute('POST', '/servers', {'server': {
+        'name': name, 'flavorRef': cloud.flavor, 'networks': 'none',
+        'block_device_mapping_v2': bdms}}, expect=202).json()['server']['id']
+
+
+def server(c, sid):
+    return c.compute('GET', '/servers/%s' % sid, expect=200).json()['server']
+
+
+def wait_active(c, sid):
+    def active():
+        s = server(c, sid)
+        assert s['status'] != 'ERROR', s.get('fault')
+        return s['status'] == 'ACTIVE' and s
+    return wait_for(active, 'server %s ACTIVE' % sid)
+
+
+def host_of(admin, s):
+    """The compute host of server ``s`` (only admins see it)."""
+    return server(admin, s['id'])['OS-EXT-SRV-ATTR:host']
+
+
+def wait_gone(c, sid):
+    wait_for(lambda: c.compute('GET', '/servers/%s' % sid).status_code == 404,
+             'server %s deleted' % sid)
+
+
+def nova_attach(c, sid, vid, expect=200):
+    return c.compute('POST', '/servers/%s/os-volume_attachments' % sid,
+                     {'volumeAttachment': {'volumeId': vid}}, expect=expect)
+
+
+def attached_hosts(c, vid):
+    """{instance: host} of the volume's attachments that are attached
+    (``c`` an admin: only admins and services see hosts)."""
+    return {a['instance']: a['attached_host'] for a in attachments_of(c, vid)
+            if a['status'] == 'attached'}
+
+
+ACCESS = re.compile(r' (GET|POST|PUT|DELETE) (\S+) (\d{3}) [\d.]+ ms '
+                    r'\(request \S+, project (\S+), version (\S+)\)$')
+
+
+class RequestLog:
+    """The requests cinder_lite's API logged since ``mark()``: (method,
+    path with ids replaced by {id}, status, microversion) for
+    ``project`` (or none: version discovery)."""
+
+    def __init__(self, cloud):
+        self.path = cloud.cinder.processes['api'].log_path
+        self.offset = 0
+
+    def mark(self):
+        self.offset = os.path.getsize(self.path)
+
+    def since(self, project):
+        with open(self.path, 'rb') as f:
+            f.seek(self.offset)
+            lines = f.read().decode('utf-8', 'replace').splitlines()
+        seen = []
+        for line in lines:
+            m = ACCESS.search(line)
+            if m and m.group(4) in (project, '-'):
+                path = re.sub(r'[0-9a-f]{32}|[0-9a-f-]{36}', '{id}',
+                              m.group(2))
+                seen.append((m.group(1), path, int(m.group(3)),
+                             m.group(5)))
+        return seen
+
+
+def show(requests_seen, what):
+    """Print what Nova asked (pytest -s shows it); all of it served."""
+    print('\nNova -> cinder_lite, %s:' % what)
+    for method, path, status, version in requests_seen:
+        print('  %-6s %-44s %d  %s' % (method, path, status, version))
+    assert requests_seen, 'no request from Nova for %s' % what
+    assert all(status < 400 for _, _, status, _ in requests_seen), \
+        requests_seen
+    return {(m, p) for m, p, _, _ in requests_seen}
+
+
+def nova_sent(requests_seen, what):
+    calls = show(requests_seen, what)
+    for call in (('POST', '/v3/{id}/attachments'),
+                 ('PUT', '/v3/{id}/attachments/{id}'),
+                 ('POST', '/v3/{id}/attachments/{id}/action')):
+        assert call in calls, (call, requests_seen)
+    # the attachment API from its first microversion on
+    assert {v for m, p, _, v in requests_seen if '/attachments' in p} == \
+        {'3.44'}
+
+
+# -- tests --------------------------------------------------------------------
+
+def test_boot_from_a_multiattach_volume_and_attach_it_to_two_more(
+        cloud, demo, admin):
+    shared = make_volume(demo, 'shared-root', SHARED_TYPE, bootable=True)
+    log = RequestLog(cloud)
+    log.mark()
+    first = boot(demo, cloud, 'first', shared)
+    hosts = {first: host_of(admin, wait_active(demo, first))}
+    nova_sent(log.since(demo.project_id), 'one boot from volume')
+    others = [boot(demo, cloud, name, make_volume(demo, name + '-root',
+                                                  bootable=True))
+              for name in ('second', 'third')]
+    hosts.update((sid, host_of(admin, wait_active(demo, sid)))
+                 for sid in others)
+    assert set(hosts.values()) <= set(openstack.COMPUTES)
+    for sid in others:
+        log.mark()
+        assert nova_attach(demo, sid, shared).json()['volumeAttachment'][
+            'volumeId'] == shared
+        # Nova's attach API returns once the attachment is reserved; the
+        # compute host connects and completes it in the background
+        wait_for(lambda: ('POST', '/v3/{id}/attachments/{id}/action', 204,
+                          '3.44') in log.since(demo.project_id),
+                 'Nova completes the attach')
+        nova_sent(log.since(demo.project_id), 'one attach')
+    wait_for(lambda: attached_hosts(admin, shared) == hosts,
+             'three attachments of the shared volume')
+    vol = volume(admin, shared)
+    assert vol['status'] == 'in-use' and vol['multiattach'] is True
+    assert {a['server_id']: a['host_name'] for a in vol['attachments']} == \
+        hosts
+    # Nova's connector reached the volume service: the audit trail has
+    # the compute host and instance of each attachment
+    events = admin.volume('GET', '/os-attachment-events?volume_id=%s'
+                          % shared, expect=200).json()['attachment_events']
+    attached = {(e['instance_uuid'], e['attached_host']) for e in events
+                if e['to_status'] == 'attached'}
+    assert attached == set(hosts.items())
+    assert {e['user_id'] for e in events} == {demo.user_id}
+
+    # detaching from one server leaves the other two attached
+    log.mark()
+    demo.compute('DELETE', '/servers/%s/os-volume_attachments/%s' % (
+        others[0], shared), expect=202)
+    wait_for(lambda: attached_hosts(admin, shared) == {
+        sid: host for sid, host in hosts.items() if sid != others[0]},
+        'the shared volume detached from the second server')
+    assert ('DELETE', '/v3/{id}/attachments/{id}') in show(
+        log.since(demo.project_id), 'one detach')
+    assert volume(demo, shared)['status'] == 'in-use'
+    # deleting the servers detaches everything
+    for sid in hosts:
+        demo.compute('DELETE', '/servers/%s' % sid, expect=204)
+    for sid in hosts:
+        wait_gone(demo, sid)
+    wait_for(lambda: volume(demo, shared)['status'] == 'available',
+             'shared volume available')
+    assert attachments_of(admin, shared) == []
+
+
+def test_many_servers_boot_with_one_multiattach_data_volume(cloud, demo,
+                                                            admin):
+    data = make_volume(demo, 'shared-data', SHARED_TYPE)
+    roots = [make_volume(demo, 'many-%d' % i, bootable=True)
+             for i in range(SERVERS_ON_ONE_VOLUME)]
+    with concurrent.futures.ThreadPoolExecutor(len(roots)) as pool:
+        sids = list(pool.map(
+            lambda i: boot(demo, cloud, 'many-%d' % i, roots[i], data),
+            range(len(roots))))
+    hosts = {sid: host_of(admin, wait_active(demo, sid))
+             for sid in sids}
+    assert attached_hosts(admin, data) == hosts
+    assert len(set(hosts.values())) == len(openstack.COMPUTES)
+    # each attach was reserved at the API and connected on its compute
+    # host; how long each took, for the record
+    spans = []
+    for att in attachments_of(admin, data):
+        assert att['status'] == 'attached' and att['attach_mode'] == 'rw'
+        spans.append(att['attached_at'])
+    print('attached_at of the %d attachments: %s' % (len(spans),
+                                                      sorted(spans)))
+    for sid in sids:
+        demo.compute('DELETE', '/servers/%s' % sid, expect=204)
+    for sid in sids:
+        wait_gone(demo, sid)
+    assert attachments_of(admin, data) == []
+    assert volume(demo, data)['status'] == 'available'
+
+
+def test_a_plain_volume_is_refused_for_a_second_server(cloud, demo, admin):
+    plain = make_volume(demo, 'plain')
+    a, b = (boot(demo, cloud, name, make_volume(demo, name + '-root',
+                                                bootable=True))
+            for name in ('plain-a', 'plain-b'))
+    wait_active(demo, a)
+    wait_active(demo, b)
+    nova_attach(demo, a, plain)
+    wait_for(lambda: list(attached_hosts(admin, plain)) == [a],
+             'plain volume attached to the first server')
+    refused = nova_attach(demo, b, plain, expect=None)
+    assert refused.status_code == 400, refused.text
+    # Nova's own check, from the volume cinder_lite shows it
+    assert 'already attached' in refused.json()['badRequest']['message']
+    time.sleep(1)
+    (only,) = attachments_of(admin, plain)
+    assert only['instance'] == a and only['status'] == 'attached'
+    assert plain not in [x['volumeId'] for x in demo.compute(
+        'GET', '/servers/%s/os-volume_attachments' % b, expect=200).json()[
+        'volumeAttachments']]
+
+
+def test_live_migration_moves_the_attachment(cloud, demo, admin):
+    plain = make_volume(demo, 'migrating')
+    sid = boot(demo, cloud, 'migrant', make_volume(demo, 'migrant-root',
+                                                   bootable=True))
+    source = host_of(admin, wait_active(demo, sid))
+    nova_attach(demo, sid, plain)
+    wait_for(lambda: attached_hosts(admin, plain) == {sid: source},
+             'volume attached on the source host')
+    (before,) = attachments_of(admin, plain)
+    admin.compute('POST', '/servers/%s/action' % sid, {
+        'os-migrateLive': {'host': None, 'block_migration': 'auto'}},
+        expect=202, version='2.30')
+    statuses = set()
+    target = [h for h in openstack.COMPUTES if h != source][0]
+
+    def moved():
+        statuses.add(volume(demo, plain)['status'])
+        s = server(admin, sid)
+        assert s['status'] != 'ERROR', s.get('fault')
+        return s['status'] == 'ACTIVE' and \
+            s['OS-EXT-SRV-ATTR:host'] == target and \
+            attached_hosts(admin, plain) == {sid: target}
+    wait_for(moved, 'server and attachment on %s' % target)
+    assert statuses == {'in-use'}
+    (after,) = attachments_of(admin, plain)
+    assert after['id'] != before['id']
+    assert after['instance'] == sid
+    events = admin.volume('GET', '/os-attachment-events?attachment_id=%s'
+                          % before['id'], expect=200).json()[
+        'attachment_events']
+    assert events[-1]['to_status'] == 'detached'
+
+
+def test_the_owner_cannot_pull_an_attachment_nova_made(cloud, demo, admin):
+    """CVE-2023-2088: a user who deletes the attachment of a running
+    server through the block-storage API would leave the host holding a
+    device another server could get.  Only Nova (a service token) or an
+    admin may."""
+    vid = make_volume(demo, 'guarded')
+    sid = boot(demo, cloud, 'guarded', make_volume(demo, 'guarded-root',
+                                                   bootable=True))
+    wait_active(demo, sid)
+    nova_attach(demo, sid, vid)
+    wait_for(lambda: list(attached_hosts(admin, vid)) == [sid],
+             'volume attached')
+    (att,) = attachments_of(admin, vid)
+    refused = demo.volume('DELETE', '/attachments/%s' % att['id'])
+    assert refused.status_code == 409, refused.text
+    assert attachments_of(admin, vid)[0]['status'] == 'attached'
+    demo.compute('DELETE', '/servers/%s/os-volume_attachments/%s' % (
+        sid, vid), expect=202)
+    wait_for(lambda: attachments_of(admin, vid) == [], 'Nova detached it')
+    assert volume(demo, vid)['status'] == 'available'
+
+
+def test_keystone_tokens_for_real(cloud):
+    """cinder_lite's own keystone-mode scenario (member, reader, another
+    project's member and admin) with tokens from the real Keystone."""
+    p = cloud.make_project('ks-p', {'p-member': ['member', 'reader'],
+                                    'p-reader': ['reader']})
+    q = cloud.make_project('ks-q', {'q-member': ['member', 'reader'],
+                                    'q-admin': ['admin', 'member',
+                                                'reader']})
+    clients = {name: cloud.client(name, openstack.USER_PASSWORD, project)
+               for name, project in (('p-member', 'ks-p'),
+                                     ('p-reader', 'ks-p'),
+                                     ('q-member', 'ks-q'),
+                                     ('q-admin', 'ks-q'))}
+    target = type('Target', (), {})()
+    target.url = cloud.cinder.url
+    target.tokens = {name: c.token for name, c in clients.items()}
+    target.user_ids = {name: c.user_id for name, c in clients.items()}
+    test_keystone_tokens.token_scope_and_roles(target, p, q)
