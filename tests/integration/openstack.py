@@ -551,21 +551,23 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--workdir', help='keep configs and logs here')
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+    # a shell starts background jobs with SIGINT ignored: take it back
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     stack = NovaStack(workdir=args.workdir, keep_workdir=True)
     started = time.monotonic()
-    stack.start()
-    print('OpenStack up in %.0f s; configs and logs in %s' % (
-        time.monotonic() - started, stack.workdir))
-    print('  export OS_AUTH_URL=%s OS_USERNAME=admin OS_PASSWORD=%s '
-          'OS_PROJECT_NAME=admin OS_USER_DOMAIN_NAME=Default '
-          'OS_PROJECT_DOMAIN_NAME=Default OS_REGION_NAME=%s'
-          % (stack.keystone_url, ADMIN_PASSWORD, REGION))
-    for name in ('keystone', 'placement', 'nova-api'):
-        print('  %-10s %s' % (name, stack.url(name)))
-    print('  %-10s %s' % ('cinder_lite', stack.cinder.url))
-    print('Ctrl-C stops everything.')
-    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+    stack.start()      # stops what it started if it fails or is stopped
     try:
+        print('OpenStack up in %.0f s; configs and logs in %s' % (
+            time.monotonic() - started, stack.workdir))
+        print('  export OS_AUTH_URL=%s OS_USERNAME=admin OS_PASSWORD=%s '
+              'OS_PROJECT_NAME=admin OS_USER_DOMAIN_NAME=Default '
+              'OS_PROJECT_DOMAIN_NAME=Default OS_REGION_NAME=%s'
+              % (stack.keystone_url, ADMIN_PASSWORD, REGION))
+        for name in ('keystone', 'placement', 'nova-api'):
+            print('  %-11s %s' % (name, stack.url(name)))
+        print('  %-11s %s' % ('cinder_lite', stack.cinder.url))
+        print('Ctrl-C stops everything.', flush=True)
         while True:
             time.sleep(1)
             stack.check_alive()

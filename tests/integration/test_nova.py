@@ -12,8 +12,11 @@ Skipped without the OpenStack virtualenv (tools/openstack-venv), failed
 instead under CINDER_LITE_REQUIRE_SERVICES=1, as in CI.
 """
 import concurrent.futures
+import json
 import os
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -24,6 +27,7 @@ from tests.integration import conftest as it_conftest
 from tests.integration import openstack
 
 SHARED_TYPE = 'nova-shared'
+OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
 SERVERS_ON_ONE_VOLUME = 6
 WAIT = 120
 IN_BETWEEN = ('reserved', 'attaching', 'detaching', 'error_attaching',
@@ -408,3 +412,48 @@ def test_keystone_tokens_for_real(cloud):
     target.tokens = {name: c.token for name, c in clients.items()}
     target.user_ids = {name: c.user_id for name, c in clients.items()}
     test_keystone_tokens.token_scope_and_roles(target, p, q)
+
+
+def osc(cloud, user, password, project, *args, output=True):
+    """The ``openstack`` CLI with a password login to the real Keystone;
+    its JSON output (``output``: the command prints something)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
+    env.update(OS_AUTH_URL=cloud.keystone_url, OS_USERNAME=user,
+               OS_PASSWORD=password, OS_PROJECT_NAME=project,
+               OS_USER_DOMAIN_NAME='Default',
+               OS_PROJECT_DOMAIN_NAME='Default',
+               OS_REGION_NAME=openstack.REGION,
+               OS_COMPUTE_API_VERSION='2.60')
+    args = list(args) + (['-f', 'json'] if output else [])
+    result = subprocess.run([OPENSTACK] + args,
+                            env=env, capture_output=True, text=True,
+                            timeout=180)
+    assert result.returncode == 0, (args, result.stdout, result.stderr)
+    return json.loads(result.stdout) if output else result.stdout
+
+
+def test_openstack_cli_boots_from_a_cinder_lite_volume(cloud, demo):
+    """What an operator types: the openstack CLI, logged in to Keystone,
+    makes a volume bootable and boots from it without networks; the
+    block-storage quota commands that look the project up in Keystone
+    work too."""
+    member = ('demo-member', openstack.USER_PASSWORD, 'demo')
+    vol = osc(cloud, *member, 'volume', 'create', '--size', '1',
+              'osc-root')
+    wait_for(lambda: volume(demo, vol['id'])['status'] == 'available',
+             'volume available')
+    osc(cloud, *member, 'volume', 'set', '--bootable', 'osc-root',
+        output=False)
+    assert volume(demo, vol['id'])['bootable'] == 'true'
+    server_ = osc(cloud, *member, 'server', 'create', '--flavor', 'bfv',
+                  '--volume', 'osc-root', '--nic', 'none', '--wait', 'osc')
+    assert server_['status'] == 'ACTIVE'
+    assert volume(demo, vol['id'])['status'] == 'in-use'
+    admin = ('admin', openstack.ADMIN_PASSWORD, 'admin')
+    quota = osc(cloud, *admin, 'quota', 'show', '--volume', '--usage',
+                'demo')
+    volumes = [q for q in quota if q['Resource'] == 'volumes']
+    assert volumes and volumes[0]['In Use'] >= 1, quota
+    osc(cloud, *member, 'server', 'delete', '--wait', 'osc', output=False)
+    wait_for(lambda: volume(demo, vol['id'])['status'] == 'available',
+             'volume detached')
