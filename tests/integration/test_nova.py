@@ -127,17 +127,21 @@ def attachments_of(c, vid):
                     % vid, expect=200).json()['attachments']
 
 
-def boot(c, cloud, name, boot_volume, data_volume=None):
-    """POST /servers booting from ``boot_volume``; returns the id."""
+def boot(c, cloud, name, boot_volume, data_volume=None, group=None):
+    """POST /servers booting from ``boot_volume`` (in server ``group``);
+    returns the id."""
     bdms = [{'boot_index': 0, 'uuid': boot_volume, 'source_type': 'volume',
              'destination_type': 'volume', 'delete_on_termination': False}]
     if data_volume:
         bdms.append({'boot_index': -1, 'uuid': data_volume,
                      'source_type': 'volume', 'destination_type': 'volume',
                      'delete_on_termination': False})
-    return c.compute('POST', '/servers', {'server': {
-        'name': name, 'flavorRef': cloud.flavor, 'networks': 'none',
-        'block_device_mapping_v2': bdms}}, expect=202).json()['server']['id']
+    body = {'server': {'name': name, 'flavorRef': cloud.flavor,
+                       'networks': 'none', 'block_device_mapping_v2': bdms}}
+    if group:
+        body['os:scheduler_hints'] = {'group': group}
+    return c.compute('POST', '/servers', body, expect=202).json()[
+        'server']['id']
 
 
 def server(c, sid):
@@ -293,14 +297,27 @@ def test_many_servers_boot_with_one_multiattach_data_volume(cloud, demo,
     data = make_volume(demo, 'shared-data', SHARED_TYPE)
     roots = [make_volume(demo, 'many-%d' % i, bootable=True)
              for i in range(SERVERS_ON_ONE_VOLUME)]
-    with concurrent.futures.ThreadPoolExecutor(len(roots)) as pool:
-        sids = list(pool.map(
-            lambda i: boot(demo, cloud, 'many-%d' % i, roots[i], data),
-            range(len(roots))))
-    hosts = {sid: host_of(admin, wait_active(demo, sid))
-             for sid in sids}
-    assert attached_hosts(admin, data) == hosts
-    assert len(set(hosts.values())) == len(openstack.COMPUTES)
+    # a clustered application spreads its nodes: with soft anti-affinity
+    # the scheduler puts the second wave (booted all at once, like the
+    # first) on the host the first wave left alone
+    group = demo.compute('POST', '/os-server-groups', {'server_group': {
+        'name': 'shared-data', 'policies': ['soft-anti-affinity']}},
+        expect=200).json()['server_group']['id']
+    half = len(roots) // 2
+    hosts = {}
+    with concurrent.futures.ThreadPoolExecutor(half) as pool:
+        for wave in (range(half), range(half, len(roots))):
+            sids = list(pool.map(
+                lambda i: boot(demo, cloud, 'many-%d' % i, roots[i], data,
+                               group), wave))
+            hosts.update((sid, host_of(admin, wait_active(demo, sid)))
+                         for sid in sids)
+            assert attached_hosts(admin, data) == hosts
+    sids = list(hosts)
+    per_host = sorted((h, list(hosts.values()).count(h))
+                      for h in set(hosts.values()))
+    print('servers per host: %s' % per_host)
+    assert [h for h, _ in per_host] == sorted(openstack.COMPUTES)
     # each attach was reserved at the API and connected on its compute
     # host; how long each took, for the record
     spans = []
@@ -315,6 +332,7 @@ def test_many_servers_boot_with_one_multiattach_data_volume(cloud, demo,
         wait_gone(demo, sid)
     assert attachments_of(admin, data) == []
     assert volume(demo, data)['status'] == 'available'
+    demo.compute('DELETE', '/os-server-groups/%s' % group, expect=204)
 
 
 def test_a_plain_volume_is_refused_for_a_second_server(cloud, demo, admin):
