@@ -42,6 +42,7 @@ STAGE_FULL_FEATURE = 3
 # SCSI
 GOOD = 0x00
 CHECK_CONDITION = 0x02
+RESERVATION_CONFLICT = 0x18
 SENSE_UNIT_ATTENTION = 0x6
 SENSE_DATA_PROTECT = 0x7
 SENSE_KEYS = {0x0: 'NO SENSE', 0x1: 'RECOVERED ERROR', 0x2: 'NOT READY',
@@ -67,6 +68,22 @@ DEFAULTS = {'InitialR2T': 'Yes', 'ImmediateData': 'Yes',
 
 MAX_TRANSFER = 4 * 1024 * 1024   # bytes per SCSI command
 
+# persistent reservation types (SPC-4 table 212)
+PR_WRITE_EXCLUSIVE = 1
+PR_EXCLUSIVE_ACCESS = 3
+PR_WRITE_EXCLUSIVE_REGISTRANTS_ONLY = 5
+PR_EXCLUSIVE_ACCESS_REGISTRANTS_ONLY = 6
+PR_WRITE_EXCLUSIVE_ALL_REGISTRANTS = 7
+PR_EXCLUSIVE_ACCESS_ALL_REGISTRANTS = 8
+# PERSISTENT RESERVE OUT service actions
+_PR_REGISTER = 0x00
+_PR_RESERVE = 0x01
+_PR_RELEASE = 0x02
+_PR_CLEAR = 0x03
+_PR_PREEMPT = 0x04
+_PR_PREEMPT_AND_ABORT = 0x05
+_PR_REGISTER_AND_IGNORE = 0x06
+
 
 class IscsiError(OSError):
     """A login the target refused, a SCSI command it failed (``sense_key``,
@@ -74,6 +91,12 @@ class IscsiError(OSError):
     broken session."""
 
     sense_key = asc = ascq = None
+
+
+class ReservationConflict(IscsiError):
+    """The target refused a command with RESERVATION CONFLICT: another
+    host holds a persistent reservation that excludes this one (errno
+    EBADE, as Linux reports it).  The session stays usable."""
 
 
 def _pad(n):
@@ -156,8 +179,10 @@ class IscsiSession:
             self._login()
             self._probe()
         except BaseException:
-            self._sock.close()
-            self._sock = None
+            # a command that failed may already have dropped the socket
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
             raise
         return self
 
@@ -212,10 +237,15 @@ class IscsiSession:
 
     def _probe(self):
         """Clear the unit attention of a fresh nexus, then read the LUN's
-        geometry and write-protect bit."""
+        geometry and write-protect bit.  SPC allows these to a host that
+        another host's reservation excludes; a target that refuses one
+        anyway makes the connect fail with ReservationConflict (MODE
+        SENSE refused leaves ``read_only`` unknown, None)."""
         for _ in range(3):
             try:
                 self._scsi(bytes(6))               # TEST UNIT READY
+                break
+            except ReservationConflict:
                 break
             except IscsiError as e:
                 if e.sense_key != SENSE_UNIT_ATTENTION:
@@ -224,8 +254,12 @@ class IscsiSession:
                          read_len=32)              # READ CAPACITY (16)
         last_lba, self.block_size = struct.unpack('>QI', cap[:12])
         self.blocks = last_lba + 1
-        header = self._scsi(bytes([0x1A, 0x08, 0x3F, 0, 4, 0]),
-                            read_len=4)            # MODE SENSE (6)
+        try:
+            header = self._scsi(bytes([0x1A, 0x08, 0x3F, 0, 4, 0]),
+                                read_len=4)        # MODE SENSE (6)
+        except ReservationConflict:
+            self.read_only = None
+            return
         self.read_only = bool(header[2] & 0x80) if len(header) > 2 else False
 
     def close(self):
@@ -241,8 +275,9 @@ class IscsiSession:
         except OSError:
             pass            # the session is going away either way
         finally:
-            self._sock.close()
-            self._sock = None
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
 
     def __enter__(self):
         return self.connect()
@@ -306,6 +341,62 @@ class IscsiSession:
                        data_out=params)                  # UNMAP
             first += count
 
+    # -- persistent reservations (SPC-4 6.15, 6.16) ----------------------------
+    def read_keys(self):
+        """(generation, [registered keys]) -- PERSISTENT RESERVE IN, READ
+        KEYS."""
+        data = self._scsi(struct.pack('>BB5xHB', 0x5E, 0x00, 8192, 0),
+                          read_len=8192)
+        generation, length = struct.unpack('>II', data[:8])
+        keys = data[8:8 + length]
+        return generation, [struct.unpack('>Q', keys[i:i + 8])[0]
+                            for i in range(0, len(keys) - 7, 8)]
+
+    def read_reservation(self):
+        """(generation, holder's key, type), holder and type None when
+        nothing is reserved -- PERSISTENT RESERVE IN, READ RESERVATION."""
+        data = self._scsi(struct.pack('>BB5xHB', 0x5E, 0x01, 24, 0),
+                          read_len=24)
+        generation, length = struct.unpack('>II', data[:8])
+        if length < 16 or len(data) < 24:
+            return generation, None, None
+        key = struct.unpack('>Q', data[8:16])[0]
+        return generation, key, data[21] & 0x0F
+
+    def _reserve_out(self, action, key=0, sa_key=0, rtype=0, aptpl=False):
+        params = struct.pack('>QQ4xB3x', key, sa_key, 0x01 if aptpl else 0)
+        self._scsi(struct.pack('>BBB2xIB', 0x5F, action, rtype & 0x0F,
+                               len(params), 0), data_out=params)
+
+    def register(self, key, old_key=0, aptpl=False):
+        """Register ``key`` for this I_T nexus (``old_key`` its current
+        one, 0 if none; ``key`` 0 unregisters)."""
+        self._reserve_out(_PR_REGISTER, old_key, key, aptpl=aptpl)
+
+    def register_and_ignore(self, key, aptpl=False):
+        """Register ``key`` whatever this nexus had (0 unregisters)."""
+        self._reserve_out(_PR_REGISTER_AND_IGNORE, 0, key, aptpl=aptpl)
+
+    def reserve(self, key, rtype):
+        self._reserve_out(_PR_RESERVE, key, rtype=rtype)
+
+    def release(self, key, rtype):
+        self._reserve_out(_PR_RELEASE, key, rtype=rtype)
+
+    def clear(self, key):
+        """Remove every registration and the reservation."""
+        self._reserve_out(_PR_CLEAR, key)
+
+    def preempt(self, key, victim, rtype):
+        """Remove the registrations of ``victim`` (and take its
+        reservation, as ``rtype``, if it held it)."""
+        self._reserve_out(_PR_PREEMPT, key, victim, rtype)
+
+    def preempt_and_abort(self, key, victim, rtype):
+        """As ``preempt``, and the target aborts the victim's commands in
+        flight: what fencing a failed node needs."""
+        self._reserve_out(_PR_PREEMPT_AND_ABORT, key, victim, rtype)
+
     # -- commands ------------------------------------------------------------
     def _scsi(self, cdb, data_out=None, read_len=0, into=None):
         """Run one command.  Data-In lands in ``into`` (a writable
@@ -325,6 +416,8 @@ class IscsiSession:
                 self._abandon()
                 raise IscsiError(errno.ETIMEDOUT, 'the target did not '
                                  'answer within %ss' % self.timeout)
+            except ReservationConflict:
+                raise                              # the session is fine
             except IscsiError as e:
                 if e.sense_key is None:
                     self._abandon()
@@ -429,6 +522,10 @@ class IscsiSession:
     def _check_status(status, sense):
         if status == GOOD:
             return
+        if status == RESERVATION_CONFLICT:
+            raise ReservationConflict(
+                errno.EBADE, 'RESERVATION CONFLICT: another host holds a '
+                'persistent reservation of this LUN')
         if status != CHECK_CONDITION:
             raise IscsiError(errno.EIO, 'SCSI status 0x%02x' % status)
         key, asc, ascq = parse_sense(sense)

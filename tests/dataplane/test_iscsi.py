@@ -245,3 +245,85 @@ def test_restart_rebuilds_targets_after_tgtd_died(iscsi_stack):
     dev = host.open(att)
     assert dev.read(0, 16) == b'before the crash'
     host.detach(att['id'], dev)
+
+
+def _settled(call):
+    """Run ``call``; a UNIT ATTENTION (the target telling this nexus that
+    the registrations changed) is answered by asking again."""
+    for _ in range(3):
+        try:
+            return call()
+        except iscsi.ReservationConflict:
+            raise
+        except iscsi.IscsiError as e:
+            if e.sense_key != SENSE_UA:
+                raise
+    return call()
+
+
+SENSE_UA = iscsi.SENSE_UNIT_ATTENTION
+WE_RO = iscsi.PR_WRITE_EXCLUSIVE_REGISTRANTS_ONLY
+
+
+def test_persistent_reservations_fence_a_failed_writer(iscsi_stack):
+    """fence_scsi's steps through cinder_lite's initiator, on one volume
+    with three writers and a reader: two writers register, one reserves
+    "write exclusive, registrants only"; the unregistered writer's write
+    conflicts (its session stays usable, and a new session connects),
+    the reader reads; the survivor preempts the failed node's key and
+    the failed node's next write conflicts."""
+    api = iscsi_stack.client()
+    vol = _multiattach_volume(api)
+    hosts = {name: dp.attacher(iscsi_stack, name) for name in 'abc'}
+    hosts['d'] = dp.attacher(iscsi_stack, 'd', address='127.0.0.5')
+    atts = {name: hosts[name].attach(vol['id'], str(uuid.uuid4()),
+                                     mode='ro' if name == 'c' else 'rw')
+            for name in hosts}
+    sessions = {name: _login(atts[name]['connection_info'],
+                             hosts[name].connector['initiator'],
+                             hosts[name].connector['ip'])
+                for name in hosts}
+    a, b, reader, outsider = (sessions[n] for n in 'abcd')
+    block = b'\x5a' * a.block_size
+    try:
+        a.register(0xA1)
+        b.register(0xB1)
+        assert sorted(_settled(a.read_keys)[1]) == [0xA1, 0xB1]
+        a.reserve(0xA1, WE_RO)
+        assert _settled(b.read_reservation)[1:] == (0xA1, WE_RO)
+        # registrants write, the others are fenced but still read
+        _settled(lambda: a.write(0, block))
+        _settled(lambda: b.write(a.block_size, block))
+        with pytest.raises(iscsi.ReservationConflict) as e:
+            _settled(lambda: outsider.write(0, block))
+        assert e.value.errno == errno.EBADE
+        assert _settled(lambda: outsider.read(0, len(block))) == block
+        assert _settled(lambda: reader.read(0, len(block))) == block
+        # a host that connects while the reservation is held gets a
+        # session (SPC allows the probe's commands), not a crash
+        late = _login(atts['d']['connection_info'],
+                      hosts['d'].connector['initiator'],
+                      hosts['d'].connector['ip'])
+        assert late.blocks == a.blocks
+        late.close()
+        # a fails: b takes the reservation and cuts a off.  tgt has no
+        # PREEMPT AND ABORT (its service action is left out of tgt's
+        # table: ILLEGAL REQUEST, invalid field in CDB); PREEMPT removes
+        # the failed node's registration all the same, only its commands
+        # already queued are not aborted
+        with pytest.raises(iscsi.IscsiError) as e:
+            b.preempt_and_abort(0xB1, 0xA1, WE_RO)
+        assert (e.value.sense_key, e.value.asc) == (0x5, 0x24)
+        b.preempt(0xB1, 0xA1, WE_RO)
+        assert _settled(b.read_reservation)[1:] == (0xB1, WE_RO)
+        assert _settled(b.read_keys)[1] == [0xB1]
+        with pytest.raises(iscsi.ReservationConflict):
+            _settled(lambda: a.write(0, block))
+        _settled(lambda: b.write(0, block))
+        b.clear(0xB1)
+        assert _settled(b.read_reservation)[1:] == (None, None)
+        _settled(lambda: outsider.write(0, block))
+    finally:
+        for name, session in sessions.items():
+            session.close()
+            hosts[name].detach(atts[name]['id'])
