@@ -107,9 +107,12 @@ class Identity:
             self._admin = self.token('admin', ADMIN_PASSWORD, 'admin')[0]
         return self._admin
 
-    def call(self, method, path, body=None, expect=(200, 201, 204)):
+    def call(self, method, path, body=None, expect=(200, 201, 204),
+             headers=None):
         resp = self.session.request(method, self.url + path, json=body,
-                                    headers={'X-Auth-Token': self.admin()},
+                                    headers=dict(headers or {},
+                                                 **{'X-Auth-Token':
+                                                    self.admin()}),
                                     timeout=30)
         if resp.status_code not in expect:
             raise cluster_mod.ClusterError('%s %s: %d %s' % (

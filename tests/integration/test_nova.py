@@ -20,6 +20,7 @@ import sys
 import time
 
 import pytest
+import requests
 
 from tests.functional import test_keystone_tokens
 from tests.integration import cluster as cluster_mod
@@ -425,6 +426,30 @@ def test_keystone_tokens_for_real(cloud):
                                      ('p-reader', 'ks-p'),
                                      ('q-member', 'ks-q'),
                                      ('q-admin', 'ks-q'))}
+    # no token: 401 naming the real Keystone; forged identity headers
+    # are not an identity; discovery stays open
+    base = cloud.cinder.url
+    resp = requests.get(base + '/v3/%s/volumes' % p, timeout=30)
+    assert resp.status_code == 401
+    assert resp.headers['WWW-Authenticate'] == \
+        'Keystone uri="%s"' % cloud.keystone_url
+    resp = requests.get(base + '/v3/%s/volumes' % p, timeout=30, headers={
+        'X-Identity-Status': 'Confirmed', 'X-Project-Id': p,
+        'X-Roles': 'admin'})
+    assert resp.status_code == 401
+    assert requests.get(base + '/v3/', timeout=30).status_code == 200
+    # a token scoped to one project does not reach another's URL, and a
+    # revoked token is refused at once
+    assert clients['p-member'].volume(
+        'GET', '/volumes', expect=200).json()['volumes'] == []
+    other = clients['q-member']
+    assert requests.get('%s/v3/%s/volumes' % (base, p), timeout=30,
+                        headers={'X-Auth-Token': other.token}
+                        ).status_code == 400
+    revoked = cloud.client('p-reader', openstack.USER_PASSWORD, 'ks-p')
+    cloud.identity.call('DELETE', '/auth/tokens', expect=(204,),
+                        headers={'X-Subject-Token': revoked.token})
+    assert revoked.volume('GET', '/volumes').status_code == 401
     target = type('Target', (), {})()
     target.url = cloud.cinder.url
     target.tokens = {name: c.token for name, c in clients.items()}
