@@ -83,11 +83,21 @@ class VolumeActions:
                    and not a.service_owned]
         self.attachments._check_backend(volume)
         if pending:
-            att_id = pending[0].id
-        else:
-            att_id = self.attachments.reserve(context, volume, None, None)
-        return self.attachments.connect(context, att_id,
-                                        connector).connection_info
+            return self.attachments.connect(context, pending[0].id,
+                                            connector).connection_info
+        att_id = self.attachments.reserve(context, volume, None, None)
+        try:
+            return self.attachments.connect(context, att_id,
+                                            connector).connection_info
+        except Exception:
+            # refused before the connect began (a connector the backend
+            # cannot take, a duplicate connection): the reservation made
+            # for this request goes with it
+            with db_api.reader() as session:
+                att = db_attachments.get(session, att_id)
+            if att.attach_status == states.ATTACH_RESERVED:
+                self.attachments.detach(context, att)
+            raise
 
     def attach(self, context, volume_id, instance_uuid, host_name,
                mountpoint, mode):
@@ -321,6 +331,17 @@ class VolumeActions:
         boot from a volume that is not).  Like Cinder, any status."""
         volume = self._volume(context, volume_id, policy.VOLUME_UPDATE)
         with db_api.writer() as session:
+            vol = db_attachments.lock_volume(session, volume.id)
+            if bootable and vol.multiattach:
+                # what a reservation asks of a bootable shared volume, for
+                # one already shared: becoming bootable must not get round
+                # the rule
+                live = db_attachments.live_for_volume(session, vol.id)
+                instances = {a.instance_uuid for a in live}
+                if len(live) > 1 and (len(instances) > 1
+                                      or None in instances):
+                    policy.authorize(context, policy.MULTIATTACH_BOOTABLE,
+                                     {'project_id': vol.project_id})
             db_volumes.update(session, volume.id, {'bootable': bootable})
 
     def retype(self, context, volume_id, new_type, migration_policy):

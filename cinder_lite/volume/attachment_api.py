@@ -20,6 +20,7 @@ import random
 import uuid
 
 from cinder_lite.common import exception
+from cinder_lite.common import iscsi_name
 from cinder_lite.common import notify
 from cinder_lite.common import policy
 from cinder_lite.common import states
@@ -163,12 +164,14 @@ class AttachmentService:
                     self.conf.service_down_time))
         return live
 
-    def _export_host(self, session, vol, consumer_host):
-        """The volume service that is to export ``vol`` to
-        ``consumer_host``: the one service of the backend, or in a cluster
-        the member already exporting it to that host (one connection per
-        host), else the enabled member holding the fewest exports."""
+    def _export_host(self, session, vol, connector):
+        """The volume service that is to export ``vol`` to the connector's
+        host: the one service of the backend, or in a cluster the member
+        already exporting it to that host (one connection per host), else
+        the enabled member holding the fewest exports."""
         live = self._live_members(session, vol)
+        check_initiator(live, connector)
+        consumer_host = connector['host']
         if len(live) == 1:
             return live[0].host
         hosts = {m.host for m in live}
@@ -352,7 +355,7 @@ class AttachmentService:
             self._check_one_connection(session, vol, attachment,
                                        connector['host'])
         connector['mode'] = mode
-        host = self._export_host(session, vol, connector['host'])
+        host = self._export_host(session, vol, connector)
         db_attachments.transition(
             session, attachment.id, states.ATTACH_ATTACHING,
             values={'attach_mode': mode, 'connector': connector,
@@ -611,12 +614,28 @@ class AttachmentService:
                      attach_status=states.DETACHED)
 
 
+def check_initiator(members, connector):
+    """An iSCSI backend puts the connector's initiator into an ACL: a name
+    that is not an iSCSI name is refused before anything is recorded.  NBD
+    and local exports never read it (Nova's fake compute driver sends
+    ``'fake'``).  ``members``: the backend's services, with the
+    capabilities they reported."""
+    initiator = connector.get('initiator')
+    if initiator is None or iscsi_name.valid(initiator):
+        return
+    if any((m.capabilities or {}).get('storage_protocol') == 'iscsi'
+           for m in members):
+        raise exception.InvalidConnector(
+            reason="'initiator' must be an iSCSI name (iqn.YYYY-MM.domain"
+                   "[:name], eui.<16 hex> or naa.<16 or 32 hex>) for an "
+                   "iSCSI backend, not %r" % initiator)
+
+
 def validate_connector(connector):
     """The keys cinder_lite needs in a connector, with their types.
 
-    The form of ``initiator`` is the iSCSI target's to judge: it goes into
-    an ACL there, while NBD exports never read it (Nova's fake compute
-    driver, for one, sends ``'fake'``)."""
+    The form of ``initiator`` matters to iSCSI backends only
+    (``check_initiator``)."""
     if not isinstance(connector, dict):
         raise exception.InvalidConnector(reason='it must be an object')
     host = connector.get('host')

@@ -6,6 +6,7 @@ import pytest
 
 from tests.functional.test_attachments import I1, I2, connector, create
 from tests.functional.test_attachments import volume
+from tests import stack as stack_mod
 
 
 def act(api, vid, body, expect=202, **kw):
@@ -209,6 +210,37 @@ def test_set_bootable(stack, api, plain):
         expect=404)
     assert volume(api, vid)['bootable'] == 'false'
     assert api.delete('/attachments/%s' % att['id']).status_code == 200
+
+
+def test_set_bootable_keeps_the_bootable_multiattach_rule(tmp_path):
+    """With volume:multiattach_bootable_volume kept for admins, a member
+    cannot make a volume that is already shared bootable (it could not
+    have shared it had it been bootable)."""
+    policy_file = tmp_path / 'policy.yaml'
+    policy_file.write_text(
+        '"volume:multiattach_bootable_volume": "rule:admin_api"\n')
+    s = stack_mod.Stack(tmp_path / 'st', sections={
+        'oslo_policy': {'policy_file': str(policy_file)}}).start()
+    try:
+        admin = s.client()
+        admin.create_type('ma', {'multiattach': '<is> True'})
+        member = s.client(user='m', roles='member,reader')
+        vid = member.create_volume(volume_type='ma')['id']
+        atts = [create(member, vid, inst, connector(host))
+                for inst, host in ((I1, 'compute-1'), (I2, 'compute-2'))]
+        act(member, vid, {'os-set_bootable': {'bootable': True}},
+            expect=403)
+        assert volume(member, vid)['bootable'] == 'false'
+        act(admin, vid, {'os-set_bootable': {'bootable': True}},
+            expect=200)
+        act(member, vid, {'os-set_bootable': {'bootable': False}},
+            expect=200)
+        member.delete('/attachments/%s' % atts[1]['id'])
+        act(member, vid, {'os-set_bootable': {'bootable': True}},
+            expect=200)
+        member.delete('/attachments/%s' % atts[0]['id'])
+    finally:
+        s.stop()
 
 
 def test_retype(api, plain):

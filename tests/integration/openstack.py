@@ -347,7 +347,7 @@ class NovaStack:
 
     # -- Placement --------------------------------------------------------------
     def start_placement(self):
-        os.makedirs(self.path('placement'))
+        os.makedirs(self.path('placement'), exist_ok=True)
         cluster_mod.write_conf(self.path('placement', 'placement.conf'), {
             'placement_database': {'connection': self._db('placement')},
             'api': {'auth_strategy': 'keystone'},
@@ -376,7 +376,7 @@ class NovaStack:
 
     # -- Nova -------------------------------------------------------------------
     def start_nova(self):
-        os.makedirs(self.path('nova', 'state'))
+        os.makedirs(self.path('nova', 'state'), exist_ok=True)
         shutil.copy(os.path.join(VENV, 'etc', 'nova', 'api-paste.ini'),
                     self.path('nova', 'api-paste.ini'))
         transport = cluster_mod.RABBIT_URL
@@ -482,17 +482,21 @@ class NovaStack:
         return self
 
     def wait_computes(self, timeout):
-        """Until both compute hosts are mapped to cell1 and up."""
+        """Until both compute hosts are up, then map them to cell1 (a
+        server scheduled to an unmapped host would end in cell0)."""
         session = requests.Session()
         token, _ = self.identity.token('admin', ADMIN_PASSWORD, 'admin')
 
         def up():
             self.check_alive()
-            resp = session.get(
-                self.url('nova-api') + '/v2.1/os-hypervisors',
-                headers={'X-Auth-Token': token,
-                         'OpenStack-API-Version': 'compute 2.60'},
-                timeout=10)
+            try:
+                resp = session.get(
+                    self.url('nova-api') + '/v2.1/os-hypervisors',
+                    headers={'X-Auth-Token': token,
+                             'OpenStack-API-Version': 'compute 2.60'},
+                    timeout=10)
+            except requests.RequestException:
+                return False
             if resp.status_code != 200:
                 return False
             names = {h['hypervisor_hostname'] for h in
@@ -500,6 +504,14 @@ class NovaStack:
             return len(names) >= len(COMPUTES)
         cluster_mod.wait_until(up, timeout, interval=1,
                                what='%d nova-compute hosts up' % len(COMPUTES))
+        conf = ['--config-file', self.path('nova', 'nova.conf'),
+                '--config-file', self.path('nova', 'nova-db.conf')]
+        self.run('nova-manage', *conf, 'cell_v2', 'discover_hosts')
+        mapped = self.run('nova-manage', *conf, 'cell_v2', 'list_hosts')
+        missing = [h for h in COMPUTES if h not in mapped]
+        if missing:
+            raise cluster_mod.ClusterError('hosts not mapped to a cell: %s\n%s'
+                                           % (missing, mapped))
 
     def check_alive(self):
         dead = ['%s (rc %s)' % (p.name, p.popen.returncode)
@@ -520,13 +532,20 @@ class NovaStack:
         return '\n'.join(out)
 
     def stop(self):
-        """Stop every process (Nova first), drop the databases."""
+        """Stop every process (Nova first), drop the databases.  One
+        process that will not go does not keep the others running."""
         codes = {}
         try:
             for name in reversed(list(self.processes)):
-                self.processes[name].terminate()
+                try:
+                    self.processes[name].terminate()
+                except OSError:
+                    pass
             for name in reversed(list(self.processes)):
-                codes[name] = self.processes[name].stop()
+                try:
+                    codes[name] = self.processes[name].stop()
+                except (OSError, subprocess.SubprocessError) as e:
+                    codes[name] = 'not stopped: %s' % e
             if self.cinder is not None:
                 codes.update(('cinder-lite ' + k, v) for k, v in
                              self.cinder.stop_processes().items())
