@@ -739,13 +739,18 @@ class Cluster:
             hosts.add(('cinder-volume', '%s@%s' % (host, section)))
         return hosts
 
+    def admin_auth(self):
+        """(project, token) of an administrator (noauth here; a keystone
+        cluster overrides it)."""
+        return PROJECT, 'admin:%s' % PROJECT
+
     def _services_up(self, session):
         """(binary, host) of the services os-services shows up; None
         while the API does not answer."""
+        project, token = self.admin_auth()
         try:
-            resp = session.get(self.url + '/v3/%s/os-services' % PROJECT,
-                               headers={'X-Auth-Token': 'admin:%s' % PROJECT},
-                               timeout=5)
+            resp = session.get(self.url + '/v3/%s/os-services' % project,
+                               headers={'X-Auth-Token': token}, timeout=5)
         except requests.RequestException:
             return None
         if resp.status_code != 200:

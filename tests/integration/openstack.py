@@ -199,18 +199,9 @@ class CinderLite(cluster_mod.Cluster):
         super().__init__('mysql', **kwargs)
         self.identity = identity
 
-    def _services_up(self, session):
+    def admin_auth(self):
         token, body = self.identity.token('admin', ADMIN_PASSWORD, 'admin')
-        try:
-            resp = session.get(
-                self.url + '/v3/%s/os-services' % body['project']['id'],
-                headers={'X-Auth-Token': token}, timeout=5)
-        except requests.RequestException:
-            return None
-        if resp.status_code != 200:
-            return None
-        return {(s['binary'], s['host'])
-                for s in resp.json()['services'] if s['state'] == 'up'}
+        return body['project']['id'], token
 
 
 class NovaStack:
@@ -417,8 +408,7 @@ class NovaStack:
         cluster_mod.write_conf(self.path('nova', 'nova-db.conf'), {
             'api_database': {'connection': api_db},
             'database': {'connection': cell1_db}})
-        conf = ['--config-file', self.path('nova', 'nova.conf'),
-                '--config-file', self.path('nova', 'nova-db.conf')]
+        conf = self.nova_db_conf()
         self.run('nova-manage', *conf, 'api_db', 'sync')
         self.run('nova-manage', *conf, 'cell_v2', 'map_cell0',
                  '--database_connection', cell0_db)
@@ -465,6 +455,11 @@ class NovaStack:
                 self.identity.grant(project, user_id, role)
         return project
 
+    def nova_db_conf(self):
+        """The arguments of a Nova process that reaches the databases."""
+        return ['--config-file', self.path('nova', 'nova.conf'),
+                '--config-file', self.path('nova', 'nova-db.conf')]
+
     # -- whole ------------------------------------------------------------------
     def start(self, timeout=START_TIMEOUT):
         check_available()
@@ -504,8 +499,7 @@ class NovaStack:
             return len(names) >= len(COMPUTES)
         cluster_mod.wait_until(up, timeout, interval=1,
                                what='%d nova-compute hosts up' % len(COMPUTES))
-        conf = ['--config-file', self.path('nova', 'nova.conf'),
-                '--config-file', self.path('nova', 'nova-db.conf')]
+        conf = self.nova_db_conf()
         self.run('nova-manage', *conf, 'cell_v2', 'discover_hosts')
         mapped = self.run('nova-manage', *conf, 'cell_v2', 'list_hosts')
         missing = [h for h in COMPUTES if h not in mapped]
