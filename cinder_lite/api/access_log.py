@@ -1,7 +1,7 @@
 """One log line per request, as operators expect of an OpenStack API:
 method, path, status, time, request id, project and the microversion the
-request was served at (``[DEFAULT] access_log``).  Refusals (4xx) are then in the log too, with the request
-id their body's client saw."""
+request was served at (``[DEFAULT] access_log``).  Refusals (4xx) are
+then in the log too, with the request id their body's client saw."""
 import logging
 import time
 

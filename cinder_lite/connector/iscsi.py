@@ -341,7 +341,7 @@ class IscsiSession:
                        data_out=params)                  # UNMAP
             first += count
 
-    # -- persistent reservations (SPC-4 6.15, 6.16) ----------------------------
+    # -- persistent reservations (SPC-4 6.15, 6.16) ---------------------------
     def read_keys(self):
         """(generation, [registered keys]) -- PERSISTENT RESERVE IN, READ
         KEYS."""

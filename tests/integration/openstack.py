@@ -218,7 +218,7 @@ class NovaStack:
         self.cinder = None
         self.identity = None
 
-    # -- pieces -----------------------------------------------------------------
+    # -- pieces ---------------------------------------------------------------
     def _db(self, name):
         db = 'cl_os_%s_%s' % (self.run_id, name)
         url = cluster_mod.create_database('mysql', db)
@@ -294,7 +294,7 @@ class NovaStack:
         cluster_mod.wait_until(answers, timeout, interval=0.3,
                                what='%s answering' % name)
 
-    # -- Keystone ---------------------------------------------------------------
+    # -- Keystone -------------------------------------------------------------
     def start_keystone(self):
         conf = self.path('keystone.conf')
         keys = {k: self.path('keys', k) for k in ('fernet', 'credential')}
@@ -336,7 +336,7 @@ class NovaStack:
                 # (Placement's policy, Nova's admin context towards it)
                 self.identity.grant(service, user_id, 'admin')
 
-    # -- Placement --------------------------------------------------------------
+    # -- Placement ------------------------------------------------------------
     def start_placement(self):
         os.makedirs(self.path('placement'), exist_ok=True)
         cluster_mod.write_conf(self.path('placement', 'placement.conf'), {
@@ -351,7 +351,7 @@ class NovaStack:
         self.identity.register('placement', 'placement', self.url('placement'))
         self.wait_http('placement', '/')
 
-    # -- cinder_lite ------------------------------------------------------------
+    # -- cinder_lite ----------------------------------------------------------
     def start_cinder_lite(self):
         self.cinder = CinderLite(
             self.identity, workdir=self.path('cinder-lite'),
@@ -365,7 +365,7 @@ class NovaStack:
         self.identity.register('volumev3', 'cinder-lite-v3', url)
         self.identity.register('block-storage', 'cinder-lite', url)
 
-    # -- Nova -------------------------------------------------------------------
+    # -- Nova -----------------------------------------------------------------
     def start_nova(self):
         os.makedirs(self.path('nova', 'state'), exist_ok=True)
         shutil.copy(os.path.join(VENV, 'etc', 'nova', 'api-paste.ini'),
@@ -460,7 +460,7 @@ class NovaStack:
         return ['--config-file', self.path('nova', 'nova.conf'),
                 '--config-file', self.path('nova', 'nova-db.conf')]
 
-    # -- whole ------------------------------------------------------------------
+    # -- whole ----------------------------------------------------------------
     def start(self, timeout=START_TIMEOUT):
         check_available()
         try:
