@@ -12,6 +12,7 @@ import os
 import socket
 import struct
 import threading
+import uuid
 
 BHS_LEN = 48
 
@@ -133,6 +134,29 @@ def parse_sense(sense):
     if len(sense) >= 14:
         return sense[2] & 0x0F, sense[12], sense[13]
     return sense[2] & 0x0F if len(sense) > 2 else None, None, None
+
+
+def settled(call, attempts=4):
+    """Run ``call`` (a command of a session); a UNIT ATTENTION -- the
+    target telling a new nexus, or one whose registrations or reservation
+    changed -- is answered by asking again."""
+    for _ in range(attempts - 1):
+        try:
+            return call()
+        except ReservationConflict:
+            raise
+        except IscsiError as e:
+            if e.sense_key != SENSE_UNIT_ATTENTION:
+                raise
+    return call()
+
+
+def attachment_key(attachment_id):
+    """The persistent-reservation key of an attachment: its id's first
+    64 bits (never 0, which means "no key").  A host that registers with
+    it (``connection_info['reservation_key']``) has its registration
+    removed when the attachment ends."""
+    return int(uuid.UUID(str(attachment_id)).hex[:16], 16) or 1
 
 
 class IscsiSession:

@@ -344,6 +344,19 @@ def connected_on_host(session, service_host):
     return [(a, v) for a, v in rows if a.connection_info]
 
 
+def export_holder(session, volume_id):
+    """The volume service exporting one of the volume's live connected
+    attachments (any, when several do), or None."""
+    return session.execute(
+        sa.select(A.export_host).where(
+            A.volume_id == volume_id, A.deleted == sa.false(),
+            A.export_host.is_not(None),
+            A.attach_status.in_((states.ATTACH_ATTACHING, states.ATTACHED,
+                                 states.ATTACH_DETACHING,
+                                 states.ERROR_DETACHING)))
+        .limit(1)).scalar_one_or_none()
+
+
 def exported_by(service_host):
     """SQL condition (on attachments joined with their volumes): the
     export is on volume service ``service_host``.  Rows from before

@@ -88,6 +88,9 @@ class Volume(TimestampMixin, Base):
     multiattach = sa.Column(sa.Boolean, nullable=False, default=False)
     bootable = sa.Column(sa.Boolean, nullable=False, default=False)
     shared_targets = sa.Column(sa.Boolean)
+    # the backend keeps SCSI persistent reservations for every host of the
+    # volume (null: made before cinder_lite recorded it)
+    persistent_reservations = sa.Column(sa.Boolean)
     service_uuid = sa.Column(sa.String(36))
     meta = sa.Column('metadata', sa.JSON, nullable=False, default=dict)
     # Bumped by every attachment change: the UPDATE takes the volume's row

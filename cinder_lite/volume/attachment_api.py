@@ -172,6 +172,10 @@ class AttachmentService:
         live = self._live_members(session, vol)
         check_initiator(live, connector)
         consumer_host = connector['host']
+        if vol.persistent_reservations:
+            holder = db_attachments.export_holder(session, vol.id)
+            if holder is not None:
+                return self._reservation_holder(live, holder)
         if len(live) == 1:
             return live[0].host
         hosts = {m.host for m in live}
@@ -184,6 +188,21 @@ class AttachmentService:
         candidates = [m.host for m in live if not m.disabled] or sorted(hosts)
         return min(candidates, key=lambda h: (load.get(h, 0),
                                               random.random()))
+
+    @staticmethod
+    def _reservation_holder(live, holder):
+        """A volume whose hosts share persistent reservations is exported
+        by one member at a time: the reservation state lives in that
+        member's target, so a writer exported by another member would not
+        be fenced.  While the member is down its target keeps serving the
+        hosts already attached; a new attachment waits for it."""
+        if holder in {m.host for m in live}:
+            return holder
+        raise exception.ServiceUnavailable(
+            host=holder,
+            reason="it exports this volume's other attachments and keeps "
+                   "their persistent reservations; attach again once it "
+                   "is up")
 
     # -- reserve -------------------------------------------------------------
     def create(self, context, volume_id, instance_uuid=None, connector=None,

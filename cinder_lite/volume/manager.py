@@ -181,7 +181,8 @@ class VolumeManager:
         try:
             with self.working_on(volume_id):
                 create_flow.run(self.driver, volume, self.service_uuid,
-                                self.driver.shares_targets())
+                                self.driver.shares_targets(),
+                                self.driver.keeps_reservations())
         except Exception as e:
             LOG.exception('volume %s: creating -> error', volume_id)
             self._record_failure(ctxt, volume, states.ERROR,

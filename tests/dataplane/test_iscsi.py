@@ -273,20 +273,7 @@ def test_restart_rebuilds_targets_after_tgtd_died(iscsi_stack):
     host.detach(att['id'], dev)
 
 
-def _settled(call):
-    """Run ``call``; a UNIT ATTENTION (the target telling this nexus that
-    the registrations changed) is answered by asking again."""
-    for _ in range(3):
-        try:
-            return call()
-        except iscsi.ReservationConflict:
-            raise
-        except iscsi.IscsiError as e:
-            if e.sense_key != SENSE_UA:
-                raise
-    return call()
-
-
+_settled = iscsi.settled
 SENSE_UA = iscsi.SENSE_UNIT_ATTENTION
 WE_RO = iscsi.PR_WRITE_EXCLUSIVE_REGISTRANTS_ONLY
 
@@ -366,3 +353,91 @@ def test_persistent_reservations_fence_a_failed_writer(iscsi_stack):
         for name, session in sessions.items():
             session.close()
             hosts[name].detach(atts[name]['id'])
+
+
+def test_a_type_can_require_persistent_reservations(tmp_path):
+    """iSCSI backends report ``persistent_reservations``, NBD and local
+    ones do not; a type asking for it is placed on an iSCSI backend, and
+    every volume shows whether its hosts can fence each other."""
+    dp.need('tgtd', 'tgtadm', 'nbdkit')
+    port = dp.free_port()
+    s = stack_mod.Stack(tmp_path / 'st', backends={
+        'fence': {'target_protocol': 'iscsi',
+                  'target_ip_address': '127.0.0.1', 'target_port': port,
+                  'target_control_port': port % 32768},
+        'plain': {'target_protocol': 'nbd',
+                  'target_ip_address': '127.0.0.1',
+                  'target_port_range': dp.free_range(4)},
+        'local': {'target_protocol': 'local'}}).start()
+    try:
+        api = s.client()
+        pools = api.get('/scheduler-stats/get_pools?detail=True').json()
+        caps = {p['name'].split('@')[1]: p['capabilities'][
+            'persistent_reservations'] for p in pools['pools']}
+        assert caps == {'fence#fence': True, 'plain#plain': False,
+                        'local#local': False}
+        api.create_type('clustered', {'multiattach': '<is> True',
+                                      'persistent_reservations': '<is> True'})
+        api.create_type('no-pr', {'persistent_reservations': '<is> False'})
+        for _ in range(3):
+            vol = api.create_volume(volume_type='clustered')
+            assert vol['os-vol-host-attr:host'] == 'testnode@fence#fence'
+            assert vol['persistent_reservations'] is True
+        vol = api.create_volume(volume_type='no-pr')
+        assert vol['os-vol-host-attr:host'] != 'testnode@fence#fence'
+        assert vol['persistent_reservations'] is False
+        # a member sees it too; before 3.48 the field is not there
+        member = s.client(user='demo', roles='member')
+        shown = member.get('/volumes/%s' % vol['id']).json()['volume']
+        assert shown['persistent_reservations'] is False
+        old = member.get('/volumes/%s' % vol['id'], headers={
+            'OpenStack-API-Version': 'volume 3.47'}).json()['volume']
+        assert 'persistent_reservations' not in old
+    finally:
+        s.stop()
+
+
+def test_detach_removes_the_departed_hosts_registration(iscsi_stack):
+    """Each attachment's connection info names a reservation key.  Host a
+    registers with it and reserves "write exclusive, registrants only";
+    then a dies and is force-detached: its registration and reservation
+    are gone, b's registration is untouched, b writes and may reserve.
+    A registration under a key of a's own choosing would stay (tgt
+    cannot tell whose it is); the last detach removes the target and
+    with it everything."""
+    api = iscsi_stack.client()
+    vol = _multiattach_volume(api)
+    hosts = {name: dp.attacher(iscsi_stack, name) for name in 'ab'}
+    atts = {name: hosts[name].attach(vol['id'], str(uuid.uuid4()))
+            for name in hosts}
+    keys = {name: int(atts[name]['connection_info']['reservation_key'], 16)
+            for name in hosts}
+    assert keys['a'] != keys['b'] and all(keys.values())
+    sessions = {name: _login(atts[name]['connection_info'],
+                             hosts[name].connector['initiator'],
+                             hosts[name].connector['ip'])
+                for name in hosts}
+    a, b = sessions['a'], sessions['b']
+    block = b'\x3c' * a.block_size
+    try:
+        a.register(keys['a'])
+        b.register(keys['b'])
+        a.reserve(keys['a'], WE_RO)
+        assert _settled(b.read_reservation)[1:] == (keys['a'], WE_RO)
+        resp = api.post('/volumes/%s/action' % vol['id'], json={
+            'os-force_detach': {'attachment_id': atts['a']['id']}})
+        assert resp.status_code == 202, resp.text
+        assert _settled(b.read_keys)[1] == [keys['b']]
+        assert _settled(b.read_reservation)[1:] == (None, None)
+        _settled(lambda: b.write(0, block))
+        b.reserve(keys['b'], WE_RO)
+        assert _settled(b.read_reservation)[1:] == (keys['b'], WE_RO)
+        # the volume service's own initiator is gone from the ACL again
+        acl = [i for t in dp.tgt_targets(iscsi_stack.tgt_control).values()
+               for i in t['acl']]
+        assert acl == [hosts['b'].connector['initiator']]
+    finally:
+        for session in sessions.values():
+            session.close()
+        hosts['b'].detach(atts['b']['id'])
+    assert dp.tgt_targets(iscsi_stack.tgt_control) == {}

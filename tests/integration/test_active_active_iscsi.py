@@ -1,11 +1,12 @@
 """iSCSI on a cluster: the two members of cluster ``aa`` (one volumes
 directory) each run their own tgtd on their own address.  Six hosts
-attach one multiattach volume at once (five read-write, one read-only);
-the attachments split 3/3 over the members, each member's targets hold
-the ACL entries of its own attachments only, bytes written through one
-member's portal are read through the other's, the read-only host's
-write is refused by its member's target, and detaching everything leaves
-no target for the volume on either tgtd."""
+attach one multiattach volume at once (five read-write, one read-only).
+The volume's hosts share persistent reservations, which live in one
+tgtd, so all six are exported by one member (the first attach picks the
+less loaded one) and the other member's tgtd never sees the volume;
+bytes one host writes the others read, the read-only host's write is
+refused by the target, and detaching everything leaves no target for the
+volume on either tgtd.  A second volume goes to the other member."""
 import concurrent.futures
 import errno
 import os
@@ -80,27 +81,35 @@ def test_iscsi_members_share_a_volume_and_enforce_ro(cluster, api):
         attached = list(pool.map(
             lambda hm: hm[0].attach_device(vol['id'], str(uuid.uuid4()),
                                            mode=hm[1]), zip(hosts, modes)))
-    on = {name: [(h, a, d) for h, (a, d) in zip(hosts, attached)
-                 if _member(a) == name] for name in ADDRESSES}
-    assert sorted(len(v) for v in on.values()) == [3, 3], on
-    for name, entries in on.items():
-        assert _acl(name, vol['id']) == sorted(
-            h.connector['initiator'] for h, _a, _d in entries)
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'persistent_reservations'] is True
+    members = {_member(a) for a, _d in attached}
+    assert len(members) == 1, members
+    holder = members.pop()
+    other = next(name for name in ADDRESSES if name != holder)
+    assert _acl(holder, vol['id']) == sorted(
+        h.connector['initiator'] for h in hosts)
+    assert _acl(other, vol['id']) == []
 
-    writer = next(d for _h, a, d in on['ma']
-                  if a['connection_info']['access_mode'] == 'rw')
-    reader = next(d for _h, _a, d in on['ma2'])
+    devices = [d for _a, d in attached]
+    writer, reader = devices[0], devices[3]
     block = os.urandom(65536)
     writer.write(0, block)
     writer.flush()
     assert reader.read(0, len(block)) == block
-    ro = next(d for _h, a, d in on['ma'] + on['ma2']
+    ro = next(d for a, d in attached
               if a['connection_info']['access_mode'] == 'ro')
     assert ro.read_only
     with pytest.raises(iscsi.IscsiError) as e:
         ro.write(0, b'\xff' * 4096)
     assert e.value.errno == errno.EROFS
     assert reader.read(0, len(block)) == block
+
+    # the next volume's first attach goes to the member with fewer exports
+    second = api.create_volume(volume_type=vtype['name'])
+    att, dev = hosts[0].attach_device(second['id'], str(uuid.uuid4()))
+    assert _member(att) == other
+    hosts[0].detach(att['id'], dev)
 
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         list(pool.map(lambda pair: pair[0].detach(pair[1][0]['id'],
@@ -113,3 +122,53 @@ def test_iscsi_members_share_a_volume_and_enforce_ro(cluster, api):
     api.wait_volume(vol['id'], 'available')
     assert api.delete('/volumes/%s' % vol['id']).status_code == 202
     api.wait_deleted(vol['id'])
+
+
+def test_reservations_fence_across_the_cluster(cluster, api):
+    """fence_scsi's steps on the cluster: three writers attach at once,
+    all land on one member, so a reservation one takes fences the
+    others; the survivor preempts the failed node, which is then
+    force-detached and leaves no registration behind."""
+    vtype = api.create_type('aa-fence', {
+        'multiattach': '<is> True', 'persistent_reservations': '<is> True',
+        'volume_backend_name': 'ma'})
+    vol = api.create_volume(volume_type=vtype['name'])
+    transport = client.RestTransport(cluster.url + '/v3',
+                                     cluster_mod.PROJECT)
+    hosts = [client.AttachClient(transport, host_connector.get_connector(
+        host='fence-%d' % n, ip='127.0.2.%d' % (n + 40))) for n in range(3)]
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        atts = list(pool.map(lambda h: h.attach(vol['id']), hosts))
+    assert len({_member(a) for a in atts}) == 1
+    keys = [int(a['connection_info']['reservation_key'], 16) for a in atts]
+    sessions = [iscsi.IscsiSession(
+        a['connection_info']['target_portal'],
+        a['connection_info']['target_iqn'], 1, h.connector['initiator'],
+        timeout=5, source_address=h.connector['ip']).connect()
+        for h, a in zip(hosts, atts)]
+    first, second, outsider = sessions
+    block = b'\x11' * first.block_size
+    we_ro = iscsi.PR_WRITE_EXCLUSIVE_REGISTRANTS_ONLY
+    try:
+        iscsi.settled(lambda: first.register(keys[0]))
+        iscsi.settled(lambda: second.register(keys[1]))
+        iscsi.settled(lambda: first.reserve(keys[0], we_ro))
+        iscsi.settled(lambda: second.write(0, block))
+        with pytest.raises(iscsi.ReservationConflict):
+            iscsi.settled(lambda: outsider.write(0, block))
+        # first fails: second preempts it and writes; first is refused
+        iscsi.settled(lambda: second.preempt(keys[1], keys[0], we_ro))
+        with pytest.raises(iscsi.ReservationConflict):
+            iscsi.settled(lambda: first.write(0, block))
+        resp = api.post('/volumes/%s/action' % vol['id'], json={
+            'os-force_detach': {'attachment_id': atts[0]['id']}})
+        assert resp.status_code == 202, resp.text
+        assert iscsi.settled(second.read_keys)[1] == [keys[1]]
+        assert iscsi.settled(second.read_reservation)[1:] == (keys[1], we_ro)
+    finally:
+        for session in sessions:
+            session.close()
+        for h, a in zip(hosts[1:], atts[1:]):
+            h.detach(a['id'])
+    api.wait_volume(vol['id'], 'available')
+

@@ -54,6 +54,10 @@ def detail(req, conf, volume, type_name, attachments=()):
         # shared" so older clients stay safe.
         view['shared_targets'] = (shared if version >= (3, 69)
                                   else (True if shared is None else shared))
+        # cinder_lite's own: whether the hosts attached to this volume can
+        # fence each other with SCSI persistent reservations (null: made
+        # before it was recorded)
+        view['persistent_reservations'] = volume.persistent_reservations
     if version >= (3, 61) and is_admin:
         view['cluster_name'] = volume.cluster_name
     if version >= (3, 63):

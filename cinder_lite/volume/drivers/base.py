@@ -13,6 +13,9 @@ type extra specs against them):
 ``shared_targets``       attachments of one volume on one host share a
                          connection
 ``thin_provisioning_support``, ``thick_provisioning_support``
+``persistent_reservations``  every host attached to a volume shares one
+                         SCSI persistent-reservation state (registrations,
+                         the reservation), so a cluster can fence a node
 """
 import abc
 
@@ -55,6 +58,11 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         """True when attachments of one volume on one host share a target
         connection (consumers then serialise their connects)."""
         return True
+
+    def keeps_reservations(self):
+        """True when the hosts of a volume share one SCSI persistent
+        reservation state (the ``persistent_reservations`` capability)."""
+        return False
 
     def create_export(self, volume, connector, mode, attachment_id):
         """Make ``volume`` reachable for ``connector`` with ``mode`` for

@@ -160,7 +160,15 @@ class FileDriver(base.VolumeDriver):
             'thick_provisioning_support': False,
             'multiattach': bool(self.conf.multiattach),
             'shared_targets': self.shares_targets(),
+            'persistent_reservations': self.keeps_reservations(),
         }
 
     def shares_targets(self):
         return False
+
+    def keeps_reservations(self):
+        # tgt keeps one reservation state per logical unit, and every
+        # read-write attachment of a volume logs in to the same target; a
+        # cluster exports one such volume from one member at a time
+        # (AttachmentService._export_host)
+        return self.target.protocol == 'iscsi'

@@ -25,12 +25,15 @@ class CreateStorage(task.Task):
 
 
 class MarkAvailable(task.Task):
-    def execute(self, volume, service_uuid, shared_targets):
+    def execute(self, volume, service_uuid, shared_targets,
+                persistent_reservations):
         with db_api.writer() as session:
-            db_volumes.transition(session, volume['id'], states.AVAILABLE,
-                                  expected=(states.CREATING,),
-                                  values={'service_uuid': service_uuid,
-                                          'shared_targets': shared_targets})
+            db_volumes.transition(
+                session, volume['id'], states.AVAILABLE,
+                expected=(states.CREATING,),
+                values={'service_uuid': service_uuid,
+                        'shared_targets': shared_targets,
+                        'persistent_reservations': persistent_reservations})
         LOG.info('volume %s: creating -> available', volume['id'])
 
 
@@ -39,8 +42,10 @@ def build():
         CreateStorage(), MarkAvailable())
 
 
-def run(driver, volume, service_uuid, shared_targets):
+def run(driver, volume, service_uuid, shared_targets,
+        persistent_reservations):
     flows.run('volume_create_manager', build,
               {'driver': driver, 'volume': volume,
                'service_uuid': service_uuid,
-               'shared_targets': shared_targets})
+               'shared_targets': shared_targets,
+               'persistent_reservations': persistent_reservations})

@@ -31,10 +31,16 @@ import time
 
 from cinder_lite.common import exception
 from cinder_lite.common import iscsi_name
+from cinder_lite.connector import iscsi as initiator_mod
 
 LOG = logging.getLogger(__name__)
 
 LUN = 1
+# the volume service's own initiator, which logs in to remove the
+# registration of a host whose attachment ended, with its own key
+FENCER_NAME = 'cinder-lite-fencer'
+FENCER_KEY = 0x636c2d66656e6365           # 'cl-fence'
+FENCER_TIMEOUT_S = 5.0
 READY_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 5.0
 TGTADM_TIMEOUT_S = 30
@@ -441,9 +447,52 @@ class IscsiTarget:
                 elif not any(r['initiator'] == record['initiator']
                              for r in others):
                     self._unbind(target, record['initiator'])
+                    if record['mode'] == 'rw':
+                        self._drop_registration(record['iqn'],
+                                                attachment_id)
             os.unlink(self._record_file(attachment_id))
             LOG.info('attachment %s: export on %s removed', attachment_id,
                      record['iqn'])
+
+    def _drop_registration(self, iqn, attachment_id):
+        """Remove the persistent-reservation registration a departed host
+        made with its attachment's key (``attachment_key``) on the
+        read-write target ``iqn``, which other hosts still use, as
+        ``fence_scsi`` removes a failed node: log in as this service,
+        register, PREEMPT the key (taking its reservation if it held one),
+        RELEASE that, unregister.  For the others the reservation ends as
+        if the departed host had unregistered itself.  tgt cannot say which
+        key belongs to whom (no READ FULL STATUS), so a registration under
+        any other key stays; a failure is logged, the detach goes on."""
+        key = initiator_mod.attachment_key(attachment_id)
+        fencer = self.prefix + FENCER_NAME
+        target = self._show().get(iqn)
+        if target is None:
+            return
+        self._bind(target['tid'], fencer)
+        try:
+            with initiator_mod.IscsiSession(
+                    self.portal, iqn, LUN, fencer,
+                    timeout=FENCER_TIMEOUT_S) as session:
+                ask = initiator_mod.settled
+                if key not in ask(session.read_keys)[1]:
+                    return
+                ask(lambda: session.register_and_ignore(FENCER_KEY))
+                _gen, holder, rtype = ask(session.read_reservation)
+                ask(lambda: session.preempt(FENCER_KEY, key, rtype or 0))
+                if holder == key:
+                    ask(lambda: session.release(FENCER_KEY, rtype))
+                ask(lambda: session.register(0, FENCER_KEY))
+            LOG.info('attachment %s: its registration (key 0x%016x) on %s '
+                     'removed%s', attachment_id, key, iqn,
+                     ' with its reservation' if holder == key else '')
+        except (initiator_mod.IscsiError, OSError) as e:
+            LOG.error('attachment %s: could not remove its registration '
+                      '(key 0x%016x) on %s: %s', attachment_id, key, iqn, e)
+        finally:
+            target = self._show().get(iqn)
+            if target is not None:
+                self._unbind(target, fencer)
 
     def ensure_export(self, path, volume_id, attachment_id, mode,
                       connection_info, connector):
@@ -499,7 +548,12 @@ class IscsiTarget:
                               % attachment_id)
         return {'target_iqn': record['iqn'], 'target_portal': self.portal,
                 'target_lun': LUN, 'target_discovered': False,
-                'volume_id': volume_id, 'discard': mode == 'rw'}
+                'volume_id': volume_id, 'discard': mode == 'rw',
+                # the key to register with, so that the registration
+                # ends with the attachment (see _drop_registration)
+                'reservation_key': '0x%016x'
+                                   % initiator_mod.attachment_key(
+                                       attachment_id)}
 
 
 def _comm(pid):
