@@ -64,6 +64,10 @@ class AttachmentEndpoint:
             _as_service(ctxt), _uuid(attachment_id, 'attachment_id'))
         return [views.summary(a) for a in remaining]
 
+    def attachment_takeover(self, ctxt, attachment_id):
+        return self._view(self.attachments.takeover(
+            _as_service(ctxt), _uuid(attachment_id, 'attachment_id')))
+
     def attachment_get(self, ctxt, attachment_id):
         return self._view(self.attachments.get(
             _as_service(ctxt), _uuid(attachment_id, 'attachment_id')))

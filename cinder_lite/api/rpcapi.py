@@ -7,13 +7,14 @@ like those a compute service makes over REST with the service role.
 History:
     1.0 - attachment_create, attachment_update, attachment_complete,
           attachment_delete, attachment_get
+    1.1 - attachment_takeover
 """
 from oslo_config import cfg
 
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-api'
-RPC_API_VERSION = '1.0'
+RPC_API_VERSION = '1.1'
 
 rpcapi_opts = [
     cfg.StrOpt('api_version_cap',
@@ -42,9 +43,9 @@ class AttachmentAPI:
             version_cap=conf.upgrade_levels.api_version_cap,
             timeout=conf.upgrade_levels.api_rpc_timeout)
 
-    def _call(self, ctxt, method, **kwargs):
-        return self.client.prepare(version='1.0').call(ctxt, method,
-                                                       **kwargs)
+    def _call(self, ctxt, method, version='1.0', **kwargs):
+        return self.client.prepare(version=version).call(ctxt, method,
+                                                         **kwargs)
 
     def attachment_create(self, ctxt, volume_id, instance_uuid=None,
                           connector=None, mode=None):
@@ -66,4 +67,8 @@ class AttachmentAPI:
 
     def attachment_get(self, ctxt, attachment_id):
         return self._call(ctxt, 'attachment_get',
+                          attachment_id=attachment_id)
+
+    def attachment_takeover(self, ctxt, attachment_id):
+        return self._call(ctxt, 'attachment_takeover', version='1.1',
                           attachment_id=attachment_id)

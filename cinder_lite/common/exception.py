@@ -148,6 +148,10 @@ class DuplicateConnector(Conflict):
                '%(volume_id)s')
 
 
+class TakeoverRefused(Conflict):
+    msg_fmt = 'Attachment %(attachment_id)s cannot take over: %(reason)s'
+
+
 class AttachmentBusy(Conflict):
     msg_fmt = ('Attachment %(attachment_id)s is %(what)s by another '
                'request; try again when that has finished.')

@@ -57,6 +57,7 @@ ATTACHMENT_CREATE = 'volume:attachment_create'
 ATTACHMENT_UPDATE = 'volume:attachment_update'
 ATTACHMENT_COMPLETE = 'volume:attachment_complete'
 ATTACHMENT_DELETE = 'volume:attachment_delete'
+ATTACHMENT_TAKEOVER = 'volume:attachment_takeover'
 ATTACHMENT_GET = 'volume:attachment_get'
 ATTACHMENT_GET_ALL = 'volume:attachment_get_all'
 ATTACHMENT_ALL_TENANTS = 'volume:attachment_get_all_tenants'
@@ -132,6 +133,10 @@ _RULES = [
         'Delete an attachment. A connected attachment made by a compute '
         'service is also guarded: only a service or an admin may delete '
         'it.', ('DELETE', '/attachments/{attachment_id}')),
+    _op(ATTACHMENT_TAKEOVER, ADMIN_OR_MEMBER,
+        'Make a read-only attachment of a single-writer volume its writer, '
+        'cutting the current writer off at the target (os-takeover).',
+        ('POST', '/attachments/{attachment_id}/action')),
     _op(ATTACHMENT_GET, ADMIN_OR_OWNER, 'Show an attachment.',
         ('GET', '/attachments/{attachment_id}')),
     _op(ATTACHMENT_GET_ALL, ADMIN_OR_OWNER, 'List attachments.',

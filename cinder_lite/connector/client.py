@@ -65,6 +65,10 @@ class RestTransport:
         return self._do('DELETE', '/attachments/%s' % attachment_id
                         )['attachments']
 
+    def takeover(self, attachment_id):
+        return self._do('POST', '/attachments/%s/action' % attachment_id,
+                        {'os-takeover': {}})['attachment']
+
     def get(self, attachment_id):
         return self._do('GET', '/attachments/%s' % attachment_id
                         )['attachment']
@@ -93,6 +97,9 @@ class BusTransport:
 
     def delete(self, attachment_id):
         return self.api.attachment_delete(self.context, attachment_id)
+
+    def takeover(self, attachment_id):
+        return self.api.attachment_takeover(self.context, attachment_id)
 
     def get(self, attachment_id):
         return self.api.attachment_get(self.context, attachment_id)
@@ -130,6 +137,18 @@ class AttachClient:
         if device is not None:
             device.close()
         return self.transport.delete(attachment_id)
+
+    def takeover(self, attachment_id, device=None):
+        """Make this host's read-only attachment of a single-writer volume
+        the writer (the old writer is cut off at the target first);
+        closes ``device``, the read-only one, and returns (attachment,
+        read-write device).  If the new device cannot be opened the
+        attachment stays, read-write, for the caller to retry ``open`` or
+        detach."""
+        attachment = self.transport.takeover(attachment_id)
+        if device is not None:
+            device.close()
+        return attachment, self.open(attachment)
 
     def open(self, attachment):
         """The block device of a connected ``attachment``, reached from

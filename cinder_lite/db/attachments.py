@@ -104,15 +104,40 @@ def live_statuses(session, volume_id):
             if present}
 
 
+# status_reason of a read-only attachment becoming its volume's writer
+# (os-takeover): it counts as the writer from the moment it is marked
+TAKING_OVER = 'taking over'
+
+
 def live_writer(session, volume_id, exclude=None):
     """Id of a live read-write attachment of the volume other than
-    ``exclude``, or None."""
+    ``exclude`` (or one taking over as the writer), or None."""
     return session.execute(
         sa.select(A.id).where(A.volume_id == volume_id,
                               A.deleted == sa.false(),
-                              A.attach_mode == 'rw',
+                              sa.or_(A.attach_mode == 'rw',
+                                     A.status_reason == TAKING_OVER),
                               A.id != (exclude or ''))
         .limit(1)).scalar_one_or_none()
+
+
+def marked(session, volume_id, mark):
+    """Id of a live attachment of the volume whose status_reason is
+    ``mark``, or None."""
+    return session.execute(
+        sa.select(A.id).where(A.volume_id == volume_id,
+                              A.deleted == sa.false(),
+                              A.status_reason == mark)
+        .limit(1)).scalar_one_or_none()
+
+
+def unmark(session, attachment_id, mark):
+    """Clear ``mark`` from the attachment's status_reason (nothing when it
+    says something else by now)."""
+    session.execute(
+        sa.update(A).where(A.id == attachment_id, A.status_reason == mark)
+        .values(status_reason=None, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))
 
 
 def other_instance(session, volume_id, instance_uuid):

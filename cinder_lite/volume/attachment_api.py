@@ -41,6 +41,7 @@ CONNECTED = (states.ATTACH_ATTACHING, states.ATTACHED,
              states.ATTACH_DETACHING, states.ERROR_DETACHING)
 # status_reason of an attachment whose disconnect is under way
 DISCONNECTING = 'disconnecting'
+TAKING_OVER = db_attachments.TAKING_OVER
 
 
 def holds_connection(attachment):
@@ -509,6 +510,116 @@ class AttachmentService:
                      attach_status=states.ATTACHED)
         return done
 
+    # -- takeover ------------------------------------------------------------
+    def takeover(self, context, attachment_id):
+        """Make a read-only attachment of a single-writer volume its
+        writer: cut the current writer at the target first (its export
+        removed, its sessions ended, recorded detached "taken over by"),
+        then re-export the caller's attachment read-write.  Returns the
+        attachment with its new connection info.
+
+        The caller's attachment is marked ``TAKING_OVER`` under the
+        volume's lock and counts as the writer from then on, so no other
+        read-write attachment (nor a second takeover) gets in between."""
+        policy.authorize(context, policy.ATTACHMENT_GET)
+        with db_api.writer() as session:
+            attachment = self._authorized(session, context, attachment_id,
+                                          policy.ATTACHMENT_TAKEOVER)
+            vol = db_attachments.lock_volume(session, attachment.volume_id)
+            current = db_attachments.get(session, attachment_id)
+            writer = self._check_takeover(session, vol, current)
+            # both services must answer: the writer's to cut it, ours to
+            # re-export
+            self._live_members(session, vol, current.export_host)
+            cut = writer is not None and holds_connection(writer)
+            if cut:
+                self._live_members(session, vol, writer.export_host)
+            db_attachments.update(session, current.id,
+                                  {'status_reason': TAKING_OVER})
+            if writer is not None:
+                why = 'taken over by %s' % current.id
+                db_attachments.transition(
+                    session, writer.id,
+                    states.ATTACH_DETACHING if cut else states.DETACHED,
+                    values={'status_reason': DISCONNECTING if cut
+                            else why}, reason=why, current=writer)
+            db_attachments.sync_volume_status(session, vol.id)
+        LOG.info('attachment %s of volume %s: taking over from %s',
+                 attachment_id, vol.id, writer.id if writer else 'nobody')
+        if writer is not None and cut:
+            self._notify(context, 'volume.detach.start', vol, writer,
+                         attach_status=states.ATTACH_DETACHING)
+            try:
+                self.volume_rpcapi.disconnect(
+                    context, writer.export_host or volume_rpcapi.backend_host(
+                        vol.host), writer.id,
+                    reason='taken over by %s' % current.id)
+            except Exception as e:
+                if not isinstance(e, (exception.ConnectFailed,
+                                      exception.ConnectRefused)):
+                    self._mark_failed(writer.id, states.ERROR_DETACHING,
+                                      (states.ATTACH_DETACHING,), str(e))
+                # the old writer may still write: the caller stays a
+                # reader
+                self._unmark_takeover(current.id)
+                raise
+            self._notify(context, 'volume.detach.end', vol, writer,
+                         attach_status=states.DETACHED)
+        try:
+            self.volume_rpcapi.promote(
+                context, current.export_host or volume_rpcapi.backend_host(
+                    vol.host), current.id)
+        except Exception:
+            self._unmark_takeover(current.id)
+            raise
+        done = self.get(context, attachment_id)
+        LOG.info('attachment %s of volume %s: took over as the writer',
+                 attachment_id, vol.id)
+        self._notify(context, 'volume.attach.end', vol, done)
+        return done
+
+    def _check_takeover(self, session, vol, current):
+        """Refuse a takeover the volume or the attachment cannot have;
+        returns the live writer to cut (None when there is none)."""
+        if not single_writer(session, vol):
+            raise exception.InvalidInput(
+                reason='volume %s is not a single-writer volume (a type '
+                       'with multiattach and mode = RO); its attachments '
+                       'are read-write already or read-only by choice'
+                       % vol.id)
+        if current.attach_mode == 'rw':
+            raise exception.TakeoverRefused(
+                attachment_id=current.id,
+                reason='it is the writer of volume %s already' % vol.id)
+        if vol.readonly:
+            raise exception.InvalidInput(
+                reason='volume %s is read-only: nobody may write it'
+                       % vol.id)
+        self._check_not_busy(current, False, True)
+        if current.attach_status != states.ATTACHED or \
+                not current.connection_info:
+            raise exception.InvalidInput(
+                reason='attachment %s is %s; only a connected attachment '
+                       '(attached) can take over' % (
+                           current.id, current.attach_status))
+        busy = db_attachments.marked(session, vol.id, TAKING_OVER)
+        if busy is not None:
+            raise exception.TakeoverRefused(
+                attachment_id=current.id,
+                reason='attachment %s of volume %s is taking over' % (
+                    busy, vol.id))
+        writer_id = db_attachments.live_writer(session, vol.id,
+                                               exclude=current.id)
+        if writer_id is None:
+            return None
+        writer = db_attachments.get(session, writer_id)
+        self._check_not_busy(writer, False, True)
+        return writer
+
+    def _unmark_takeover(self, attachment_id):
+        with db_api.writer() as session:
+            db_attachments.unmark(session, attachment_id, TAKING_OVER)
+
     # -- delete --------------------------------------------------------------
     def delete(self, context, attachment_id, force=False):
         """Detach and delete; returns the volume's remaining attachments.
@@ -536,6 +647,8 @@ class AttachmentService:
         can wait (its request died with its API process)."""
         if current.status_reason == DISCONNECTING:
             what = 'being disconnected'
+        elif current.status_reason == TAKING_OVER:
+            what = 'taking over as the writer'
         elif half_connected(current):
             what = 'being connected'
         else:

@@ -229,10 +229,10 @@ class VolumeManager:
                 volume, attachment_id, states.ATTACH_ATTACHING,
                 states.ERROR_ATTACHING, 'connect')
 
-    def disconnect(self, ctxt, attachment_id):
+    def disconnect(self, ctxt, attachment_id, reason=None):
         """Terminate the connection of a ``detaching`` attachment and
-        record it detached; returns True when the host connection is still
-        shared by another attachment."""
+        record it detached (with ``reason``, since 1.4); returns True when
+        the host connection is still shared by another attachment."""
         with db_api.reader() as session:
             attachment = db_attachments.get(session, attachment_id)
             volume = volume_dict(db_volumes.get(session,
@@ -245,10 +245,96 @@ class VolumeManager:
             self._run_flow(
                 lambda: disconnect_flow.run(self.driver, volume,
                                             attachment_id, connector,
-                                            shared),
+                                            shared, reason),
                 volume, attachment_id, states.ATTACH_DETACHING,
                 states.ERROR_DETACHING, 'disconnect')
         return shared
+
+    def promote(self, ctxt, attachment_id):
+        """RPC 1.4: re-export a read-only attachment that is taking over
+        (os-takeover) read-write, once the API has cut the old writer;
+        returns the new connection info.  If the read-write export cannot
+        be made, the read-only one is made again and the attachment stays
+        a reader (``error_attaching`` if even that fails)."""
+        with db_api.reader() as session:
+            attachment = db_attachments.get(session, attachment_id)
+            volume = volume_dict(db_volumes.get(session,
+                                                attachment.volume_id))
+            connector = dict(attachment.connector or {})
+            shared = bool(db_attachments.connections_on_host(
+                session, attachment.volume_id, attachment.attached_host,
+                exclude=attachment_id, export_host=self.host))
+        if attachment.status_reason != db_attachments.TAKING_OVER:
+            raise exception.InvalidInput(
+                reason='attachment %s is not taking over (%s)' % (
+                    attachment_id, attachment.status_reason))
+        with self.working_on(attachment_id):
+            try:
+                info = self._reexport(volume, attachment_id, connector,
+                                      shared, 'rw')
+            except Exception as e:
+                LOG.exception('attachment %s: read-write export for the '
+                              'takeover failed', attachment_id)
+                self.restore_mode(volume, attachment_id, connector,
+                                  shared, e)
+                raise exception.ConnectFailed(
+                    reason='the read-write export failed (%s); attachment '
+                           '%s stays read-only' % (e, attachment_id))
+            with db_api.writer() as session:
+                db_attachments.lock_volume(session, volume['id'],
+                                           load=False)
+                db_attachments.transition(
+                    session, attachment_id, states.ATTACHED,
+                    expected=(states.ATTACHED,),
+                    values={'attach_mode': 'rw', 'connection_info': info,
+                            'connector': dict(connector, mode='rw'),
+                            'status_reason': None},
+                    reason='took over as the writer')
+        LOG.info('attachment %s of volume %s: read-only -> read-write '
+                 '(takeover)', attachment_id, volume['id'])
+        return info
+
+    def _reexport(self, volume, attachment_id, connector, shared, mode):
+        """Replace the attachment's export by one of ``mode``; returns
+        the connection info."""
+        connector = dict(connector, mode=mode)
+        self.driver.terminate_connection(volume, connector, attachment_id)
+        self.driver.remove_export(volume, connector, attachment_id, shared)
+        self.driver.create_export(volume, connector, mode, attachment_id)
+        return connect_flow.connection_info(
+            self.driver.initialize_connection(volume, connector, mode,
+                                              attachment_id),
+            attachment_id, mode)
+
+    def restore_mode(self, volume, attachment_id, connector, shared,
+                     error):
+        """After a takeover that did not finish (``error`` says why): make
+        the attachment's export again in the mode its connector records
+        (the one in the database) and clear the takeover mark; returns the
+        attachment's status (``error_attaching`` if even that fails)."""
+        try:
+            info = self._reexport(volume, attachment_id, connector, shared,
+                                  connector.get('mode') or 'ro')
+            values, target = {'connection_info': info,
+                              'status_reason': None}, states.ATTACHED
+        except Exception as e:
+            LOG.exception('attachment %s: the read-only export could not '
+                          'be made again', attachment_id)
+            values = {'status_reason': ('takeover failed (%s), and the '
+                                        'read-only export too: %s' % (
+                                            error, e))[:1024]}
+            target = states.ERROR_ATTACHING
+        with db_api.writer() as session:
+            db_attachments.lock_volume(session, volume['id'], load=False)
+            try:
+                db_attachments.transition(session, attachment_id, target,
+                                          expected=(states.ATTACHED,),
+                                          values=values)
+            except (exception.InvalidTransition, exception.NotFound):
+                # detached meanwhile (a forced detach): nothing to record
+                return None
+            db_attachments.sync_volume_status(session, volume['id'])
+        return target
 
     def extend_volume(self, ctxt, volume_id, new_size):
         with db_api.writer() as session:

@@ -31,6 +31,12 @@ attachment ``detaching``    the disconnect was interrupted: it is rolled
 attachment                  the disconnect is tried again; it stays
 ``error_detaching``         ``error_detaching`` with the new reason when
                             the backend still fails
+attachment ``attached``,    a takeover (os-takeover) was interrupted:
+marked taking over          its export is made again in the mode the
+                            database records (read-only: the read-write
+                            one is recorded only once it exists) and the
+                            mark is cleared, so the volume has a writer
+                            again only when someone takes over again
 volume ``creating``,        the create was interrupted: it is rolled
 scheduled here              forward (the file is created unless it exists)
                             and becomes ``available``, or ``error``
@@ -79,9 +85,12 @@ def _stale(session, service_host, backend, max_age):
             V.deleted.is_(False), A.deleted.is_(False),
             db_attachments.exported_by(service_host),
             changed <= cutoff,
-            A.attach_status.in_((states.ATTACH_ATTACHING,
-                                 states.ATTACH_DETACHING,
-                                 states.ERROR_DETACHING)))).all()
+            sa.or_(A.attach_status.in_((states.ATTACH_ATTACHING,
+                                        states.ATTACH_DETACHING,
+                                        states.ERROR_DETACHING)),
+                   sa.and_(A.attach_status == states.ATTACHED,
+                           A.status_reason == db_attachments.TAKING_OVER)
+                   ))).all()
     volumes = session.execute(
         sa.select(V).where(
             on_backend, V.deleted.is_(False),
@@ -110,6 +119,8 @@ def run(manager, max_age, busy=()):
         elif status == states.ATTACH_ATTACHING:
             change = _never_completed(manager, attachment_id, volume,
                                       max_age)
+        elif status == states.ATTACHED:
+            change = _takeover_interrupted(manager, attachment_id, volume)
         elif status in (states.ATTACH_DETACHING, states.ERROR_DETACHING):
             change = _finish_disconnect(manager, attachment_id, volume,
                                         status)
@@ -191,6 +202,22 @@ def _settle_attaching(attachment_id, volume, connected, target, values,
                                   values=values, reason=reason)
         return (db_attachments.sync_volume_status(session, volume['id']),
                 fields)
+
+
+def _takeover_interrupted(manager, attachment_id, volume):
+    with db_api.reader() as session:
+        attachment = db_attachments.get(session, attachment_id)
+        connector = dict(attachment.connector or {})
+        shared = bool(db_attachments.connections_on_host(
+            session, volume['id'], attachment.attached_host,
+            exclude=attachment_id, export_host=manager.host))
+    status = manager.restore_mode(volume, attachment_id, connector, shared,
+                                  'takeover interrupted')
+    LOG.warning('reconcile: attachment %s of volume %s: takeover '
+                'interrupted; export made again %s (%s)', attachment_id,
+                volume['id'], attachment.attach_mode, status)
+    return 'attachment %s: takeover interrupted -> %s' % (attachment_id,
+                                                           status)
 
 
 def _finish_disconnect(manager, attachment_id, volume, status):

@@ -6,6 +6,7 @@ History:
           extend_attached_volume (call)
     1.2 - create_volume carries the volume (the manager need not read it)
     1.3 - reconcile (call)
+    1.4 - disconnect takes the reason to record; promote (call)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -14,7 +15,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.3'
+RPC_API_VERSION = '1.4'
 
 rpcapi_opts = [
     cfg.StrOpt('volume_version_cap',
@@ -87,8 +88,15 @@ class VolumeAPI:
                           attachment_id=attachment_id, connector=connector,
                           mode=mode)
 
-    def disconnect(self, ctxt, host, attachment_id):
+    def disconnect(self, ctxt, host, attachment_id, reason=None):
+        if reason is not None:
+            return self._call(ctxt, host, 'disconnect', version='1.4',
+                              attachment_id=attachment_id, reason=reason)
         return self._call(ctxt, host, 'disconnect', version='1.1',
+                          attachment_id=attachment_id)
+
+    def promote(self, ctxt, host, attachment_id):
+        return self._call(ctxt, host, 'promote', version='1.4',
                           attachment_id=attachment_id)
 
     def extend_volume(self, ctxt, host, volume_id, new_size):

@@ -124,6 +124,51 @@ def test_iscsi_members_share_a_volume_and_enforce_ro(cluster, api):
     api.wait_deleted(vol['id'])
 
 
+def test_takeover_on_a_cluster_after_a_member_restarts(cluster, api):
+    """A single-writer volume on the cluster: its writer and reader are
+    exported by one member.  That member's volume service is killed and
+    started again (its tgtd keeps serving both hosts); then the reader
+    takes over: the old writer's session is ended by the target and the
+    reader writes through its new read-write connection."""
+    vtype = api.create_type('aa-single', {
+        'multiattach': '<is> True', 'mode': 'RO',
+        'volume_backend_name': 'ma'})
+    vol = api.create_volume(volume_type=vtype['name'])
+    transport = client.RestTransport(cluster.url + '/v3',
+                                     cluster_mod.PROJECT)
+    writer, reader = (client.AttachClient(
+        transport, host_connector.get_connector(
+            host='compute-%s' % n, ip='127.0.2.%d' % (n + 20)))
+        for n in range(2))
+    w_att, w_dev = writer.attach_device(vol['id'])
+    r_att, r_dev = reader.attach_device(vol['id'])
+    assert (w_att['attach_mode'], r_att['attach_mode']) == ('rw', 'ro')
+    holder = _member(w_att)
+    assert _member(r_att) == holder
+    w_dev.write(0, b'written before the restart')
+    w_dev.flush()
+
+    cluster.kill(holder)
+    cluster.start_process(holder)
+    assert r_dev.read(0, 26) == b'written before the restart'
+
+    att, dev = reader.takeover(r_att['id'], r_dev)
+    assert att['attach_mode'] == 'rw'
+    assert att['connection_info']['access_mode'] == 'rw'
+    assert _member(att) == holder
+    with pytest.raises(iscsi.IscsiError):
+        w_dev.write(0, b'late')
+    w_dev.close()
+    dev.write(0, b'the new writer')
+    dev.flush()
+    assert _acl(holder, vol['id']) == [reader.connector['initiator']]
+    events = api.get('/os-attachment-events?attachment_id=%s'
+                     % w_att['id']).json()['attachment_events']
+    assert events[-1]['reason'] == 'taken over by %s' % r_att['id']
+    reader.detach(att['id'], dev)
+    api.wait_volume(vol['id'], 'available')
+
+
 def test_reservations_fence_across_the_cluster(cluster, api):
     """fence_scsi's steps on the cluster: three writers attach at once,
     all land on one member, so a reservation one takes fences the

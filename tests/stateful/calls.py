@@ -230,6 +230,14 @@ class Resolver(QuotaCalls):
             call.must_fail = 'os-complete needs 3.44'
         return call
 
+    def op_att_takeover(self, step, args):
+        aid = self.attachment(args)
+        call = Call('', '', 'POST', '/attachments/%s/action' % aid,
+                    {'os-takeover': {}}, attachment_id=aid)
+        if _vt(step.version) < (3, 44):
+            call.must_fail = 'os-takeover needs 3.44'
+        return call
+
     def op_att_delete(self, step, args):
         aid = self.attachment(args)
         return Call('', '', 'DELETE', '/attachments/%s' % aid,

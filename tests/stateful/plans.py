@@ -84,7 +84,8 @@ class Planner(QuotaPlans):
             (self.volume_life, 2), (self.type_life, 1),
             (self.retype_extend_attached, 2), (self.admin_mess, 2),
             (self.intruder, 2), (self.malformed, 2), (self.reads, 1),
-            (self.quota_play, 2), (self.quota_misuse, 1)]
+            (self.quota_play, 2), (self.quota_misuse, 1),
+            (self.takeover, 2)]
         makers = [m for m, w in scenarios for _ in range(w)]
         out = []
         while sum(s.size() for s in out) < steps:
@@ -139,6 +140,31 @@ class Planner(QuotaPlans):
             steps.append(Step('att_delete', self.rng.choice(
                 [who, who, 'admin', 'compute']), {
                 'att': a, 'slot': slot, 'pick': self.pick()}))
+        return steps
+
+    def takeover(self):
+        """A writer and a reader connected to one volume, then the reader
+        (or some attachment of the volume) takes over, sometimes twice at
+        once, while the writer may be detaching."""
+        slot, who = self.vslot(), self.writer()
+        a, b = self.name('a'), self.name('b')
+        first = self.att_create(slot, who, a, True)
+        second = self.att_create(slot, who, b, True)
+        second.args['conn_mode'] = 'ro'
+        steps = [first, Step('att_complete', who, {'att': a}, '3.71'),
+                 second, Step('att_complete', who, {'att': b}, '3.71')]
+        target = {'att': b} if self.chance(0.7) else {
+            'slot': slot, 'pick': self.pick()}
+        take = Step('att_takeover', self.rng.choice(
+            (who, who, 'admin', 'compute')), target, self.version(44))
+        if self.chance(0.3):
+            take.twin = Step('att_takeover', who, {
+                'slot': slot, 'pick': self.pick()})
+        elif self.chance(0.2):
+            take.twin = Step('att_delete', who, {'att': a})
+        steps.append(take)
+        if self.chance(0.5):
+            steps.append(Step('att_delete', who, {'att': b}))
         return steps
 
     def same_instance_twice(self):
@@ -323,7 +349,7 @@ class Planner(QuotaPlans):
             # not vol_create: another project may make volumes of its own
             op = self.rng.choice(self.LEGACY + (
                 'att_create', 'att_delete', 'att_complete', 'att_update',
-                'vol_delete', 'type_delete', 'vol_update')
+                'att_takeover', 'vol_delete', 'type_delete', 'vol_update')
                 + (('vol_create',) if caller == 'reader' else ()))
         if op == 'att_create':
             step = self.att_create(slot, caller, None)

@@ -1,7 +1,9 @@
-"""Handlers for /attachments (3.27; os-complete 3.44; mode 3.54).
+"""Handlers for /attachments (3.27; os-complete 3.44; mode 3.54;
+cinder_lite's os-takeover from 3.44).
 
-Success codes: create 200, update 200, complete 204, delete 200 (the
-volume's remaining attachments), show/list/detail 200.
+Success codes: create 200, update 200, complete 204, takeover 200 (the
+attachment with its new connection info), delete 200 (the volume's
+remaining attachments), show/list/detail 200.
 """
 import webob.exc
 
@@ -65,10 +67,15 @@ def update_attachment(req):
     return wsgi.json_response({'attachment': _detail(req, attachment)})
 
 
-@wsgi.expected_errors(400, 403, 404)
+@wsgi.expected_errors(400, 403, 404, 409, 503)
 def attachment_action(req):
     _require(req, (3, 44))
     body = req.json_body()
+    if isinstance(body, dict) and 'os-takeover' in body:
+        validation.validate(schema.takeover, body)
+        attachment = _service(req).takeover(req.context,
+                                            req.urlvars['attachment_id'])
+        return wsgi.json_response({'attachment': _detail(req, attachment)})
     validation.validate(schema.complete, body)
     _service(req).complete(req.context, req.urlvars['attachment_id'])
     return wsgi.empty_response(204)

@@ -50,4 +50,15 @@ complete = {
     'additionalProperties': False,
 }
 
+# cinder_lite's own action: a reader of a single-writer volume becomes its
+# writer
+takeover = {
+    'type': 'object',
+    'properties': {'os-takeover': {
+        'oneOf': [{'type': 'null'},
+                  {'type': 'object', 'additionalProperties': False}]}},
+    'required': ['os-takeover'],
+    'additionalProperties': False,
+}
+
 CREATE = (((None, (3, 53)), create), (((3, 54), None), create_v354))

@@ -27,12 +27,13 @@ class RemoveExport(task.Task):
 
 
 class RecordDetached(task.Task):
-    def execute(self, volume, attachment_id):
+    def execute(self, volume, attachment_id, reason):
         with db_api.writer() as session:
             db_attachments.lock_volume(session, volume['id'], load=False)
-            db_attachments.transition(session, attachment_id,
-                                      states.DETACHED,
-                                      expected=(states.ATTACH_DETACHING,))
+            db_attachments.transition(
+                session, attachment_id, states.DETACHED,
+                expected=(states.ATTACH_DETACHING,),
+                values={'status_reason': reason} if reason else None)
             status = db_attachments.sync_volume_status(session,
                                                        volume['id'])
         LOG.info('attachment %s of volume %s: detaching -> detached '
@@ -44,7 +45,9 @@ def build():
         TerminateConnection(), RemoveExport(), RecordDetached())
 
 
-def run(driver, volume, attachment_id, connector, shared):
+def run(driver, volume, attachment_id, connector, shared, reason=None):
+    """``reason``: why the attachment ends (recorded with it), when
+    someone other than its holder ended it."""
     flows.run('volume_disconnect', build, {
         'driver': driver, 'volume': volume, 'attachment_id': attachment_id,
-        'connector': connector, 'shared': shared})
+        'connector': connector, 'shared': shared, 'reason': reason})

@@ -1,0 +1,242 @@
+"""Writer takeover on single-writer volumes (os-takeover), over NBD and
+iSCSI: the old writer is cut off at the target before the reader gets a
+read-write export, two readers racing get one winner, and every refusal
+changes nothing."""
+import concurrent.futures
+import threading
+import uuid
+
+import pytest
+
+from cinder_lite.connector import iscsi
+from cinder_lite.connector import nbd
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
+from tests.dataplane import conftest as dp
+
+# what the old writer's client raises once the target cut it off: the NBD
+# export is gone (its socket was closed), the iSCSI session was ended
+PROTOCOLS = {'nbd': ('nbd_stack', (nbd.NbdError, ConnectionError)),
+             'iscsi': ('iscsi_stack', iscsi.IscsiError)}
+SINGLE_WRITER = {'multiattach': '<is> True', 'mode': 'RO'}
+
+
+def _takeover(api, attachment_id, body=None):
+    return api.post('/attachments/%s/action' % attachment_id,
+                    json={'os-takeover': {}} if body is None else body)
+
+
+def _live(api, volume_id):
+    return {a['id']: a for a in api.get(
+        '/attachments/detail?volume_id=%s' % volume_id).json()[
+            'attachments']}
+
+
+def _events(api, attachment_id):
+    return api.get('/os-attachment-events?attachment_id=%s'
+                   % attachment_id).json()['attachment_events']
+
+
+@pytest.fixture(params=sorted(PROTOCOLS))
+def proto(request):
+    fixture, error = PROTOCOLS[request.param]
+    s = request.getfixturevalue(fixture)
+    api = s.client()
+    api.create_type('single', SINGLE_WRITER)
+    return request.param, s, api, error
+
+
+def test_a_reader_takes_over_and_the_old_writer_is_cut_at_the_target(
+        proto):
+    protocol, s, api, refused = proto
+    vol = api.create_volume(volume_type='single')
+    writer_host, reader_host = dp.attacher(s, 'a'), dp.attacher(s, 'b')
+    w_att, w_dev = writer_host.attach_device(vol['id'], str(uuid.uuid4()))
+    r_att, r_dev = reader_host.attach_device(vol['id'], str(uuid.uuid4()))
+    assert (w_att['attach_mode'], r_att['attach_mode']) == ('rw', 'ro')
+    w_dev.write(0, b'the old writer was here')
+    w_dev.flush()
+    assert r_dev.read(0, 23) == b'the old writer was here'
+
+    # the old writer's host is unreachable: nobody closes its device
+    new_att, new_dev = reader_host.takeover(r_att['id'], r_dev)
+    assert new_att['id'] == r_att['id']
+    assert new_att['attach_mode'] == 'rw'
+    assert new_att['status'] == 'attached'
+    info = new_att['connection_info']
+    assert info['access_mode'] == 'rw' and info['driver_volume_type'] == \
+        protocol
+    assert not new_dev.read_only
+    # the target refuses the old writer: its session or export is gone
+    with pytest.raises(refused):
+        w_dev.write(0, b'a late write')
+        w_dev.flush()
+    w_dev.close()
+    assert new_dev.read(0, 23) == b'the old writer was here'
+    new_dev.write(0, b'the new writer')
+    new_dev.flush()
+
+    live = _live(api, vol['id'])
+    assert list(live) == [r_att['id']]
+    assert api.get('/attachments/%s' % w_att['id']).status_code == 404
+    trail = _events(api, w_att['id'])
+    assert trail[-1]['to_status'] == 'detached'
+    assert trail[-1]['reason'] == 'taken over by %s' % r_att['id']
+    mine = _events(api, r_att['id'])[-1]
+    assert (mine['from_status'], mine['to_status'], mine['attach_mode'],
+            mine['reason']) == ('attached', 'attached', 'rw',
+                                'took over as the writer')
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'in-use'
+
+    # the old writer's host attaches again: read-only now
+    again, again_dev = writer_host.attach_device(vol['id'],
+                                                 str(uuid.uuid4()))
+    assert again['attach_mode'] == 'ro' and again_dev.read_only
+    assert again_dev.read(0, 14) == b'the new writer'
+    # and it can take the volume back
+    back, back_dev = writer_host.takeover(again['id'], again_dev)
+    assert back['attach_mode'] == 'rw'
+    with pytest.raises(refused):
+        new_dev.write(0, b'cut')
+        new_dev.flush()
+    new_dev.close()
+    writer_host.detach(back['id'], back_dev)
+    api.wait_volume(vol['id'], 'available')
+
+
+def test_takeover_refusals_change_nothing(proto):
+    protocol, s, api, _refused = proto
+    vol = api.create_volume(volume_type='single')
+    writer_host, reader_host = dp.attacher(s, 'a'), dp.attacher(s, 'b')
+    w_att, w_dev = writer_host.attach_device(vol['id'])
+    r_att, r_dev = reader_host.attach_device(vol['id'])
+    pending = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id']}}).json()['attachment']
+    before = _live(api, vol['id'])
+
+    def refused(attachment_id, status, text, **kw):
+        resp = _takeover(api if 'client' not in kw else kw['client'],
+                         attachment_id, kw.get('body'))
+        assert resp.status_code == status, resp.text
+        assert text in next(iter(resp.json().values()))['message']
+
+    refused(w_att['id'], 409, 'is the writer of volume')
+    refused(pending['id'], 400, 'only a connected attachment')
+    refused(str(uuid.uuid4()), 404, 'could not be found')
+    refused(r_att['id'], 400, "'force' was unexpected",
+            body={'os-takeover': {'force': True}})
+    refused(r_att['id'], 400, "'os-complete' was unexpected",
+            body={'os-takeover': {}, 'os-complete': {}})
+    refused(r_att['id'], 403, 'volume:attachment_takeover',
+            client=s.client(user='r', roles='reader'))
+    refused(r_att['id'], 404, 'could not be found',
+            client=s.client(project='another-project', user='m',
+                            roles='member'))
+    old = api.post('/attachments/%s/action' % r_att['id'],
+                   json={'os-takeover': {}},
+                   headers={'OpenStack-API-Version': 'volume 3.43'})
+    assert old.status_code == 404
+    # a volume without the single-writer rule
+    api.create_type('shared', {'multiattach': '<is> True'})
+    plain = api.create_volume(volume_type='shared')
+    p_att, p_dev = reader_host.attach_device(plain['id'], mode='ro')
+    refused(p_att['id'], 400, 'is not a single-writer volume')
+    assert _live(api, vol['id']) == before
+    w_dev.write(0, b'still the writer')
+    w_dev.flush()
+    reader_host.detach(p_att['id'], p_dev)
+    for host, att, dev in ((writer_host, w_att, w_dev),
+                           (reader_host, r_att, r_dev)):
+        host.detach(att['id'], dev)
+    api.delete('/attachments/%s' % pending['id'])
+
+
+def test_two_readers_racing_get_one_writer(proto):
+    protocol, s, api, _refused = proto
+    vol = api.create_volume(volume_type='single')
+    hosts = {n: dp.attacher(s, n) for n in ('a', 'b', 'c')}
+    atts = {n: h.attach_device(vol['id']) for n, h in hosts.items()}
+    assert [atts[n][0]['attach_mode'] for n in 'abc'] == ['rw', 'ro', 'ro']
+    start = threading.Barrier(2)
+
+    def race(name):
+        start.wait()
+        return name, _takeover(s.client(), atts[name][0]['id'])
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = dict(pool.map(race, ('b', 'c')))
+    codes = sorted(r.status_code for r in results.values())
+    assert codes == [200, 409], {n: r.text for n, r in results.items()}
+    winner = next(n for n, r in results.items() if r.status_code == 200)
+    loser = 'c' if winner == 'b' else 'b'
+    assert 'is taking over' in results[loser].text
+    live = _live(api, vol['id'])
+    modes = sorted((a['attach_mode'], a['id']) for a in live.values())
+    assert modes == sorted([('rw', atts[winner][0]['id']),
+                            ('ro', atts[loser][0]['id'])])
+    assert all(a['status'] == 'attached' for a in live.values())
+    # the loser's device still reads; the old writer's does not write
+    assert atts[loser][1].read(0, 4) == b'\0' * 4
+    with pytest.raises(PROTOCOLS[protocol][1]):
+        atts['a'][1].write(0, b'late')
+        atts['a'][1].flush()
+    atts['a'][1].close()
+    for n in (winner, loser):
+        hosts[n].detach(atts[n][0]['id'], atts[n][1])
+
+
+def test_a_reader_takes_over_when_there_is_no_writer(proto):
+    """The writer detached (or was force-detached) already: the reader
+    is re-exported read-write, and a new writer is refused meanwhile."""
+    protocol, s, api, _refused = proto
+    vol = api.create_volume(volume_type='single')
+    writer_host, reader_host = dp.attacher(s, 'a'), dp.attacher(s, 'b')
+    w_att, w_dev = writer_host.attach_device(vol['id'])
+    r_att, r_dev = reader_host.attach_device(vol['id'])
+    resp = api.post('/volumes/%s/action' % vol['id'], json={
+        'os-force_detach': {'attachment_id': w_att['id']}})
+    assert resp.status_code == 202, resp.text
+    w_dev.close()
+    att, dev = reader_host.takeover(r_att['id'], r_dev)
+    assert att['attach_mode'] == 'rw'
+    dev.write(0, b'mine')
+    dev.flush()
+    late = writer_host.attach(vol['id'], mode='ro')
+    assert late['attach_mode'] == 'ro'
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'mode': 'rw'}}, headers={
+            'OpenStack-API-Version': 'volume 3.54'})
+    assert resp.status_code == 400
+    assert 'takes one writer' in resp.text
+    writer_host.detach(late['id'])
+    reader_host.detach(att['id'], dev)
+
+
+def test_an_interrupted_takeover_is_undone_by_reconcile(proto):
+    """The API process died after marking a reader as taking over (and
+    before its read-write export was recorded): reconcile makes its
+    read-only export again and clears the mark, and the reader can take
+    over once more."""
+    protocol, s, api, _refused = proto
+    vol = api.create_volume(volume_type='single')
+    reader_host = dp.attacher(s, 'b')
+    r_att, r_dev = reader_host.attach_device(vol['id'], mode='ro')
+    r_dev.close()
+    with db_api.writer() as session:
+        db_attachments.update(session, r_att['id'], {
+            'status_reason': db_attachments.TAKING_OVER})
+    # meanwhile it counts as the writer
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'mode': 'rw'}})
+    assert resp.status_code == 400 and 'takes one writer' in resp.text
+    manager = s.volume_service('file').endpoints[0]
+    changes = manager.reconcile_now(max_age=0)
+    assert changes == ['attachment %s: takeover interrupted -> attached'
+                       % r_att['id']]
+    shown = api.get('/attachments/%s' % r_att['id']).json()['attachment']
+    assert shown['attach_mode'] == 'ro' and shown['status'] == 'attached'
+    dev = reader_host.open(shown)
+    assert dev.read_only
+    att, dev = reader_host.takeover(r_att['id'], dev)
+    assert att['attach_mode'] == 'rw'
+    reader_host.detach(att['id'], dev)
