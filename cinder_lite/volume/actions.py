@@ -214,7 +214,7 @@ class VolumeActions:
                      volume.id, len(attached))
             return
         self._move(volume.id, attached[0].id, states.ATTACH_DETACHING,
-                   (states.ATTACHED,))
+                   (states.ATTACHED,), not_marked=attachment_api.TAKING_OVER)
 
     def roll_detaching(self, context, volume_id):
         """Back to attached what os-begin_detaching marked, decided under
@@ -233,9 +233,17 @@ class VolumeActions:
                                                   states.ATTACH_DETACHING,))
             db_attachments.sync_volume_status(session, volume.id)
 
-    def _move(self, volume_id, attachment_id, target, expected):
+    def _move(self, volume_id, attachment_id, target, expected,
+              not_marked=None):
+        """``not_marked``: refuse (409) while the attachment carries that
+        mark (a takeover in flight re-exports it)."""
         with db_api.writer() as session:
             db_attachments.lock_volume(session, volume_id, load=False)
+            if not_marked is not None and db_attachments.get(
+                    session, attachment_id).status_reason == not_marked:
+                raise exception.AttachmentBusy(
+                    attachment_id=attachment_id,
+                    what='taking over as the writer')
             db_attachments.transition(session, attachment_id, target,
                                       expected=expected)
             db_attachments.sync_volume_status(session, volume_id)

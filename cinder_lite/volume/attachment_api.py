@@ -522,12 +522,21 @@ class AttachmentService:
         volume's lock and counts as the writer from then on, so no other
         read-write attachment (nor a second takeover) gets in between."""
         policy.authorize(context, policy.ATTACHMENT_GET)
+        # a volume service older than RPC 1.4 cannot promote: refuse
+        # before anything is marked
+        self.volume_rpcapi.require('1.4', 'os-takeover')
         with db_api.writer() as session:
             attachment = self._authorized(session, context, attachment_id,
                                           policy.ATTACHMENT_TAKEOVER)
             vol = db_attachments.lock_volume(session, attachment.volume_id)
             current = db_attachments.get(session, attachment_id)
             writer = self._check_takeover(session, vol, current)
+            if writer is not None and writer.service_owned and \
+                    writer.instance_uuid and writer.connection_info and \
+                    not (context.is_admin or policy.is_service(context)):
+                # as a delete of it would be (CVE-2023-2088)
+                raise exception.AttachmentInUse(
+                    attachment_id=writer.id, instance=writer.instance_uuid)
             # both services must answer: the writer's to cut it, ours to
             # re-export
             self._live_members(session, vol, current.export_host)
@@ -569,6 +578,12 @@ class AttachmentService:
             self.volume_rpcapi.promote(
                 context, current.export_host or volume_rpcapi.backend_host(
                     vol.host), current.id)
+        except exception.ServiceUnavailable:
+            # no answer in time: the volume service may still be making
+            # the read-write export.  The mark stays (the attachment
+            # counts as the writer): the promote clears it when it ends,
+            # reconcile when it never does.
+            raise
         except Exception:
             self._unmark_takeover(current.id)
             raise
@@ -595,6 +610,12 @@ class AttachmentService:
             raise exception.InvalidInput(
                 reason='volume %s is read-only: nobody may write it'
                        % vol.id)
+        if (current.connection_info or {}).get(
+                'driver_volume_type') == 'local':
+            raise exception.InvalidInput(
+                reason='attachment %s is a local file: no target stands '
+                       'between the writer and the volume to cut it off'
+                       % current.id)
         self._check_not_busy(current, False, True)
         if current.attach_status != states.ATTACHED or \
                 not current.connection_info:
@@ -655,9 +676,11 @@ class AttachmentService:
             return
         if not backend_up and (force or what == 'being connected'):
             return
+        # a takeover waits for two calls in a row
+        waits = 2 if current.status_reason == TAKING_OVER else 1
         if force and current.updated_at is not None and \
                 models.utcnow() - current.updated_at > datetime.timedelta(
-                    seconds=self.conf.volume_rpc_timeout):
+                    seconds=waits * self.conf.volume_rpc_timeout):
             LOG.warning('attachment %s: %s since %s, longer than an RPC '
                         'waits; forced detach goes ahead', current.id, what,
                         current.updated_at)

@@ -60,6 +60,7 @@ class VolumeManager:
         # reconciliation leaves them alone
         self._busy = set()
         self._busy_lock = threading.Lock()
+        self._takeover_locks = {}
         self._stop = threading.Event()
         self._periodic = None
 
@@ -255,20 +256,25 @@ class VolumeManager:
         (os-takeover) read-write, once the API has cut the old writer;
         returns the new connection info.  If the read-write export cannot
         be made, the read-only one is made again and the attachment stays
-        a reader (``error_attaching`` if even that fails)."""
-        with db_api.reader() as session:
-            attachment = db_attachments.get(session, attachment_id)
-            volume = volume_dict(db_volumes.get(session,
-                                                attachment.volume_id))
-            connector = dict(attachment.connector or {})
-            shared = bool(db_attachments.connections_on_host(
-                session, attachment.volume_id, attachment.attached_host,
-                exclude=attachment_id, export_host=self.host))
-        if attachment.status_reason != db_attachments.TAKING_OVER:
-            raise exception.InvalidInput(
-                reason='attachment %s is not taking over (%s)' % (
-                    attachment_id, attachment.status_reason))
-        with self.working_on(attachment_id):
+        a reader (``error_attaching`` if even that fails).  The result is
+        recorded only while the attachment still carries the takeover
+        mark; if someone settled it meanwhile (reconcile, a forced
+        detach), the read-write export is undone."""
+        with self.takeover_lock(attachment_id), \
+                self.working_on(attachment_id):
+            with db_api.reader() as session:
+                attachment = db_attachments.get(session, attachment_id)
+                volume = volume_dict(db_volumes.get(session,
+                                                    attachment.volume_id))
+                connector = dict(attachment.connector or {})
+                shared = bool(db_attachments.connections_on_host(
+                    session, attachment.volume_id,
+                    attachment.attached_host, exclude=attachment_id,
+                    export_host=self.host))
+            if attachment.status_reason != db_attachments.TAKING_OVER:
+                raise exception.InvalidInput(
+                    reason='attachment %s is not taking over (%s)' % (
+                        attachment_id, attachment.status_reason))
             try:
                 info = self._reexport(volume, attachment_id, connector,
                                       shared, 'rw')
@@ -280,19 +286,57 @@ class VolumeManager:
                 raise exception.ConnectFailed(
                     reason='the read-write export failed (%s); attachment '
                            '%s stays read-only' % (e, attachment_id))
-            with db_api.writer() as session:
-                db_attachments.lock_volume(session, volume['id'],
-                                           load=False)
-                db_attachments.transition(
-                    session, attachment_id, states.ATTACHED,
-                    expected=(states.ATTACHED,),
-                    values={'attach_mode': 'rw', 'connection_info': info,
-                            'connector': dict(connector, mode='rw'),
-                            'status_reason': None},
-                    reason='took over as the writer')
+            if not self._record_promotion(volume, attachment_id, info,
+                                          connector):
+                LOG.warning('attachment %s: no longer taking over; its '
+                            'read-write export is undone', attachment_id)
+                self.restore_mode(volume, attachment_id, connector, shared,
+                                  'settled by another request')
+                raise exception.InvalidInput(
+                    reason='attachment %s stopped taking over meanwhile'
+                           % attachment_id)
         LOG.info('attachment %s of volume %s: read-only -> read-write '
                  '(takeover)', attachment_id, volume['id'])
         return info
+
+    @contextlib.contextmanager
+    def takeover_lock(self, attachment_id):
+        """One promote or restore of an attachment at a time in this
+        process (a retried takeover must not interleave with the first)."""
+        with self._busy_lock:
+            entry = self._takeover_locks.setdefault(
+                attachment_id, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._busy_lock:
+                entry[1] -= 1
+                if not entry[1]:
+                    del self._takeover_locks[attachment_id]
+
+    @staticmethod
+    def _record_promotion(volume, attachment_id, info, connector):
+        """Record the read-write export, if the attachment is still
+        attached and marked as taking over; False otherwise."""
+        with db_api.writer() as session:
+            db_attachments.lock_volume(session, volume['id'], load=False)
+            try:
+                current = db_attachments.get(session, attachment_id)
+            except exception.NotFound:
+                return False
+            if current.attach_status != states.ATTACHED or \
+                    current.status_reason != db_attachments.TAKING_OVER:
+                return False
+            db_attachments.transition(
+                session, attachment_id, states.ATTACHED,
+                expected=(states.ATTACHED,),
+                values={'attach_mode': 'rw', 'connection_info': info,
+                        'connector': dict(connector, mode='rw'),
+                        'status_reason': None},
+                reason='took over as the writer', current=current)
+        return True
 
     def _reexport(self, volume, attachment_id, connector, shared, mode):
         """Replace the attachment's export by one of ``mode``; returns
@@ -311,18 +355,24 @@ class VolumeManager:
         """After a takeover that did not finish (``error`` says why): make
         the attachment's export again in the mode its connector records
         (the one in the database) and clear the takeover mark; returns the
-        attachment's status (``error_attaching`` if even that fails)."""
+        attachment's status, or None when it is gone (its export is then
+        removed).  If even that export fails, the attachment becomes
+        ``error_attaching`` recorded read-write: a read-write export may
+        be left, so it keeps counting as the writer until it is
+        detached."""
+        mode = connector.get('mode') or 'ro'
         try:
             info = self._reexport(volume, attachment_id, connector, shared,
-                                  connector.get('mode') or 'ro')
+                                  mode)
             values, target = {'connection_info': info,
                               'status_reason': None}, states.ATTACHED
         except Exception as e:
-            LOG.exception('attachment %s: the read-only export could not '
-                          'be made again', attachment_id)
-            values = {'status_reason': ('takeover failed (%s), and the '
-                                        'read-only export too: %s' % (
-                                            error, e))[:1024]}
+            LOG.exception('attachment %s: the %s export could not be made '
+                          'again', attachment_id, mode)
+            values = {'attach_mode': 'rw',
+                      'status_reason': ('takeover failed (%s), and the '
+                                        '%s export too: %s' % (
+                                            error, mode, e))[:1024]}
             target = states.ERROR_ATTACHING
         with db_api.writer() as session:
             db_attachments.lock_volume(session, volume['id'], load=False)
@@ -330,10 +380,20 @@ class VolumeManager:
                 db_attachments.transition(session, attachment_id, target,
                                           expected=(states.ATTACHED,),
                                           values=values)
-            except (exception.InvalidTransition, exception.NotFound):
-                # detached meanwhile (a forced detach): nothing to record
+            except exception.NotFound:
+                gone = True
+            except exception.InvalidTransition:
+                # detaching meanwhile: the detach removes the export
                 return None
-            db_attachments.sync_volume_status(session, volume['id'])
+            else:
+                gone = False
+                db_attachments.sync_volume_status(session, volume['id'])
+        if gone:
+            LOG.warning('attachment %s: detached meanwhile; removing the '
+                        'export made for it', attachment_id)
+            self.driver.remove_export(volume, connector, attachment_id,
+                                      shared)
+            return None
         return target
 
     def extend_volume(self, ctxt, volume_id, new_size):

@@ -205,14 +205,26 @@ def _settle_attaching(attachment_id, volume, connected, target, values,
 
 
 def _takeover_interrupted(manager, attachment_id, volume):
-    with db_api.reader() as session:
-        attachment = db_attachments.get(session, attachment_id)
-        connector = dict(attachment.connector or {})
-        shared = bool(db_attachments.connections_on_host(
-            session, volume['id'], attachment.attached_host,
-            exclude=attachment_id, export_host=manager.host))
-    status = manager.restore_mode(volume, attachment_id, connector, shared,
-                                  'takeover interrupted')
+    """A takeover's mark older than two RPC waits (the API waits for the
+    cut and then for the promote) and older than ``reconcile_after``: the
+    request that set it is gone."""
+    cutoff = models.utcnow() - datetime.timedelta(
+        seconds=2 * manager.conf.volume_rpc_timeout)
+    with manager.takeover_lock(attachment_id):
+        with db_api.reader() as session:
+            try:
+                attachment = db_attachments.get(session, attachment_id)
+            except exception.NotFound:
+                return None
+            if attachment.status_reason != db_attachments.TAKING_OVER or \
+                    (attachment.updated_at or cutoff) > cutoff:
+                return None
+            connector = dict(attachment.connector or {})
+            shared = bool(db_attachments.connections_on_host(
+                session, volume['id'], attachment.attached_host,
+                exclude=attachment_id, export_host=manager.host))
+        status = manager.restore_mode(volume, attachment_id, connector,
+                                      shared, 'takeover interrupted')
     LOG.warning('reconcile: attachment %s of volume %s: takeover '
                 'interrupted; export made again %s (%s)', attachment_id,
                 volume['id'], attachment.attach_mode, status)

@@ -58,6 +58,15 @@ class VolumeAPI:
                                               self.client.version_cap))
         return self.client.prepare(server=backend_host(host), version=version)
 
+    def require(self, version, what):
+        """ServiceUnavailable unless calls of ``version`` may be sent."""
+        if not self.client.can_send_version(version):
+            raise exception.ServiceUnavailable(
+                host='volume services',
+                reason='%s needs volume RPC API %s, and [upgrade_levels] '
+                       'volume_version_cap is %s; finish the upgrade first'
+                       % (what, version, self.client.version_cap))
+
     def create_volume(self, ctxt, host, volume_id, volume=None):
         if volume is not None and self.client.can_send_version('1.2'):
             self._prepare(host, '1.2').cast(ctxt, 'create_volume',

@@ -3,16 +3,22 @@ iSCSI: the old writer is cut off at the target before the reader gets a
 read-write export, two readers racing get one winner, and every refusal
 changes nothing."""
 import concurrent.futures
+import datetime
 import threading
 import uuid
 
 import pytest
+import sqlalchemy as sa
 
+from cinder_lite.connector import client
+from cinder_lite.connector import host as host_connector
 from cinder_lite.connector import iscsi
 from cinder_lite.connector import nbd
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import models
 from tests.dataplane import conftest as dp
+from tests import stack as stack_mod
 
 # what the old writer's client raises once the target cut it off: the NBD
 # export is gone (its socket was closed), the iSCSI session was ended
@@ -225,11 +231,17 @@ def test_an_interrupted_takeover_is_undone_by_reconcile(proto):
     with db_api.writer() as session:
         db_attachments.update(session, r_att['id'], {
             'status_reason': db_attachments.TAKING_OVER})
+    manager = s.volume_service('file').endpoints[0]
+    # younger than two RPC waits: the request may still be under way
+    assert manager.reconcile_now(max_age=0) == []
+    with db_api.writer() as session:
+        session.execute(sa.update(models.VolumeAttachment).where(
+            models.VolumeAttachment.id == r_att['id']).values(
+                updated_at=models.utcnow() - datetime.timedelta(minutes=5)))
     # meanwhile it counts as the writer
     resp = api.post('/attachments', json={'attachment': {
         'volume_uuid': vol['id'], 'mode': 'rw'}})
     assert resp.status_code == 400 and 'takes one writer' in resp.text
-    manager = s.volume_service('file').endpoints[0]
     changes = manager.reconcile_now(max_age=0)
     assert changes == ['attachment %s: takeover interrupted -> attached'
                        % r_att['id']]
@@ -240,3 +252,53 @@ def test_an_interrupted_takeover_is_undone_by_reconcile(proto):
     att, dev = reader_host.takeover(r_att['id'], dev)
     assert att['attach_mode'] == 'rw'
     reader_host.detach(att['id'], dev)
+
+
+def test_takeover_over_the_bus(proto):
+    """A compute node on the bus takes over as well (API RPC 1.1)."""
+    protocol, s, api, refused = proto
+    vol = api.create_volume(volume_type='single')
+    bus = client.BusTransport(stack_mod.PROJECT)
+    writer_host = dp.attacher(s, 'a')
+    reader_host = client.AttachClient(bus, host_connector.get_connector(
+        host='host-bus', ip=dp.HOSTS['b']))
+    w_att, w_dev = writer_host.attach_device(vol['id'])
+    r_att, r_dev = reader_host.attach_device(vol['id'])
+    att, dev = reader_host.takeover(r_att['id'], r_dev)
+    assert att['attach_mode'] == 'rw' and not dev.read_only
+    dev.write(0, b'over the bus')
+    dev.flush()
+    with pytest.raises(refused):
+        w_dev.write(0, b'late')
+        w_dev.flush()
+    w_dev.close()
+    reader_host.detach(att['id'], dev)
+
+
+def test_a_member_cannot_cut_a_writer_a_compute_service_connected(proto):
+    """As with its delete (CVE-2023-2088): the writer was connected for
+    an instance by a compute service, so a plain member's takeover is
+    refused (409) and changes nothing; an admin's goes through."""
+    protocol, s, api, refused = proto
+    vol = api.create_volume(volume_type='single')
+    compute = dp.attacher(s, 'a')
+    w_att, w_dev = compute.attach_device(vol['id'], str(uuid.uuid4()))
+    member = client.AttachClient(
+        client.RestTransport(s.url + '/v3', stack_mod.PROJECT,
+                             roles='member', service=False),
+        host_connector.get_connector(host='host-m', ip=dp.HOSTS['b']))
+    r_att, r_dev = member.attach_device(vol['id'])
+    resp = _takeover(s.client(roles='member'), r_att['id'])
+    assert resp.status_code == 409, resp.text
+    assert 'is connected for instance' in resp.text
+    assert _live(api, vol['id'])[w_att['id']]['attach_mode'] == 'rw'
+    w_dev.write(0, b'still here')
+    w_dev.flush()
+    resp = _takeover(api, r_att['id'])
+    assert resp.status_code == 200, resp.text
+    with pytest.raises(refused):
+        w_dev.write(0, b'late')
+        w_dev.flush()
+    w_dev.close()
+    r_dev.close()
+    api.delete('/attachments/%s' % r_att['id'])

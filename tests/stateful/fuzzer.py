@@ -37,6 +37,9 @@ class Fuzzer:
         self.log = collections.defaultdict(list)   # burst -> [Call]
         self.findings = []
         self.codes = collections.Counter()
+        # os-takeover answers by status: the fuzzer shows it got some
+        # through, not only refusals
+        self.takeovers = collections.Counter()
         self.requests = 0
         self.t0 = time.monotonic()
         self._lock = threading.Lock()
@@ -46,6 +49,8 @@ class Fuzzer:
         with self._lock:
             self.log[burst].append(call)
             self.codes['%dxx' % (call.status // 100)] += 1
+            if call.op == 'att_takeover':
+                self.takeovers[call.status] += 1
             self.requests += 1
 
     def judge(self, call, burst):
@@ -168,6 +173,8 @@ class Fuzzer:
         rows = [('seed', self.seed), ('threads', self.threads),
                 ('bursts', self.bursts), ('steps (requests)', self.requests)]
         rows += [('  %s' % k, self.codes[k]) for k in sorted(self.codes)]
+        rows += [('os-takeover', ', '.join(
+            '%d x%d' % kv for kv in sorted(self.takeovers.items())) or '-')]
         rows += [('5xx', sum(n for k, n in self.codes.items()
                              if k.startswith('5'))),
                  ('invariant breaks', sum(1 for f in self.findings

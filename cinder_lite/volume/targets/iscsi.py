@@ -466,33 +466,48 @@ class IscsiTarget:
         any other key stays; a failure is logged, the detach goes on."""
         key = initiator_mod.attachment_key(attachment_id)
         fencer = self.prefix + FENCER_NAME
+        try:
+            removed = self._preempt_as_fencer(iqn, fencer, key)
+        except Exception as e:    # the detach must go on whatever happens
+            LOG.error('attachment %s: could not remove its registration '
+                      '(key 0x%016x) on %s: %s', attachment_id, key, iqn, e)
+            return
+        finally:
+            try:
+                target = self._show().get(iqn)
+                if target is not None:
+                    self._unbind(target, fencer)
+            except TargetError as e:
+                LOG.error('could not take %s off the ACL of %s: %s (prune '
+                          'removes it)', fencer, iqn, e)
+        if removed is not None:
+            LOG.info('attachment %s: its registration (key 0x%016x) on %s '
+                     'removed%s', attachment_id, key, iqn,
+                     ' with its reservation' if removed else '')
+
+    def _preempt_as_fencer(self, iqn, fencer, key):
+        """Log in to ``iqn`` as ``fencer`` and preempt ``key``; None when
+        the key is not registered, else whether its holder's reservation
+        was released too.  The fencer's own registration is removed again
+        also when a command fails."""
         target = self._show().get(iqn)
         if target is None:
-            return
+            return None
         self._bind(target['tid'], fencer)
-        try:
-            with initiator_mod.IscsiSession(
-                    self.portal, iqn, LUN, fencer,
-                    timeout=FENCER_TIMEOUT_S) as session:
-                ask = initiator_mod.settled
-                if key not in ask(session.read_keys)[1]:
-                    return
-                ask(lambda: session.register_and_ignore(FENCER_KEY))
+        ask = initiator_mod.settled
+        with initiator_mod.IscsiSession(self.portal, iqn, LUN, fencer,
+                                        timeout=FENCER_TIMEOUT_S) as session:
+            if key not in ask(session.read_keys)[1]:
+                return None
+            ask(lambda: session.register_and_ignore(FENCER_KEY))
+            try:
                 _gen, holder, rtype = ask(session.read_reservation)
                 ask(lambda: session.preempt(FENCER_KEY, key, rtype or 0))
                 if holder == key:
                     ask(lambda: session.release(FENCER_KEY, rtype))
-                ask(lambda: session.register(0, FENCER_KEY))
-            LOG.info('attachment %s: its registration (key 0x%016x) on %s '
-                     'removed%s', attachment_id, key, iqn,
-                     ' with its reservation' if holder == key else '')
-        except (initiator_mod.IscsiError, OSError) as e:
-            LOG.error('attachment %s: could not remove its registration '
-                      '(key 0x%016x) on %s: %s', attachment_id, key, iqn, e)
-        finally:
-            target = self._show().get(iqn)
-            if target is not None:
-                self._unbind(target, fencer)
+            finally:
+                ask(lambda: session.register_and_ignore(0))
+            return holder == key
 
     def ensure_export(self, path, volume_id, attachment_id, mode,
                       connection_info, connector):
