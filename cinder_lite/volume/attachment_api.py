@@ -610,12 +610,6 @@ class AttachmentService:
             raise exception.InvalidInput(
                 reason='volume %s is read-only: nobody may write it'
                        % vol.id)
-        if (current.connection_info or {}).get(
-                'driver_volume_type') == 'local':
-            raise exception.InvalidInput(
-                reason='attachment %s is a local file: no target stands '
-                       'between the writer and the volume to cut it off'
-                       % current.id)
         self._check_not_busy(current, False, True)
         if current.attach_status != states.ATTACHED or \
                 not current.connection_info:

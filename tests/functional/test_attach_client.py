@@ -47,29 +47,34 @@ def test_attach_and_detach(stack, api, ma_volume, kind):
 
 
 @pytest.mark.parametrize('kind', ['rest', 'bus'])
-def test_takeover_of_a_local_file_is_refused(stack, api, kind):
-    """A local attachment is the file itself: no target could cut the
-    writer off, so a takeover is refused (400, over REST and the bus) and
-    changes nothing.  NBD and iSCSI: tests/dataplane/test_takeover.py."""
+def test_takeover(stack, api, kind):
+    """The reader of a single-writer volume takes over through either
+    transport and gets a read-write device; a takeover by the writer is a
+    conflict.  (A local attachment is the file itself: nothing stands
+    between a host and it to cut anyone off, as nothing enforces its
+    read-only mode; NBD and iSCSI, where the target does:
+    tests/dataplane/test_takeover.py.)"""
     api.create_type('single', {'multiattach': '<is> True', 'mode': 'RO'})
     vol = api.create_volume(volume_type='single')
     transport = _transports(stack)[kind]
     hosts = [client.AttachClient(transport, host.get_connector(
         host='compute-%s-%d' % (kind, n), ip='127.0.0.%d' % (n + 2)))
         for n in range(2)]
-    writer = hosts[0].attach(vol['id'])
-    reader = hosts[1].attach(vol['id'])
-    assert (writer['attach_mode'], reader['attach_mode']) == ('rw', 'ro')
+    writer, w_dev = hosts[0].attach_device(vol['id'])
+    reader, r_dev = hosts[1].attach_device(vol['id'])
+    assert r_dev.read_only and not w_dev.read_only
+    att, dev = hosts[1].takeover(reader['id'], r_dev)
+    assert (att['attach_mode'], att['connection_info']['access_mode']) == (
+        'rw', 'rw')
+    assert not dev.read_only
+    dev.write(0, b'taken over')
+    w_dev.close()
     with pytest.raises(exception.CinderLiteError) as e:
-        hosts[1].takeover(reader['id'])
-    assert 'no target stands between the writer and the volume' in str(
-        e.value)
-    modes = {a['id']: a['attach_mode'] for a in api.get(
-        '/attachments/detail?volume_id=%s' % vol['id']).json()[
-            'attachments']}
-    assert modes == {writer['id']: 'rw', reader['id']: 'ro'}
-    for h, a in zip(hosts, (writer, reader)):
-        h.detach(a['id'])
+        transport.takeover(att['id'])
+    assert 'is the writer of volume' in str(e.value)
+    assert [a['id'] for a in api.get('/attachments?volume_id=%s' % vol[
+        'id']).json()['attachments']] == [att['id']]
+    hosts[1].detach(att['id'], dev)
 
 
 def test_bus_errors_are_domain_errors(stack, api):
