@@ -217,3 +217,48 @@ def test_reservations_fence_across_the_cluster(cluster, api):
             h.detach(a['id'])
     api.wait_volume(vol['id'], 'available')
 
+
+
+def _service_state(api, host):
+    return {s['host']: s['state'] for s in api.get(
+        '/os-services').json()['services']}.get(host)
+
+
+def test_a_reservation_volume_waits_for_its_member(cluster, api):
+    """The member exporting a volume with persistent reservations stops:
+    the host attached through it keeps writing (that member's tgtd keeps
+    serving, with the reservation state), a new attachment answers 503
+    naming the member and records nothing, rather than landing on the
+    other member where no reservation would fence it; once the member is
+    back, the new attachment lands on it."""
+    vtype = api.create_type('aa-wait', {'multiattach': '<is> True',
+                                        'volume_backend_name': 'ma'})
+    vol = api.create_volume(volume_type=vtype['name'])
+    transport = client.RestTransport(cluster.url + '/v3',
+                                     cluster_mod.PROJECT)
+    hosts = [client.AttachClient(transport, host_connector.get_connector(
+        host='wait-%d' % n, ip='127.0.2.%d' % (n + 60))) for n in range(2)]
+    att, dev = hosts[0].attach_device(vol['id'])
+    holder = _member(att)
+    service = '%s@ma' % cluster.nodes[holder][0]
+    cluster.kill(holder)
+    cluster_mod.wait_until(lambda: _service_state(api, service) == 'down',
+                           30, what='%s down' % service)
+    dev.write(0, b'written while the member is down')
+    dev.flush()
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'connector': hosts[1].connector}})
+    assert resp.status_code == 503, resp.text
+    assert service in resp.text and 'persistent reservations' in resp.text
+    listed = api.get('/attachments?volume_id=%s' % vol['id']).json()
+    assert [a['id'] for a in listed['attachments']] == [att['id']]
+
+    cluster.start_process(holder)
+    cluster_mod.wait_until(lambda: _service_state(api, service) == 'up',
+                           60, what='%s up' % service)
+    second, second_dev = hosts[1].attach_device(vol['id'])
+    assert _member(second) == holder
+    assert second_dev.read(0, 32) == b'written while the member is down'
+    hosts[1].detach(second['id'], second_dev)
+    hosts[0].detach(att['id'], dev)
+    api.wait_volume(vol['id'], 'available')
