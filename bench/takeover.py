@@ -47,13 +47,13 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from bench import attach as attach_bench  # noqa: E402
+from bench import volume_create as vc  # noqa: E402
 from cinder_lite.connector import client  # noqa: E402
 from cinder_lite.connector import host as host_connector  # noqa: E402
 from tests.integration import cluster as cluster_mod  # noqa: E402
 
-PROJECT = cluster_mod.PROJECT
-HEADERS = {'X-Auth-Token': 'admin:%s' % PROJECT,
-           'OpenStack-API-Version': 'volume 3.71'}
+PROJECT = vc.PROJECT
+HEADERS = vc.HEADERS
 BLOCK = b'\xa5' * 4096
 TGT_CONTROL = 23261
 
@@ -253,7 +253,7 @@ def print_table(mode, results):
             for k in ('total', 'request', 'open', 'floor_http',
                       'floor_open')] + [
             '%.1f' % (r['cpu'][n] * 1000.0) for n in names])
-    attach_bench.vc.print_table(headers, rows)
+    vc.print_table(headers, rows)
 
 
 def main(argv=None):

@@ -67,15 +67,22 @@ def _acl(name, volume_id):
                   if volume_id in iqn for initiator in target['acl'])
 
 
-def test_iscsi_members_share_a_volume_and_enforce_ro(cluster, api):
-    vtype = api.create_type('aa-iscsi', {'multiattach': '<is> True',
-                                         'volume_backend_name': 'ma'})
+def _volume_and_hosts(cluster, api, type_name, specs, prefix, count, first):
+    """A volume of a new type pinned to backend ``ma`` (the cluster), and
+    ``count`` attach clients ``<prefix>-<n>`` on 127.0.2.<first + n>."""
+    vtype = api.create_type(type_name, dict(specs,
+                                            volume_backend_name='ma'))
     vol = api.create_volume(volume_type=vtype['name'])
     transport = client.RestTransport(cluster.url + '/v3',
                                      cluster_mod.PROJECT)
-    hosts = [client.AttachClient(transport, host_connector.get_connector(
-        host='compute-%d' % n, ip='127.0.2.%d' % (n + 1)))
-        for n in range(6)]
+    return vol, [client.AttachClient(transport, host_connector.get_connector(
+        host='%s-%d' % (prefix, n), ip='127.0.2.%d' % (first + n)))
+        for n in range(count)]
+
+
+def test_iscsi_members_share_a_volume_and_enforce_ro(cluster, api):
+    vol, hosts = _volume_and_hosts(cluster, api, 'aa-iscsi', {
+        'multiattach': '<is> True'}, 'compute', 6, 1)
     modes = ['rw'] * 5 + ['ro']
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         attached = list(pool.map(
@@ -106,7 +113,7 @@ def test_iscsi_members_share_a_volume_and_enforce_ro(cluster, api):
     assert reader.read(0, len(block)) == block
 
     # the next volume's first attach goes to the member with fewer exports
-    second = api.create_volume(volume_type=vtype['name'])
+    second = api.create_volume(volume_type='aa-iscsi')
     att, dev = hosts[0].attach_device(second['id'], str(uuid.uuid4()))
     assert _member(att) == other
     hosts[0].detach(att['id'], dev)
@@ -130,16 +137,8 @@ def test_takeover_on_a_cluster_after_a_member_restarts(cluster, api):
     started again (its tgtd keeps serving both hosts); then the reader
     takes over: the old writer's session is ended by the target and the
     reader writes through its new read-write connection."""
-    vtype = api.create_type('aa-single', {
-        'multiattach': '<is> True', 'mode': 'RO',
-        'volume_backend_name': 'ma'})
-    vol = api.create_volume(volume_type=vtype['name'])
-    transport = client.RestTransport(cluster.url + '/v3',
-                                     cluster_mod.PROJECT)
-    writer, reader = (client.AttachClient(
-        transport, host_connector.get_connector(
-            host='compute-%s' % n, ip='127.0.2.%d' % (n + 20)))
-        for n in range(2))
+    vol, (writer, reader) = _volume_and_hosts(cluster, api, 'aa-single', {
+        'multiattach': '<is> True', 'mode': 'RO'}, 'compute', 2, 20)
     w_att, w_dev = writer.attach_device(vol['id'])
     r_att, r_dev = reader.attach_device(vol['id'])
     assert (w_att['attach_mode'], r_att['attach_mode']) == ('rw', 'ro')
@@ -174,14 +173,9 @@ def test_reservations_fence_across_the_cluster(cluster, api):
     all land on one member, so a reservation one takes fences the
     others; the survivor preempts the failed node, which is then
     force-detached and leaves no registration behind."""
-    vtype = api.create_type('aa-fence', {
-        'multiattach': '<is> True', 'persistent_reservations': '<is> True',
-        'volume_backend_name': 'ma'})
-    vol = api.create_volume(volume_type=vtype['name'])
-    transport = client.RestTransport(cluster.url + '/v3',
-                                     cluster_mod.PROJECT)
-    hosts = [client.AttachClient(transport, host_connector.get_connector(
-        host='fence-%d' % n, ip='127.0.2.%d' % (n + 40))) for n in range(3)]
+    vol, hosts = _volume_and_hosts(cluster, api, 'aa-fence', {
+        'multiattach': '<is> True',
+        'persistent_reservations': '<is> True'}, 'fence', 3, 40)
     with concurrent.futures.ThreadPoolExecutor(3) as pool:
         atts = list(pool.map(lambda h: h.attach(vol['id']), hosts))
     assert len({_member(a) for a in atts}) == 1
@@ -231,13 +225,8 @@ def test_a_reservation_volume_waits_for_its_member(cluster, api):
     naming the member and records nothing, rather than landing on the
     other member where no reservation would fence it; once the member is
     back, the new attachment lands on it."""
-    vtype = api.create_type('aa-wait', {'multiattach': '<is> True',
-                                        'volume_backend_name': 'ma'})
-    vol = api.create_volume(volume_type=vtype['name'])
-    transport = client.RestTransport(cluster.url + '/v3',
-                                     cluster_mod.PROJECT)
-    hosts = [client.AttachClient(transport, host_connector.get_connector(
-        host='wait-%d' % n, ip='127.0.2.%d' % (n + 60))) for n in range(2)]
+    vol, hosts = _volume_and_hosts(cluster, api, 'aa-wait', {
+        'multiattach': '<is> True'}, 'wait', 2, 60)
     att, dev = hosts[0].attach_device(vol['id'])
     holder = _member(att)
     service = '%s@ma' % cluster.nodes[holder][0]
