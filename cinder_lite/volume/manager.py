@@ -354,7 +354,8 @@ class VolumeManager:
                      error):
         """After a takeover that did not finish (``error`` says why): make
         the attachment's export again in the mode its connector records
-        (the one in the database) and clear the takeover mark; returns the
+        (the one in the database), unless it still has that mode, and
+        clear the takeover mark; returns the
         attachment's status, or None when it is gone (its export is then
         removed).  If even that export fails, the attachment becomes
         ``error_attaching`` recorded read-write: a read-write export may
@@ -362,10 +363,15 @@ class VolumeManager:
         detached."""
         mode = connector.get('mode') or 'ro'
         try:
-            info = self._reexport(volume, attachment_id, connector, shared,
-                                  mode)
-            values, target = {'connection_info': info,
-                              'status_reason': None}, states.ATTACHED
+            if self.driver.export_mode(attachment_id) == mode:
+                # the takeover stopped before touching the export: the
+                # host keeps its sessions and its connection info
+                values = {'status_reason': None}
+            else:
+                values = {'connection_info': self._reexport(
+                    volume, attachment_id, connector, shared, mode),
+                    'status_reason': None}
+            target = states.ATTACHED
         except Exception as e:
             LOG.exception('attachment %s: the %s export could not be made '
                           'again', attachment_id, mode)

@@ -219,15 +219,14 @@ def test_a_reader_takes_over_when_there_is_no_writer(proto):
 
 
 def test_an_interrupted_takeover_is_undone_by_reconcile(proto):
-    """The API process died after marking a reader as taking over (and
-    before its read-write export was recorded): reconcile makes its
-    read-only export again and clears the mark, and the reader can take
-    over once more."""
+    """The API process died after marking a reader as taking over, before
+    its promote: once the mark is older than two RPC waits, reconcile
+    clears it, leaving the reader's untouched read-only export and
+    connection alone, and the reader can take over once more."""
     protocol, s, api, _refused = proto
     vol = api.create_volume(volume_type='single')
     reader_host = dp.attacher(s, 'b')
     r_att, r_dev = reader_host.attach_device(vol['id'], mode='ro')
-    r_dev.close()
     with db_api.writer() as session:
         db_attachments.update(session, r_att['id'], {
             'status_reason': db_attachments.TAKING_OVER})
@@ -247,9 +246,10 @@ def test_an_interrupted_takeover_is_undone_by_reconcile(proto):
                        % r_att['id']]
     shown = api.get('/attachments/%s' % r_att['id']).json()['attachment']
     assert shown['attach_mode'] == 'ro' and shown['status'] == 'attached'
-    dev = reader_host.open(shown)
-    assert dev.read_only
-    att, dev = reader_host.takeover(r_att['id'], dev)
+    # the export was never touched: the reader's connection goes on
+    assert shown['connection_info'] == r_att['connection_info']
+    assert r_dev.read(0, 4) == b'\0' * 4
+    att, dev = reader_host.takeover(r_att['id'], r_dev)
     assert att['attach_mode'] == 'rw'
     reader_host.detach(att['id'], dev)
 
@@ -302,3 +302,31 @@ def test_a_member_cannot_cut_a_writer_a_compute_service_connected(proto):
     w_dev.close()
     r_dev.close()
     api.delete('/attachments/%s' % r_att['id'])
+
+
+def test_a_takeover_interrupted_mid_export_is_undone_by_reconcile(proto):
+    """The volume service died inside the promote, after the reader's
+    read-only export was removed and before the read-write one was
+    recorded: reconcile makes the read-only export again, records its
+    connection info and clears the mark; the reader reads through it."""
+    protocol, s, api, _refused = proto
+    vol = api.create_volume(volume_type='single')
+    reader_host = dp.attacher(s, 'b')
+    r_att, r_dev = reader_host.attach_device(vol['id'], mode='ro')
+    r_dev.close()
+    manager = s.volume_service('file').endpoints[0]
+    manager.driver.remove_export(None, None, r_att['id'], False)
+    with db_api.writer() as session:
+        session.execute(sa.update(models.VolumeAttachment).where(
+            models.VolumeAttachment.id == r_att['id']).values(
+                status_reason=db_attachments.TAKING_OVER,
+                updated_at=models.utcnow() - datetime.timedelta(minutes=5)))
+    assert manager.reconcile_now(max_age=0) == [
+        'attachment %s: takeover interrupted -> attached' % r_att['id']]
+    shown = api.get('/attachments/%s' % r_att['id']).json()['attachment']
+    assert (shown['attach_mode'], shown['status'],
+            shown['connection_info']['access_mode']) == ('ro', 'attached',
+                                                         'ro')
+    dev = reader_host.open(shown)
+    assert dev.read_only and dev.read(0, 4) == b'\0' * 4
+    reader_host.detach(shown['id'], dev)

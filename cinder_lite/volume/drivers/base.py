@@ -77,6 +77,11 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         """Ids of the attachments this backend exports now."""
         return []
 
+    def export_mode(self, attachment_id):
+        """The mode ('rw' or 'ro') the attachment is exported with now,
+        None when it has no export (or the backend does not know)."""
+        return None
+
     def ensure_export(self, volume, attachment_id, mode, connection_info,
                       connector):
         """Re-create a missing export so ``connection_info`` works again

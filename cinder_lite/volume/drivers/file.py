@@ -112,6 +112,9 @@ class FileDriver(base.VolumeDriver):
     def list_exports(self):
         return list(self.target.exports())
 
+    def export_mode(self, attachment_id):
+        return (self.target.exports().get(attachment_id) or {}).get('mode')
+
     def ensure_export(self, volume, attachment_id, mode, connection_info,
                       connector):
         return self.target.ensure_export(
