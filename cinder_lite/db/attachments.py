@@ -104,6 +104,9 @@ def live_statuses(session, volume_id):
             if present}
 
 
+# the statuses of an attachment that holds (or is making) a connection
+CONNECTED_STATUSES = (states.ATTACH_ATTACHING, states.ATTACHED,
+                      states.ATTACH_DETACHING, states.ERROR_DETACHING)
 # status_reason of a read-only attachment becoming its volume's writer
 # (os-takeover): it counts as the writer from the moment it is marked
 TAKING_OVER = 'taking over'
@@ -352,6 +355,25 @@ def connections_on_host(session, volume_id, host, exclude=None,
     return sorted(r.id for r in rows if r.connection_info)
 
 
+def shares_host_connection(session, attachment, export_host):
+    """Whether another live attachment of the volume holds the same host
+    connection as ``attachment`` through volume service
+    ``export_host``."""
+    return bool(connections_on_host(
+        session, attachment.volume_id, attachment.attached_host,
+        exclude=attachment.id, export_host=export_host))
+
+
+def locked(session, volume_id, attachment_id):
+    """The attachment as it is under its volume's row lock (taken
+    here), or None when it is gone."""
+    lock_volume(session, volume_id, load=False)
+    try:
+        return get(session, attachment_id)
+    except exception.NotFound:
+        return None
+
+
 def connected_on_host(session, service_host):
     """(attachment, volume) pairs of live attachments holding a connection
     through an export of volume service ``service_host``
@@ -362,10 +384,7 @@ def connected_on_host(session, service_host):
               .join(models.Volume, models.Volume.id == A.volume_id)
               .where(models.Volume.deleted.is_(False),
                      exported_by(service_host),
-                     A.attach_status.in_((states.ATTACH_ATTACHING,
-                                          states.ATTACHED,
-                                          states.ATTACH_DETACHING,
-                                          states.ERROR_DETACHING))))).all()
+                     A.attach_status.in_(CONNECTED_STATUSES)))).all()
     return [(a, v) for a, v in rows if a.connection_info]
 
 
@@ -376,9 +395,7 @@ def export_holder(session, volume_id):
         sa.select(A.export_host).where(
             A.volume_id == volume_id, A.deleted == sa.false(),
             A.export_host.is_not(None),
-            A.attach_status.in_((states.ATTACH_ATTACHING, states.ATTACHED,
-                                 states.ATTACH_DETACHING,
-                                 states.ERROR_DETACHING)))
+            A.attach_status.in_(CONNECTED_STATUSES))
         .limit(1)).scalar_one_or_none()
 
 

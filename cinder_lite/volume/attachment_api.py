@@ -37,8 +37,7 @@ LOG = logging.getLogger(__name__)
 
 MODES = ('rw', 'ro')
 DEFAULT_MODE = 'rw'
-CONNECTED = (states.ATTACH_ATTACHING, states.ATTACHED,
-             states.ATTACH_DETACHING, states.ERROR_DETACHING)
+CONNECTED = db_attachments.CONNECTED_STATUSES
 # status_reason of an attachment whose disconnect is under way
 DISCONNECTING = 'disconnecting'
 TAKING_OVER = db_attachments.TAKING_OVER

@@ -238,9 +238,8 @@ class VolumeManager:
             attachment = db_attachments.get(session, attachment_id)
             volume = volume_dict(db_volumes.get(session,
                                                 attachment.volume_id))
-            shared = bool(db_attachments.connections_on_host(
-                session, attachment.volume_id, attachment.attached_host,
-                exclude=attachment_id, export_host=self.host))
+            shared = db_attachments.shares_host_connection(
+                session, attachment, self.host)
             connector = attachment.connector
         with self.working_on(attachment_id):
             self._run_flow(
@@ -267,10 +266,8 @@ class VolumeManager:
                 volume = volume_dict(db_volumes.get(session,
                                                     attachment.volume_id))
                 connector = dict(attachment.connector or {})
-                shared = bool(db_attachments.connections_on_host(
-                    session, attachment.volume_id,
-                    attachment.attached_host, exclude=attachment_id,
-                    export_host=self.host))
+                shared = db_attachments.shares_host_connection(
+                    session, attachment, self.host)
             if attachment.status_reason != db_attachments.TAKING_OVER:
                 raise exception.InvalidInput(
                     reason='attachment %s is not taking over (%s)' % (
@@ -321,12 +318,10 @@ class VolumeManager:
         """Record the read-write export, if the attachment is still
         attached and marked as taking over; False otherwise."""
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume['id'], load=False)
-            try:
-                current = db_attachments.get(session, attachment_id)
-            except exception.NotFound:
-                return False
-            if current.attach_status != states.ATTACHED or \
+            current = db_attachments.locked(session, volume['id'],
+                                            attachment_id)
+            if current is None or \
+                    current.attach_status != states.ATTACHED or \
                     current.status_reason != db_attachments.TAKING_OVER:
                 return False
             db_attachments.transition(

@@ -185,12 +185,10 @@ def _settle_attaching(attachment_id, volume, connected, target, values,
     recording a connection also takes; returns the volume's status and
     the attachment's fields, or None when it moved on meanwhile."""
     with db_api.writer() as session:
-        db_attachments.lock_volume(session, volume['id'], load=False)
-        try:
-            current = db_attachments.get(session, attachment_id)
-        except exception.NotFound:
-            return None
-        if current.attach_status != states.ATTACH_ATTACHING or \
+        current = db_attachments.locked(session, volume['id'],
+                                        attachment_id)
+        if current is None or \
+                current.attach_status != states.ATTACH_ATTACHING or \
                 bool(current.connection_info) != connected:
             return None
         if current.attach_time:
@@ -220,9 +218,8 @@ def _takeover_interrupted(manager, attachment_id, volume):
                     (attachment.updated_at or cutoff) > cutoff:
                 return None
             connector = dict(attachment.connector or {})
-            shared = bool(db_attachments.connections_on_host(
-                session, volume['id'], attachment.attached_host,
-                exclude=attachment_id, export_host=manager.host))
+            shared = db_attachments.shares_host_connection(
+                session, attachment, manager.host)
         status = manager.restore_mode(volume, attachment_id, connector,
                                       shared, 'takeover interrupted')
     LOG.warning('reconcile: attachment %s of volume %s: takeover '
@@ -236,9 +233,8 @@ def _finish_disconnect(manager, attachment_id, volume, status):
     with db_api.reader() as session:
         attachment = db_attachments.get(session, attachment_id)
         connector = attachment.connector
-        shared = bool(db_attachments.connections_on_host(
-            session, volume['id'], attachment.attached_host,
-            exclude=attachment_id, export_host=manager.host))
+        shared = db_attachments.shares_host_connection(
+            session, attachment, manager.host)
     try:
         if connector:
             manager.driver.terminate_connection(volume, connector,

@@ -49,20 +49,15 @@ class VolumeAPI:
             timeout=conf.volume_rpc_timeout)
 
     def _prepare(self, host, version='1.0'):
-        if not self.client.can_send_version(version):
-            raise exception.ServiceUnavailable(
-                host=backend_host(host),
-                reason='this request needs volume RPC API %s, and '
-                       '[upgrade_levels] volume_version_cap is %s; finish '
-                       'the upgrade first' % (version,
-                                              self.client.version_cap))
+        self.require(version, 'this request', backend_host(host))
         return self.client.prepare(server=backend_host(host), version=version)
 
-    def require(self, version, what):
-        """ServiceUnavailable unless calls of ``version`` may be sent."""
+    def require(self, version, what, host='volume services'):
+        """ServiceUnavailable (naming ``host``) unless calls of
+        ``version`` may be sent."""
         if not self.client.can_send_version(version):
             raise exception.ServiceUnavailable(
-                host='volume services',
+                host=host,
                 reason='%s needs volume RPC API %s, and [upgrade_levels] '
                        'volume_version_cap is %s; finish the upgrade first'
                        % (what, version, self.client.version_cap))
