@@ -544,35 +544,27 @@ class AttachmentService:
                 self._live_members(session, vol, writer.export_host)
             db_attachments.update(session, current.id,
                                   {'status_reason': TAKING_OVER})
+            why = 'taken over by %s' % current.id
             if writer is not None:
-                why = 'taken over by %s' % current.id
                 db_attachments.transition(
                     session, writer.id,
                     states.ATTACH_DETACHING if cut else states.DETACHED,
                     values={'status_reason': DISCONNECTING if cut
                             else why}, reason=why, current=writer)
-            db_attachments.sync_volume_status(session, vol.id)
+            status = db_attachments.sync_volume_status(session, vol.id)
         LOG.info('attachment %s of volume %s: taking over from %s',
                  attachment_id, vol.id, writer.id if writer else 'nobody')
-        if writer is not None and cut:
-            self._notify(context, 'volume.detach.start', vol, writer,
-                         attach_status=states.ATTACH_DETACHING)
+        if writer is not None:
             try:
-                self.volume_rpcapi.disconnect(
-                    context, writer.export_host or volume_rpcapi.backend_host(
-                        vol.host), writer.id,
-                    reason='taken over by %s' % current.id)
-            except Exception as e:
-                if not isinstance(e, (exception.ConnectFailed,
-                                      exception.ConnectRefused)):
-                    self._mark_failed(writer.id, states.ERROR_DETACHING,
-                                      (states.ATTACH_DETACHING,), str(e))
+                self._finish_detach(
+                    context, writer, vol, writer, cut, cut,
+                    writer.export_host or volume_rpcapi.backend_host(
+                        vol.host), status, reason=why)
+            except Exception:
                 # the old writer may still write: the caller stays a
                 # reader
                 self._unmark_takeover(current.id)
                 raise
-            self._notify(context, 'volume.detach.end', vol, writer,
-                         attach_status=states.DETACHED)
         try:
             self.volume_rpcapi.promote(
                 context, current.export_host or volume_rpcapi.backend_host(
@@ -740,14 +732,17 @@ class AttachmentService:
         return vol, current, connected, was_connected, host, status
 
     def _finish_detach(self, context, attachment, vol, current, connected,
-                       was_connected, host, status):
-        """The RPC half of a detach started by ``_start_detach``."""
+                       was_connected, host, status, reason=None):
+        """The RPC half of a detach started by ``_start_detach`` (or by a
+        takeover, which gives the ``reason`` the detach is recorded
+        with)."""
         if was_connected:
             self._notify(context, 'volume.detach.start', vol, current,
                          attach_status=states.ATTACH_DETACHING)
         if connected:
             try:
-                self.volume_rpcapi.disconnect(context, host, attachment.id)
+                self.volume_rpcapi.disconnect(context, host, attachment.id,
+                                              reason=reason)
             except (exception.ConnectFailed, exception.ConnectRefused):
                 raise
             except Exception as e:
