@@ -17,9 +17,11 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def start_all(tmp_path):
-    """cinder-lite-all on a free port with its state under ``tmp_path``,
-    once its API answers; returns (process, port, log file)."""
+def start_all(tmp_path, env=None):
+    """cinder-lite-all on a free port with its state under ``tmp_path``
+    (also its working directory), once its API answers; returns (process,
+    port, log file)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     conf = tmp_path / 'cinder-lite.conf'
     conf.write_text('[DEFAULT]\nstate_path = %s\nosapi_volume_listen_port'
@@ -27,7 +29,8 @@ def start_all(tmp_path):
     log = open(tmp_path / 'all.log', 'w')
     proc = subprocess.Popen([sys.executable, '-m', 'cinder_lite.cmd.all',
                              '--config-file', str(conf)], stdout=log,
-                            stderr=subprocess.STDOUT)
+                            stderr=subprocess.STDOUT, env=env,
+                            cwd=str(tmp_path))
     deadline = time.monotonic() + 30
     while True:
         try:
