@@ -285,7 +285,10 @@ class HostManager:
             if state is None:
                 state = BackendState(host, availability_zone, capabilities,
                                      reported_at)
-            elif reported_at >= state.reported_at:
+            elif state.reported_at is None or \
+                    reported_at >= state.reported_at:
+                # (a state read from the services table of a service that
+                # stopped cleanly has capabilities but no report time)
                 state.availability_zone = availability_zone
                 state.update(capabilities, reported_at)
             else:

@@ -187,3 +187,35 @@ def test_index_exact_fit_and_set_aside():
     exact.consume(5)
     index.put(exact)
     assert best(1, exclude={'b@y'}) is None
+
+
+class _Row:
+    """A services row as HostManager reads it."""
+
+    def __init__(self, host, heartbeat_at, cluster_name=None,
+                 disabled=False, az='nova'):
+        self.host = host
+        self.cluster_name = cluster_name
+        self.disabled = disabled
+        self.heartbeat_at = heartbeat_at
+        self.availability_zone = az
+
+
+@pytest.mark.parametrize('cluster', [None, 'c1@x'])
+def test_a_report_after_a_clean_stop_is_taken(cluster):
+    """A volume service that stopped cleanly is recorded with no heartbeat
+    but keeps its capabilities: the scheduler that reads it so at its own
+    start must take the service's first report after its restart (it
+    compared the report's time with None)."""
+    hosts = host_state.HostManager(conf=None)
+    name = cluster or 'a@x'
+    caps = {'free_capacity_gb': 10, 'total_capacity_gb': 100}
+    with hosts._lock:
+        hosts._note_members(name, [_Row('a@x', None, cluster)],
+                            (None, caps))
+    assert hosts._index.states[name].reported_at is None
+    hosts.update_from_report(name, 'nova', dict(caps, free_capacity_gb=40),
+                             NOW.isoformat())
+    state = hosts._index.states[name]
+    assert state.reported_at == NOW
+    assert state.free_capacity_gb == 40
