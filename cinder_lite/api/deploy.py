@@ -1,6 +1,7 @@
 """The WSGI application: middleware from the outside in.
 
 1. RequestId       every response and log line carries a request id
+   ContextScope    no context left over from the thread's last request
    AccessLog       one log line per request ([DEFAULT] access_log)
 2. FaultWrapper    renders errors raised below (also auth and version
                    errors) in Cinder's body; anything unexpected is a
@@ -24,6 +25,7 @@ from cinder_lite.api.handlers import versions
 from cinder_lite.api import microversion
 from cinder_lite.api import router
 from cinder_lite.api import wsgi
+from cinder_lite.common import context as cl_context
 from cinder_lite import dashboard
 from cinder_lite.volume import actions
 from cinder_lite.volume import api as volume_api
@@ -56,6 +58,24 @@ class ServiceSetup:
         return self.app(environ, start_response)
 
 
+class ContextScope:
+    """A request starts and ends with no current context in its thread:
+    the server's threads serve one request after another, and a line
+    logged before the auth middleware makes this request's context (or
+    for a request that never gets one, such as ``/healthcheck``) must not
+    name the thread's previous request."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        cl_context.clear_current()
+        try:
+            return self.app(environ, start_response)
+        finally:
+            cl_context.clear_current()
+
+
 class Versions:
     def __init__(self, app):
         self.app = app
@@ -73,7 +93,7 @@ class Versions:
 
 
 def make_app(conf, services=None):
-    app = router.Router()
+    app = router.Router(conf.project_id_regex)
     app = microversion.MicroversionMiddleware(app)
     if conf.auth_strategy == 'keystone':
         from keystonemiddleware import auth_token
@@ -93,5 +113,6 @@ def make_app(conf, services=None):
     app = faults.FaultWrapper(app)
     if conf.access_log:
         app = access_log.AccessLog(app)
+    app = ContextScope(app)
     app = request_id.RequestId(app)
     return app

@@ -1,15 +1,27 @@
 """Request context: who is asking, for which project, with which request id.
 
-It travels with every RPC message as a plain dict.
+It travels with every RPC message as a plain dict.  The context of the
+request a thread is serving is also that thread's *current* context
+(oslo.context keeps it in a thread-local), which is how every log line of
+the request names it.  Contexts the services make for their own work are
+never current, and a thread that has served a request forgets it
+(``clear_current``): a log line names its own request or none.
 """
 from oslo_context import context as o_context
 
 
 class RequestContext(o_context.RequestContext):
 
-    def __init__(self, *args, service_roles=None, **kwargs):
+    def __init__(self, *args, service_roles=None, current=True, **kwargs):
+        # set before oslo.context's __init__, which makes the new context
+        # current through update_store()
+        self._current = current
         super().__init__(*args, **kwargs)
         self.service_roles = list(service_roles or [])
+
+    def update_store(self):
+        if self._current:
+            super().update_store()
 
     def to_dict(self):
         d = super().to_dict()
@@ -29,5 +41,12 @@ class RequestContext(o_context.RequestContext):
 
 
 def get_admin_context():
-    """Context of the services themselves (periodic work, reports)."""
-    return RequestContext(is_admin=True, roles=['admin'], overwrite=False)
+    """Context of the services themselves (periodic work, reports); never
+    this thread's current context."""
+    return RequestContext(is_admin=True, roles=['admin'], current=False)
+
+
+def clear_current():
+    """Forget this thread's current context.  (oslo.context has a getter
+    and a setter for its thread-local store but no way to empty it.)"""
+    o_context._request_store.__dict__.pop('context', None)

@@ -82,7 +82,7 @@ class BusTransport:
         self.api = rpcapi.AttachmentAPI(conf)
         self.context = cl_context.RequestContext(
             user_id=user_id, project_id=project_id, roles=['member'],
-            service_roles=['service'], overwrite=False)
+            service_roles=['service'], current=False)
 
     def create(self, volume_id, instance_uuid, connector, mode):
         return self.api.attachment_create(self.context, volume_id,
