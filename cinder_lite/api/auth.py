@@ -32,6 +32,13 @@ class NoAuthMiddleware:
         user_id, sep, project_id = token.partition(':')
         if not sep:
             project_id = user_id
+        if not user_id or not project_id:
+            from cinder_lite.api import faults
+            return faults.render(webob.exc.HTTPUnauthorized(
+                explanation='Authentication required: X-Auth-Token must '
+                            'be user:project with neither part empty '
+                            '(got %r).' % token[:64]))(environ,
+                                                       start_response)
         roles = _roles(environ.get('HTTP_X_ROLES'))
         if not roles:
             roles = ['admin', 'member', 'reader']

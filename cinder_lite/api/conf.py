@@ -20,6 +20,12 @@ api_opts = [
     cfg.BoolOpt('access_log', default=True,
                 help='Log one line per API request at INFO: method, path, '
                      'status, time, request id and project.'),
+    cfg.StrOpt('project_id_regex', default=r'[0-9a-f\-]+',
+               help='What a project id in a URL (/v3/{project_id}/...) may '
+                    'be, as Cinder: the default matches the ids Keystone '
+                    'makes. A URL whose project segment does not match is '
+                    'not found (404). Widen it for noauth project names '
+                    'such as "demo".'),
     cfg.StrOpt('public_endpoint',
                help='Base URL put in links, e.g. when behind a proxy. '
                     'Defaults to the URL of the request.'),

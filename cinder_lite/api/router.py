@@ -4,6 +4,9 @@ Each path maps HTTP methods to handlers; a known path with another method
 answers 405 with an ``Allow`` header.  Every resource path is served both
 with the project in the URL (``/v3/{project_id}/volumes``) and without it
 (``/v3/volumes``); when the URL names a project it must be the caller's.
+As in Cinder, the project segment must match ``[DEFAULT]
+project_id_regex``: ``/v3/admin/volumes`` is not a project's URL but an
+unknown path.
 """
 import routes
 import webob.exc
@@ -97,7 +100,7 @@ def _check_project(req):
 
 class Router:
 
-    def __init__(self):
+    def __init__(self, project_id_regex=r'[0-9a-f\-]+'):
         self.mapper = routes.Mapper()
         for path, methods in ROUTE_DECLARATIONS:
             dispatch = _methods_handler(methods)
@@ -105,7 +108,9 @@ class Router:
         for path, methods in ROUTE_DECLARATIONS:
             dispatch = _methods_handler(methods)
             self.mapper.connect('/v3/{project_id}' + path,
-                                dispatch=dispatch)
+                                dispatch=dispatch,
+                                requirements={'project_id':
+                                              project_id_regex})
 
     def __call__(self, environ, start_response):
         path = environ.get('PATH_INFO') or '/'

@@ -137,7 +137,7 @@ def test_takeover_refusals_change_nothing(proto):
     refused(r_att['id'], 403, 'volume:attachment_takeover',
             client=s.client(user='r', roles='reader'))
     refused(r_att['id'], 404, 'could not be found',
-            client=s.client(project='another-project', user='m',
+            client=s.client(project='ab' * 16, user='m',
                             roles='member'))
     old = api.post('/attachments/%s/action' % r_att['id'],
                    json={'os-takeover': {}},

@@ -104,29 +104,30 @@ def test_type_bad_input(api):
 
 def test_private_type_access(stack):
     admin = stack.client()
-    member = stack.client(project='p' * 32, roles='member')
+    member_project = 'f0' * 16  # hex, as Keystone makes them
+    member = stack.client(project=member_project, roles='member')
     vtype = admin.create_type('private', is_public=False)
     assert member.get('/types/%s' % vtype['id']).status_code == 404
     assert 'private' not in [t['name'] for t in member.get(
         '/types').json()['volume_types']]
     action = '/types/%s/action' % vtype['id']
     resp = admin.post(action, json={'addProjectAccess': {
-        'project': 'p' * 32}})
+        'project': member_project}})
     assert resp.status_code == 202
     assert admin.post(action, json={'addProjectAccess': {
-        'project': 'p' * 32}}).status_code == 409
+        'project': member_project}}).status_code == 409
     access = admin.get('/types/%s/os-volume-type-access' % vtype['id'])
     assert access.json() == {'volume_type_access': [
-        {'volume_type_id': vtype['id'], 'project_id': 'p' * 32}]}
+        {'volume_type_id': vtype['id'], 'project_id': member_project}]}
     assert member.get('/types/%s' % vtype['id']).status_code == 200
     vol = member.create_volume(volume_type='private')
     assert vol['volume_type'] == 'private'
     resp = admin.post(action, json={'removeProjectAccess': {
-        'project': 'p' * 32}})
+        'project': member_project}})
     assert resp.status_code == 202
     assert member.get('/types/%s' % vtype['id']).status_code == 404
     assert admin.post(action, json={'removeProjectAccess': {
-        'project': 'p' * 32}}).status_code == 404
+        'project': member_project}}).status_code == 404
     assert admin.post(action, json={'bogus': {}}).status_code == 400
 
 

@@ -1,4 +1,5 @@
 """Version discovery, microversion negotiation and noauth."""
+import pytest
 import requests
 
 from tests import stack as stack_mod
@@ -93,6 +94,50 @@ def test_token_without_colon_means_project_equals_user(stack):
     resp = requests.get(stack.url + '/v3/%s/volumes' % stack_mod.PROJECT,
                         headers={'X-Auth-Token': stack_mod.PROJECT})
     assert resp.status_code == 200
+
+
+@pytest.mark.parametrize('token', ['admin:', ':' + stack_mod.PROJECT, ':'])
+def test_an_empty_user_or_project_is_401(stack, token):
+    """As a missing token: nobody may own volumes of project ''."""
+    for path in ('/v3/volumes', '/v3/%s/volumes' % stack_mod.PROJECT):
+        resp = requests.get(stack.url + path,
+                            headers={'X-Auth-Token': token})
+        assert resp.status_code == 401, resp.text
+        assert 'neither part empty' in resp.json()['unauthorized'][
+            'message']
+    created = requests.post(stack.url + '/v3/volumes',
+                            headers={'X-Auth-Token': token},
+                            json={'volume': {'size': 1}})
+    assert created.status_code == 401
+    assert stack.client().get('/volumes?all_tenants=1').json()[
+        'volumes'] == []
+
+
+def test_a_project_segment_must_look_like_a_project_id(stack):
+    """Cinder's project_id_regex: /v3/admin/volumes is no project's URL
+    (404), even for a token whose project is 'admin'."""
+    for token in ('admin', 'admin:admin'):
+        resp = requests.get(stack.url + '/v3/admin/volumes',
+                            headers={'X-Auth-Token': token})
+        assert resp.status_code == 404, resp.text
+        assert resp.json()['itemNotFound']['code'] == 404
+    # a hex project id with dashes is one
+    dashed = '01234567-89ab-cdef-0123-456789abcdef'
+    resp = requests.get(stack.url + '/v3/%s/volumes' % dashed,
+                        headers={'X-Auth-Token': 'u:' + dashed})
+    assert resp.status_code == 200
+
+
+def test_project_id_regex_is_an_option(tmp_path):
+    s = stack_mod.Stack(tmp_path / 'st',
+                        extra={'project_id_regex': '[a-z0-9-]+'})
+    s.start()
+    try:
+        resp = requests.get(s.url + '/v3/demo/volumes',
+                            headers={'X-Auth-Token': 'admin:demo'})
+        assert resp.status_code == 200
+    finally:
+        s.stop()
 
 
 def test_unknown_path_404_and_wrong_method_405(api):
