@@ -152,6 +152,12 @@ class TakeoverRefused(Conflict):
     msg_fmt = 'Attachment %(attachment_id)s cannot take over: %(reason)s'
 
 
+class DetachNeedsAttachment(Conflict):
+    # 409 as Cinder's os-detach of a volume with several attachments
+    msg_fmt = ('Volume %(volume_id)s has %(count)d attachments; name the '
+               'one to detach with attachment_id.')
+
+
 class AttachmentBusy(Conflict):
     msg_fmt = ('Attachment %(attachment_id)s is %(what)s by another '
                'request; try again when that has finished.')

@@ -178,13 +178,18 @@ class VolumeActions:
                 raise exception.DuplicateConnector(volume_id=vol.id)
 
     # -- detach ----------------------------------------------------------------
-    def _one_attachment(self, volume, attachment_id):
+    def _one_attachment(self, volume, attachment_id, ambiguous=None):
+        """The live attachment ``attachment_id`` names or, named none, the
+        volume's only one; with several, ``ambiguous`` (an exception class
+        taking volume_id and count) or 400."""
         live = self._live(volume.id)
         if attachment_id:
             for att in live:
                 if att.id == attachment_id:
                     return att
             raise exception.AttachmentNotFound(attachment_id=attachment_id)
+        if len(live) > 1 and ambiguous is not None:
+            raise ambiguous(volume_id=volume.id, count=len(live))
         if len(live) > 1:
             raise exception.InvalidVolume(
                 reason='Volume %s has %d attachments; name the one to '
@@ -250,7 +255,8 @@ class VolumeActions:
 
     def detach(self, context, volume_id, attachment_id=None):
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
-        att = self._one_attachment(volume, attachment_id)
+        att = self._one_attachment(volume, attachment_id,
+                                   ambiguous=exception.DetachNeedsAttachment)
         if att is not None:
             self.attachments.delete(context, att.id)
 

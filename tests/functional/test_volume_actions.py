@@ -87,8 +87,10 @@ def test_os_attach_without_reservation_and_modes(api, ma):
 def test_detach_needs_an_id_when_several(api, ma):
     a = create(api, ma['id'], I1, connector('h1'))
     b = create(api, ma['id'], I2, connector('h2'))
-    resp = act(api, ma['id'], {'os-detach': {}}, expect=400)
-    assert 'attachment_id' in resp.json()['badRequest']['message']
+    # 409 as Cinder (which tells a user to detach through Nova)
+    resp = act(api, ma['id'], {'os-detach': {}}, expect=409)
+    assert 'attachment_id' in resp.json()['conflictingRequest']['message']
+    assert len(api.get('/attachments').json()['attachments']) == 2
     act(api, ma['id'], {'os-detach': {'attachment_id': a['id']}})
     left = api.get('/attachments').json()['attachments']
     assert [x['id'] for x in left] == [b['id']]
