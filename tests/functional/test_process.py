@@ -10,6 +10,8 @@ import uuid
 
 import requests
 
+from tests import stack as stack_mod
+
 
 def _free_port():
     with socket.socket() as s:
@@ -67,6 +69,31 @@ def test_signals_reload_and_stop(tmp_path):
     # the in-process bus is not a broker: no warnings about one
     assert 'No hostname was supplied' not in text
     assert 'Heartbeat support requested' not in text
+
+
+def test_a_restart_on_existing_state_logs_no_error(tmp_path):
+    """The second start of cinder-lite-all on the state of the first (a
+    volume made, a clean stop) logs no ERROR line and no traceback, and
+    the services' own lines name no request."""
+    for run in (1, 2):
+        proc, port, log = start_all(tmp_path)
+        try:
+            api = stack_mod.Client('http://127.0.0.1:%d' % port)
+            api.create_volume(name='run-%d' % run)
+            # the volume service's start-up report has reached the
+            # scheduler once a volume was placed after it
+            names = [v['name'] for v in api.get('/volumes').json()[
+                'volumes']]
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=30) == 0
+            log.close()
+        text = (tmp_path / 'all.log').read_text()
+        assert ' ERROR ' not in text and 'Traceback' not in text, text
+        for line in text.splitlines():
+            if 'API listening' in line or 'signal 15: stopping' in line:
+                assert ' [-] ' in line, line
+    assert sorted(names) == ['run-1', 'run-2']
 
 
 def test_api_workers_speak_to_systemd_through_the_parent(tmp_path):
