@@ -1,5 +1,6 @@
 """NBD-specific behaviour of the data path: port exhaustion and what a
 volume service restart does to nbdkit exports."""
+import os
 import socket
 import uuid
 
@@ -64,5 +65,36 @@ def test_restart_restores_and_prunes_exports(nbd_stack):
     dev.write(0, b'back again')
     dev.flush()
     assert dev.read(0, 10) == b'back again'
+    host.detach(att['id'], dev)
+    assert dp.processes('nbdkit', path) == []
+
+
+def test_restart_ends_an_nbdkit_left_without_its_record(nbd_stack):
+    """A volume service killed after starting nbdkit but before writing
+    its record left an export running that no record names (seen in the
+    crash tests): the next start ends it, and leaves every other nbdkit
+    alone."""
+    api = nbd_stack.client()
+    vol = api.create_volume()
+    host = dp.attacher(nbd_stack, 'a')
+    att = host.attach(vol['id'], str(uuid.uuid4()))
+    path = dp.volume_path(nbd_stack, vol['id'])
+    manager = nbd_stack.volume_service('file').endpoints[0]
+    target = manager.driver.target
+    # the export of an attachment that was never recorded, and its record
+    # lost as by a kill just before it was written
+    lost = str(uuid.uuid4())
+    target.create_export(path, vol['id'], lost, 'ro', None)
+    os.unlink(target._state_file(lost))
+    assert len(dp.processes('nbdkit', path)) == 2
+
+    manager.init_host()
+
+    assert set(target.exports()) == {att['id']}
+    (left,) = dp.processes('nbdkit', path)
+    assert left == target.exports()[att['id']]['pid']
+    dev = host.open(att)
+    dev.write(0, b'still here')
+    dev.flush()
     host.detach(att['id'], dev)
     assert dp.processes('nbdkit', path) == []

@@ -52,7 +52,7 @@ class NbdTarget:
     def __init__(self, conf, state_dir):
         self.ip = conf.target_ip_address
         self.ports = parse_port_range(conf.target_port_range)
-        self.state_dir = os.path.join(state_dir, 'nbd')
+        self.state_dir = os.path.realpath(os.path.join(state_dir, 'nbd'))
         self.nbdkit = shutil.which('nbdkit') or 'nbdkit'
         self._children = {}
         os.makedirs(self.state_dir, exist_ok=True)
@@ -97,8 +97,17 @@ class NbdTarget:
         restart, which re-adopts them by pid."""
 
     def prune(self):
-        """Every export here has its record (it is written once nbdkit
-        listens); nothing to prune beyond what reconcile removes."""
+        """End the nbdkit processes of this target that no record names:
+        a service killed between starting nbdkit and writing its record
+        (the record is written once nbdkit listens) left them running.
+        Every nbdkit this target starts runs in its state directory, which
+        is how they are told from anyone else's."""
+        owned = {r['pid'] for r in self.exports().values()}
+        for pid in _nbdkits_in(self.state_dir):
+            if pid not in owned:
+                LOG.warning('ending nbdkit pid %d: no export record names '
+                            'it', pid)
+                self._kill(pid)
 
     def _ports_in_use(self):
         return {r['port'] for r in self.exports().values()}
@@ -137,6 +146,7 @@ class NbdTarget:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE,
+                                    cwd=self.state_dir,
                                     start_new_session=True)
         except OSError as e:
             raise exception.CinderLiteError('cannot run nbdkit: %s' % e)
@@ -228,3 +238,21 @@ def _is_nbdkit(pid):
         if e.errno == errno.ENOENT:
             return False
         raise
+
+
+def _nbdkits_in(directory):
+    """Pids of the nbdkit processes whose working directory is
+    ``directory``."""
+    found = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            if os.readlink('/proc/%d/cwd' % pid) != directory or \
+                    not _is_nbdkit(pid):
+                continue
+        except OSError:
+            continue  # gone meanwhile, or not ours to look at
+        found.append(pid)
+    return found
