@@ -13,17 +13,56 @@ import threading
 import time
 
 from cheroot import wsgi as cheroot_wsgi
+from oslo_config import cfg
 
 from cinder_lite.api import deploy
 from cinder_lite.api import rpc_endpoint
+from cinder_lite.common import exception
 from cinder_lite.common import service
 from cinder_lite.db import api as db_api
 
 LOG = logging.getLogger(__name__)
 
+# Command-line shortcuts of the console scripts that serve the API for
+# the two options people change first (the config file's values otherwise).
+cli_opts = [
+    cfg.PortOpt('port', help='Port the API listens on (overrides [DEFAULT] '
+                             'osapi_volume_listen_port).'),
+    cfg.HostAddressOpt('listen', help='Address the API listens on '
+                                      '(overrides [DEFAULT] '
+                                      'osapi_volume_listen).'),
+]
+
 # A worker that dies sooner than this after its start is not restarted.
 MIN_WORKER_LIFE = 5.0
 WAIT_POLL_S = 0.2
+
+
+def apply_cli(conf):
+    """Let ``--port``/``--listen`` (registered from ``cli_opts`` before
+    parsing) override the config files."""
+    if conf.port is not None:
+        conf.set_override('osapi_volume_listen_port', conf.port)
+    if conf.listen is not None:
+        conf.set_override('osapi_volume_listen', conf.listen)
+
+
+def check_listen(conf, reuse_port=False):
+    """Bind the API's address and let it go again, so that a port another
+    process holds is said in one line before any service starts.  Raises
+    CannotListen."""
+    address = (conf.osapi_volume_listen, conf.osapi_volume_listen_port)
+    try:
+        family = socket.getaddrinfo(*address, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            # as the server binds it: a port in TIME_WAIT is free
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if reuse_port:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind(address)
+    except OSError as e:
+        raise exception.CannotListen(address=address[0], port=address[1],
+                                     reason=e.strerror or str(e))
 
 
 class APIServer:
@@ -48,7 +87,13 @@ class APIServer:
             numthreads=self.conf.osapi_volume_threads,
             server_name='cinder-lite-api', reuse_port=self.reuse_port,
             request_queue_size=128)
-        self._server.prepare()
+        try:
+            self._server.prepare()
+        except OSError as e:
+            raise exception.CannotListen(
+                address=self.conf.osapi_volume_listen,
+                port=self.conf.osapi_volume_listen_port,
+                reason=e.strerror or str(e))
         self._thread = threading.Thread(target=self._server.serve,
                                         name='api-server', daemon=True)
         self._thread.start()

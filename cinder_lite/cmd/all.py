@@ -6,8 +6,11 @@ in-process bus, and migrates the database itself.
 import os
 import sys
 
+from oslo_config import cfg
+
 from cinder_lite.api import server
 from cinder_lite.common import config
+from cinder_lite.common import exception
 from cinder_lite.common import inproc_bus
 from cinder_lite.common import service
 from cinder_lite.db import api as db_api
@@ -21,9 +24,9 @@ Runs cinder_lite in one process: the Block Storage v3 API, the scheduler
 and the volume backends (the embedded mode).  Without a config file it
 keeps its SQLite database and the files of its one "file" backend under
 state_path (~/.local/state/cinder-lite), uses an in-process message bus,
-migrates the database itself, and listens on 127.0.0.1:8776
-(osapi_volume_listen, osapi_volume_listen_port); the dashboard is at
-/dashboard/.  To add backends, name their config sections in
+migrates the database itself, and listens on 127.0.0.1:8776 (--listen
+and --port, or osapi_volume_listen and osapi_volume_listen_port); the
+dashboard is at /dashboard/.  To add backends, name their config sections in
 [DEFAULT] enabled_backends in a file given with --config-file (see
 etc/cinder-lite/cinder-lite.conf.sample); transport_url and [database]
 connection make it use RabbitMQ and MariaDB or PostgreSQL instead."""
@@ -36,13 +39,24 @@ def build(conf):
 
 
 def main():
-    conf = config.parse_args(sys.argv[1:],
-                             default_transport_url=EMBEDDED_TRANSPORT,
-                             description=DESCRIPTION)
-    os.makedirs(conf.state_path, exist_ok=True)
-    db_api.configure(conf)
-    migration.upgrade()
-    service.run(conf, build(conf))
+    conf = cfg.CONF
+    conf.register_cli_opts(server.cli_opts)
+    config.parse_args(sys.argv[1:], conf,
+                      default_transport_url=EMBEDDED_TRANSPORT,
+                      description=DESCRIPTION)
+    server.apply_cli(conf)
+    try:
+        # before anything starts: a port in use is said in one line
+        server.check_listen(conf)
+        os.makedirs(conf.state_path, exist_ok=True)
+        db_api.configure(conf)
+        migration.upgrade()
+        service.run(conf, build(conf))
+        return
+    except exception.CannotListen as e:
+        error = e
+    # (outside the except block: oslo.log would add the exception again)
+    service.exit_on_start_error(conf, error)
 
 
 if __name__ == '__main__':

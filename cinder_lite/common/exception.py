@@ -131,6 +131,13 @@ class ServiceUnavailable(Invalid):
     msg_fmt = 'Service %(host)s is down: %(reason)s'
 
 
+class CannotListen(CinderLiteError):
+    msg_fmt = ('Cannot listen on %(address)s:%(port)s: %(reason)s. Stop '
+               'what holds it or choose another address and port with '
+               '--listen and --port, or [DEFAULT] osapi_volume_listen and '
+               'osapi_volume_listen_port.')
+
+
 # -- conflicts --------------------------------------------------------------
 class Conflict(CinderLiteError):
     msg_fmt = 'Conflict with the current state of the resource.'

@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 
@@ -228,8 +229,17 @@ def run(conf, services):
     signal.signal(signal.SIGTERM, _note)
     signal.signal(signal.SIGINT, _note)
     signal.signal(signal.SIGHUP, _note)
-    for svc in services:
-        svc.start()
+    started = []
+    try:
+        for svc in services:
+            svc.start()
+            started.append(svc)
+    except BaseException:
+        # (a service that cannot start stops the ones before it: no
+        # half-started process lingers on their threads)
+        stop_all(started)
+        release_bus()
+        raise
     notify_systemd()
     stopping = False
     while not stopping:
@@ -250,6 +260,16 @@ def run(conf, services):
     logging.getLogger('amqp').setLevel(logging.ERROR)
     stop_all(services)
     release_bus()
+
+
+def exit_on_start_error(conf, error):
+    """End a console script that could not start, with ``error``'s message
+    in one line (no traceback): in the log, and on standard error too when
+    the log goes to a file."""
+    LOG.error('%s', error)
+    if conf.log_file or conf.log_dir:
+        print(str(error), file=sys.stderr)
+    sys.exit(1)
 
 
 def admin_context():

@@ -96,6 +96,53 @@ def test_a_restart_on_existing_state_logs_no_error(tmp_path):
     assert sorted(names) == ['run-1', 'run-2']
 
 
+def test_a_port_in_use_is_one_line_and_port_chooses_another(tmp_path):
+    """A port another process holds: one line naming the options to
+    change, exit 1, before any service started or any state was made.
+    ``--port`` overrides the config file's port."""
+    holder = socket.socket()
+    holder.bind(('127.0.0.1', 0))
+    holder.listen()
+    taken = holder.getsockname()[1]
+    conf = tmp_path / 'cinder-lite.conf'
+    conf.write_text('[DEFAULT]\nstate_path = %s\nosapi_volume_listen_port'
+                    ' = %d\n' % (tmp_path / 'state', taken))
+    try:
+        for script in ('all', 'api'):
+            run = subprocess.run(
+                [sys.executable, '-m', 'cinder_lite.cmd.%s' % script,
+                 '--config-file', str(conf)], capture_output=True,
+                text=True, timeout=60, cwd=str(tmp_path))
+            assert run.returncode == 1
+            out = (run.stdout + run.stderr).strip()
+            assert len(out.splitlines()) == 1, out
+            assert 'Cannot listen on 127.0.0.1:%d: Address already in use' \
+                % taken in out
+            assert '--port' in out and 'osapi_volume_listen_port' in out
+            assert not (tmp_path / 'state').exists()
+    finally:
+        holder.close()
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'cinder_lite.cmd.all', '--config-file',
+         str(conf), '--port', str(port)], cwd=str(tmp_path),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        stack_mod.wait_for(lambda: _answers(port), timeout=30,
+                           what='the API on --port %d' % port)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+
+
+def _answers(port):
+    try:
+        return requests.get('http://127.0.0.1:%d/' % port,
+                            timeout=1).status_code == 300
+    except requests.ConnectionError:
+        return False
+
+
 def test_api_workers_speak_to_systemd_through_the_parent(tmp_path):
     """With workers, systemd hears READY=1 once (from the parent, after
     every worker is ready) and STOPPING=1 at the end; SIGHUP to the parent
