@@ -248,6 +248,19 @@ def attachment_events(conf):
     return OK
 
 
+def _no_shared_bus(conf):
+    """True when the bus of this configuration is the embedded mode's:
+    the in-process transport, or none set at all next to a SQLite
+    database (what cinder-lite-all runs on without a config file)."""
+    from cinder_lite.common import inproc_bus
+    if conf.transport_url == inproc_bus.URL:
+        return True
+    location = conf.get_location('transport_url')
+    unset = location is None or location.location in (
+        cfg.Locations.opt_default, cfg.Locations.set_default)
+    return unset and conf.database.connection.startswith('sqlite')
+
+
 def attachment_reconcile(conf):
     """Ask every volume service that is up (or the one of ``--host``) to
     reconcile now (cinder_lite.volume.reconcile) and print what each
@@ -255,6 +268,16 @@ def attachment_reconcile(conf):
     from cinder_lite.common import context as cl_context
     from cinder_lite.common import rpc
     from cinder_lite.volume import rpcapi as volume_rpcapi
+    if _no_shared_bus(conf):
+        _error('attachment reconcile asks the volume services over the '
+               'message bus, and this configuration names none another '
+               'process can reach: the embedded cinder-lite-all runs its '
+               'bus inside its own process. There the volume service '
+               'reconciles by itself at start and every '
+               'reconcile_interval seconds; restart cinder-lite-all to '
+               'reconcile now. For the distributed services, pass their '
+               '--config-file (with transport_url).')
+        return REFUSED
     db_api.configure(conf)
     with db_api.reader() as session:
         hosts = [s.host for s in db_services.list_services(
@@ -454,6 +477,11 @@ def main(argv=None):
     if func is None:
         _error(USAGE)
         return NOT_FOUND
+    if func not in (db_sync, print_version):
+        problem = migration.missing_schema(conf.database.connection)
+        if problem:
+            _error(problem)
+            return REFUSED
     try:
         return func(conf) or OK
     finally:

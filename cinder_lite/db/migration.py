@@ -2,6 +2,7 @@
 the start of the embedded service."""
 import os
 
+import sqlalchemy as sa
 from alembic import command
 from alembic import config as alembic_config
 from alembic import migration
@@ -40,3 +41,30 @@ def current_revision(engine=None):
 
 def head_revision():
     return script.ScriptDirectory.from_config(_config()).get_current_head()
+
+
+def missing_schema(url):
+    """Why the database at ``url`` cannot be used yet (it has no schema),
+    in words that name the fix; None when it has one.  Creates nothing: a
+    SQLite file that does not exist is not made."""
+    url = sa.engine.make_url(url)
+    shown = url.render_as_string(hide_password=True)
+    fix = ('run "cinder-lite-manage db sync" (with the --config-file of '
+           'the services that use it), or pass the --config-file that '
+           'names the database you meant')
+    if url.get_backend_name() == 'sqlite' and url.database not in (
+            None, '', ':memory:') and not os.path.exists(url.database):
+        return 'The database at %s does not exist: %s.' % (shown, fix)
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            # (read directly: alembic's MigrationContext logs two INFO
+            # lines for every command)
+            revision = sa.inspect(conn).has_table('alembic_version') and \
+                conn.execute(sa.text(
+                    'SELECT version_num FROM alembic_version')).scalar()
+    finally:
+        engine.dispose()
+    if not revision:
+        return 'The database at %s has no schema: %s.' % (shown, fix)
+    return None

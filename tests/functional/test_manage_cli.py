@@ -496,3 +496,49 @@ def test_small_things_an_operator_reads(stack):
                   reserved['id'])
     (event,) = rows(proc)
     assert event[4:6] == ['reserved', 'rw']
+
+
+def test_a_database_without_schema_names_the_fix(tmp_path):
+    """Issue 25, item 6: a forgotten --config-file (the default SQLite file
+    that does not exist) or a database never migrated: one message naming
+    db sync, exit 1, and nothing created."""
+    env = dict(os.environ, HOME=str(tmp_path))
+    run = subprocess.run([sys.executable, '-m', 'cinder_lite.cmd.manage',
+                          'service', 'list'], capture_output=True,
+                         text=True, timeout=60, env=env, cwd=str(tmp_path))
+    assert run.returncode == 1
+    assert run.stdout == ''
+    (line,) = run.stderr.splitlines()
+    default = tmp_path / '.local' / 'state' / 'cinder-lite' / \
+        'cinder-lite.sqlite'
+    assert line.startswith('The database at sqlite:///%s does not exist: '
+                           'run "cinder-lite-manage db sync"' % default)
+    assert not (tmp_path / '.local').exists()
+
+    empty = tmp_path / 'empty.sqlite'
+    conf = tmp_path / 'c.conf'
+    conf.write_text('[database]\nconnection = sqlite:///%s\n' % empty)
+    import sqlite3
+    sqlite3.connect(empty).close()
+    for args in (('service', 'list'), ('quota', 'check'), ('db', 'version')):
+        proc = run_manage(conf, *args)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert 'has no schema: run "cinder-lite-manage db sync"' in \
+            proc.stderr, proc.stderr
+        assert 'Traceback' not in proc.stderr
+    proc = run_manage(conf, 'db', 'sync')
+    assert proc.returncode == 0, proc.stderr
+    assert run_manage(conf, 'service', 'list').returncode == 0
+
+
+def run_manage(conf, *args):
+    return run('cinder_lite.cmd.manage', [conf], *args)
+
+
+def test_reconcile_in_the_embedded_mode_says_so_at_once(stack):
+    """Issue 25, item 8: the embedded bus cannot be reached from another
+    process; reconcile says so instead of waiting for an RPC timeout."""
+    proc = manage(stack, 'attachment', 'reconcile')
+    assert proc.returncode == 1
+    assert 'restart cinder-lite-all to reconcile now' in proc.stderr
+    assert proc.stdout == ''
