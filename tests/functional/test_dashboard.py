@@ -3,6 +3,7 @@ driven by Playwright (nothing downloaded).  Skipped where chromium is
 absent, unless CINDER_LITE_REQUIRE_SERVICES=1 (CI), which makes it
 mandatory.  Screenshots go to the test's directory, and also to
 $CINDER_LITE_SCREENSHOTS when that is set (how doc/images/ was made)."""
+import itertools
 import os
 import shutil
 import uuid
@@ -64,11 +65,14 @@ def sign_in(page, url, user, project, role):
     page.wait_for_selector('#volumes', timeout=WAIT_MS)
 
 
+_ips = itertools.count(20)
+
+
 def attach(api, vid, host, mode):
     resp = api.post('/attachments', json={'attachment': {
         'volume_uuid': vid, 'instance_uuid': str(uuid.uuid4()),
         'mode': mode, 'connector': {
-            'host': host, 'ip': '127.0.0.%d' % (20 + int(host[-1])),
+            'host': host, 'ip': '127.0.0.%d' % next(_ips),
             'initiator': 'iqn.2026-11.org.example:%s' % host}}})
     assert resp.status_code == 200, resp.text
     att = resp.json()['attachment']['id']
@@ -146,9 +150,9 @@ def test_shared_volume_story(stack, browser, tmp_path):
     # three hosts through the API: two read-write, one read-only
     for host, mode in (('host-1', 'rw'), ('host-2', 'rw'), ('host-3', 'ro')):
         attach(api, vid, host, mode)
-    expect(row.locator('td.modes')).to_contain_text('2', timeout=WAIT_MS)
-    expect(row.locator('td.modes')).to_contain_text('ro')
-    shoot(page, tmp_path, 'volumes.png')
+    expect(row.locator('li.chip')).to_have_count(3, timeout=WAIT_MS)
+    assert chips(row) == [('host-1', 'rw'), ('host-2', 'rw'),
+                          ('host-3', 'ro')]
 
     row.locator('a').click()
     rows = page.locator('#attachments tbody tr')
@@ -233,3 +237,206 @@ def test_another_project_sees_none_of_it(stack, browser, tmp_path):
     expect(page.locator('#banner')).to_be_visible(timeout=WAIT_MS)
     page.unroute('**/v3/**')
     expect(page.locator('#banner')).to_be_hidden(timeout=WAIT_MS)
+
+
+def chips(row):
+    """(host, mode) of each host chip of a volume's row, in order."""
+    return [(c.get_attribute('data-host'), c.get_attribute('data-mode'))
+            for c in row.locator('li.chip:not(.more)').all()]
+
+
+def test_volumes_list_shows_who_has_each_volume(stack, browser, tmp_path):
+    from playwright.sync_api import expect
+    api = stack.client()
+    other = stack.client(project=OTHER)
+    api.create_type('shared', {'multiattach': '<is> True'})
+    db = api.create_volume(
+        name='db-shared', size=20, volume_type='shared',
+        description='PostgreSQL data; the reporting nodes read it')
+    for host, mode in (('node-2', 'ro'), ('node-1', 'rw'), ('node-3', 'ro')):
+        attach(api, db['id'], host, mode)
+    assets = api.create_volume(name='web-assets', size=5,
+                               volume_type='shared',
+                               description='images and scripts')
+    for host, mode in (('node-9', 'ro'), ('node-8', 'ro'), ('node-7', 'ro'),
+                       ('node-6', 'ro'), ('node-5', 'ro'), ('node-4', 'rw')):
+        attach(api, assets['id'], host, mode)
+    scratch = api.create_volume(name='scratch', size=2)
+    attach(api, scratch['id'], 'node-2', 'rw')
+    api.create_volume(name='spare', size=1)
+    cache = other.create_volume(name='ci-cache', size=10,
+                                volume_type='shared',
+                                description="the CI runners' cache")
+    attach(other, cache['id'], 'ci-1', 'ro')
+    attach(other, cache['id'], 'ci-2', 'ro')
+
+    page = browser.new_page(viewport=DESKTOP)
+    sign_in(page, stack.url, 'admin', P, 'admin')
+    rows = page.locator('#volumes tbody tr')
+    expect(rows).to_have_count(5, timeout=WAIT_MS)
+
+    def row(name):
+        return page.locator('#volumes tbody tr', has_text=name)
+
+    # who has it, in which mode, without opening it: read-write first
+    expect(row('db-shared').locator('li.chip')).to_have_count(3)
+    assert chips(row('db-shared')) == [('node-1', 'rw'), ('node-2', 'ro'),
+                                       ('node-3', 'ro')]
+    first = row('db-shared').locator('li.chip').first
+    expect(first).to_have_text('node-1 rw')
+    assert chips(row('scratch')) == [('node-2', 'rw')]
+    expect(row('spare').locator('td.holders')).to_have_text('-')
+    # read-only looks different from read-write
+    rw, ro = (row('db-shared').locator('li.chip.%s' % m).first.evaluate(
+        'e => getComputedStyle(e).borderStyle') for m in ('rw', 'ro'))
+    assert (rw, ro) == ('solid', 'dashed')
+    # beyond four hosts, a count of the others (named in its title)
+    assert chips(row('web-assets')) == [('node-4', 'rw'), ('node-5', 'ro'),
+                                        ('node-6', 'ro'), ('node-7', 'ro')]
+    more = row('web-assets').locator('li.chip.more')
+    expect(more).to_have_text('+2')
+    expect(more).to_have_attribute('title', 'node-8 ro, node-9 ro')
+    # admins see every project's volumes, with the project
+    expect(page.locator('#volumes th', has_text='Project')).to_have_count(1)
+    expect(row('ci-cache').locator('td.project')).to_have_text(OTHER)
+    expect(row('db-shared').locator('td.project')).to_have_text(P)
+    assert chips(row('ci-cache')) == [('ci-1', 'ro'), ('ci-2', 'ro')]
+    # the description, under the name
+    desc = row('db-shared').locator('.description')
+    expect(desc).to_have_text('PostgreSQL data; the reporting nodes read it')
+    expect(desc).to_have_attribute('title',
+                                   'PostgreSQL data; the reporting nodes '
+                                   'read it')
+    expect(row('spare').locator('.description')).to_have_count(0)
+    shoot(page, tmp_path, 'volumes.png')
+    # at a phone's width the hosts stay on the screen (other columns go)
+    phone = browser.new_page(viewport=PHONE)
+    sign_in(phone, stack.url, 'admin', P, 'admin')
+    chip = phone.locator('#volumes tbody tr', has_text='db-shared').locator(
+        'li.chip').first
+    expect(chip).to_be_visible(timeout=WAIT_MS)
+    box = chip.bounding_box()
+    assert box['x'] + box['width'] <= PHONE['width'], box
+
+    # a member: the project's volumes, no project column, and (as the API
+    # shows attachments to members) instances instead of hosts
+    member = browser.new_page(viewport=DESKTOP)
+    sign_in(member, stack.url, 'someone', P, 'member')
+    rows = member.locator('#volumes tbody tr')
+    expect(rows).to_have_count(4, timeout=WAIT_MS)
+    expect(member.locator('#volumes th', has_text='Project')).to_have_count(0)
+    expect(member.locator('#volumes td.project')).to_have_count(0)
+    assert 'ci-cache' not in member.content()
+    shared = member.locator('#volumes tbody tr', has_text='db-shared')
+    expect(shared.locator('.description')).to_contain_text('PostgreSQL')
+    instances = api.get('/attachments?volume_id=%s' % db['id']).json()[
+        'attachments']
+    labels = sorted(h for h, _ in chips(shared))
+    assert labels == sorted('instance ' + a['instance'][:8]
+                            for a in instances)
+    assert sorted(m for _, m in chips(shared)) == ['ro', 'ro', 'rw']
+
+
+def test_pager_and_long_names(stack, browser, tmp_path):
+    from playwright.sync_api import expect
+    api = stack.client()
+    long_name = 'analytics-warehouse-primary-replica-2026-11-nightly-' \
+                'snapshots-and-exports'
+    resp = api.put('/os-quota-sets/%s' % P,
+                   json={'quota_set': {'volumes': 25}})
+    assert resp.status_code == 200, resp.text
+    vol = api.create_volume(name=long_name)
+    for i in range(19):
+        api.create_volume(name='bulk-%02d' % i)
+    page = browser.new_page(viewport=DESKTOP)
+    sign_in(page, stack.url, 'admin', P, 'admin')
+    rows = page.locator('#volumes tbody tr')
+    expect(rows).to_have_count(20, timeout=WAIT_MS)
+    prev = page.locator('.pager button', has_text='Previous')
+    nxt = page.locator('.pager button', has_text='Next')
+
+    def cursor(button):
+        return button.evaluate('e => getComputedStyle(e).cursor')
+
+    # exactly one page: neither button works, and both look it
+    expect(prev).to_be_disabled()
+    expect(nxt).to_be_disabled()
+    assert cursor(prev) == cursor(nxt) == 'not-allowed'
+    # one more volume: a next page
+    api.create_volume(name='bulk-19')
+    expect(nxt).to_be_enabled(timeout=WAIT_MS)
+    assert cursor(nxt) == 'pointer'
+    enabled, disabled = (b.evaluate('e => getComputedStyle(e).color')
+                         for b in (nxt, prev))
+    assert enabled != disabled
+    nxt.click()
+    expect(rows).to_have_count(1, timeout=WAIT_MS)
+    expect(nxt).to_be_disabled()
+    expect(prev).to_be_enabled()
+    prev.click()
+    expect(rows).to_have_count(20, timeout=WAIT_MS)
+    expect(prev).to_be_disabled()
+
+    # a long name: whole in the list, wrapped inside the picture's circle
+    # and cut with an ellipsis there, the full name in its title
+    page.goto(stack.url + '/dashboard/#/volume/%s' % vol['id'])
+    label = page.locator('svg.picture .volume-label')
+    expect(label).to_have_attribute('title', long_name, timeout=WAIT_MS)
+    geometry = label.evaluate('''e => {
+        const c = document.querySelector('svg.picture circle.volume')
+            .getBoundingClientRect();
+        const l = e.getBoundingClientRect();
+        const r = c.width / 2, cx = c.left + r, cy = c.top + r;
+        const corners = [[l.left, l.top], [l.right, l.top],
+                         [l.left, l.bottom], [l.right, l.bottom]];
+        return {inside: corners.every(([x, y]) =>
+                    Math.hypot(x - cx, y - cy) <= r + 0.5),
+                lines: Math.round(l.height / parseFloat(
+                    getComputedStyle(e).lineHeight)),
+                clipped: e.scrollHeight > e.clientHeight,
+                tooWide: e.scrollWidth > e.clientWidth,
+                ellipsis: getComputedStyle(e).webkitLineClamp};
+    }''')
+    assert geometry == {'inside': True, 'lines': 3, 'clipped': True,
+                        'tooWide': False, 'ellipsis': '3'}, geometry
+    expect(page.locator('#live h1')).to_contain_text(long_name)
+    # at a phone's width, the long name wraps instead of widening the page
+    phone = browser.new_page(viewport=PHONE)
+    sign_in(phone, stack.url, 'admin', P, 'admin')
+    phone.goto(stack.url + '/dashboard/#/volume/%s' % vol['id'])
+    expect(phone.locator('#live h1')).to_contain_text(long_name,
+                                                timeout=WAIT_MS)
+    width = phone.evaluate('document.documentElement.scrollWidth')
+    assert width <= PHONE['width'], width
+
+
+def test_an_api_with_small_pages(tmp_path, browser):
+    # osapi_max_limit below what the page asks for: it pages by the API's
+    # own links, and says when the attachments did not fit in one answer
+    from playwright.sync_api import expect
+    small = stack_mod.Stack(tmp_path / 'small',
+                            extra={'osapi_max_limit': '2'}).start()
+    try:
+        api = small.client()
+        api.create_type('shared', {'multiattach': '<is> True'})
+        vol = api.create_volume(name='shared-one', volume_type='shared')
+        for host, mode in (('node-1', 'rw'), ('node-2', 'ro'),
+                           ('node-3', 'ro')):
+            attach(api, vol['id'], host, mode)
+        api.create_volume(name='two')
+        api.create_volume(name='three')
+        page = browser.new_page(viewport=DESKTOP)
+        sign_in(page, small.url, 'admin', P, 'admin')
+        rows = page.locator('#volumes tbody tr')
+        expect(rows).to_have_count(2, timeout=WAIT_MS)
+        nxt = page.locator('.pager button', has_text='Next')
+        expect(nxt).to_be_enabled()
+        nxt.click()
+        row = page.locator('#volumes tbody tr', has_text='shared-one')
+        expect(row).to_have_count(1, timeout=WAIT_MS)
+        # the two newest attachments are all one answer holds
+        assert chips(row) == [('node-2', 'ro'), ('node-3', 'ro')]
+        expect(page.locator('#holders-partial')).to_contain_text(
+            'newest 2 live attachments')
+    finally:
+        small.stop()

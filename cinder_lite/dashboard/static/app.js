@@ -7,6 +7,8 @@
 const VERSION = 'volume 3.71';
 const REFRESH_MS = 3000;
 const PAGE = 20;
+const CHIPS = 4;                 // host chips per volume before "+N"
+const ATTACHMENTS_LIMIT = 1000;  // the API's default osapi_max_limit
 let auth = JSON.parse(sessionStorage.getItem('cl-dashboard-auth') || 'null');
 let isAdmin = false;
 let timer = null;
@@ -270,8 +272,15 @@ function nextMarker(page, key) {
 
 async function allAttachments(params) {
   const page = await api('GET', '/attachments/detail' + query(
-    Object.assign({limit: 1000, all_tenants: isAdmin ? 1 : null}, params)));
+    Object.assign({limit: ATTACHMENTS_LIMIT, all_tenants: isAdmin ? 1 : null},
+                  params)));
   return page.attachments;
+}
+
+// where an attachment is: its host (shown to admins), else its instance
+function hostOf(a) {
+  if (a.attached_host) return a.attached_host;
+  return a.instance ? 'instance ' + a.instance.slice(0, 8) : 'no host yet';
 }
 
 // -- volumes -------------------------------------------------------------------
@@ -326,33 +335,90 @@ function volumesControls() {
 
 async function volumesLoad() {
   const f = list.filters;
+  // one more than a page: Next is offered only when there is a next page
+  // (the API's next link comes with every full page, even the last one);
+  // an API whose osapi_max_limit is below that pages by its own link
   const page = await api('GET', '/volumes/detail' + query({
-    limit: PAGE, marker: list.marker, 'name~': f.name, status: f.status,
+    limit: PAGE + 1, marker: list.marker, 'name~': f.name, status: f.status,
     volume_type: f.type, all_tenants: isAdmin ? 1 : null}));
-  const counts = {};
-  for (const a of await allAttachments({})) {
-    const c = counts[a.volume_id] || (counts[a.volume_id] = {rw: 0, ro: 0});
-    c[a.attach_mode] = (c[a.attach_mode] || 0) + 1;
+  const volumes = page.volumes.slice(0, PAGE);
+  const next = page.volumes.length > PAGE ? volumes[PAGE - 1].id
+    : nextMarker(page, 'volumes');
+  // every live attachment the caller may see, in one request: the hosts of
+  // the whole page without a request per volume
+  const atts = await api('GET', '/attachments/detail' + query(
+    {limit: ATTACHMENTS_LIMIT, all_tenants: isAdmin ? 1 : null}));
+  const holders = {};
+  for (const a of atts.attachments) {
+    (holders[a.volume_id] = holders[a.volume_id] || []).push({
+      host: hostOf(a), mode: a.attach_mode, status: a.status});
   }
-  return {volumes: page.volumes, next: nextMarker(page, 'volumes'),
-          counts, admin: isAdmin};
+  const partial = nextMarker(atts, 'attachments') === null ? null
+    : atts.attachments.length;
+  return {volumes, next, holders, partial, admin: isAdmin};
+}
+
+// one chip per host and mode (and status): "node-1 rw", "node-2 ro ×2"
+function holderChips(holders) {
+  const groups = new Map();
+  for (const x of holders) {
+    const key = [x.host, x.mode, x.status].join('\n');
+    if (!groups.has(key)) groups.set(key, Object.assign({count: 0}, x));
+    groups.get(key).count++;
+  }
+  const chips = [...groups.values()].sort((a, b) =>
+    (a.mode === b.mode ? 0 : a.mode === 'rw' ? -1 : 1) ||
+    a.host.localeCompare(b.host, undefined, {numeric: true}));
+  const label = (c) => c.host + ' ' + c.mode +
+    (c.status === 'attached' ? '' : ' ' + c.status) +
+    (c.count > 1 ? ' ×' + c.count : '');
+  const shown = chips.slice(0, CHIPS);
+  const rest = chips.slice(CHIPS);
+  return h('ul', {class: 'chips'},
+    shown.map((c) => h('li', {class: 'chip ' + c.mode +
+                              (c.status === 'attached' ? ''
+                                : c.status.startsWith('error') ? ' failed'
+                                  : ' moving'),
+                              'data-host': c.host, 'data-mode': c.mode,
+                              title: label(c)},
+      h('span', {class: 'chip-host'}, c.host), ' ',
+      h('span', {class: 'chip-mode'}, c.mode),
+      c.status === 'attached' ? '' : h('span', {class: 'chip-status'},
+                                       ' ' + c.status),
+      c.count > 1 ? ' ×' + c.count : '')),
+    rest.length ? h('li', {class: 'chip more',
+                           title: rest.map(label).join(', ')},
+                    '+' + rest.length) : '');
 }
 
 function volumesDraw(r, data) {
+  const columns = [
+    ['Name'], data.admin ? ['Project', 'project hide-narrow'] : null,
+    ['ID', 'hide-narrow'], ['Size', 'hide-narrow'], ['Type', 'hide-narrow'],
+    ['Status'], ['Shareable', 'hide-narrow'],
+    data.admin ? ['Backend', 'hide-narrow'] : null,
+    ['Attached to']].filter((c) => c);
   const rows = data.volumes.map((v) => {
-    const c = data.counts[v.id] || {rw: 0, ro: 0};
+    const holders = data.holders[v.id] || [];
+    const project = v['os-vol-tenant-attr:tenant_id'];
     return h('tr', {'data-volume': v.id},
-      h('td', {}, h('a', {href: '#/volume/' + v.id}, v.name || '(no name)')),
+      h('td', {class: 'name'},
+        h('a', {href: '#/volume/' + v.id}, v.name || '(no name)'),
+        v.description ? h('div', {class: 'description',
+                                  title: v.description}, v.description)
+          : ''),
+      data.admin ? h('td', {class: 'project hide-narrow', title: project},
+                     project) : null,
       h('td', {class: 'id hide-narrow'}, v.id),
-      h('td', {}, v.size + ' GiB'),
+      h('td', {class: 'size hide-narrow'}, v.size + ' GiB'),
       h('td', {class: 'hide-narrow'}, v.volume_type),
       h('td', {}, status(v.status)),
-      h('td', {}, v.multiattach ? h('span', {class: 'badge shared'}, 'shared')
-        : ''),
-      h('td', {class: 'hide-narrow'}, v['os-vol-host-attr:host'] || '-'),
-      h('td', {class: 'modes'}, c.rw || c.ro ? [
-        c.rw ? [modeBadge('rw'), ' ' + c.rw + ' '] : '',
-        c.ro ? [modeBadge('ro'), ' ' + c.ro] : ''] : '-'));
+      h('td', {class: 'hide-narrow'}, v.multiattach
+        ? h('span', {class: 'badge shared'}, 'shared') : ''),
+      data.admin ? h('td', {class: 'hide-narrow'},
+                     v['os-vol-host-attr:host'] || '-') : null,
+      h('td', {class: 'holders'}, holders.length ? holderChips(holders)
+        : h('span', {class: 'muted'}, '-')));
   });
   const prev = h('button', {type: 'button', class: 'secondary',
                             disabled: !list.markers.length, onclick: () => {
@@ -368,12 +434,13 @@ function volumesDraw(r, data) {
   return [
     h('div', {class: 'scroll'}, h('table', {id: 'volumes'},
       h('thead', {}, h('tr', {},
-        ['Name', ['ID', 'hide-narrow'], 'Size', ['Type', 'hide-narrow'],
-         'Status', 'Shareable', ['Backend', 'hide-narrow'], 'Attachments']
-          .map((c) => Array.isArray(c) ? h('th', {class: c[1]}, c[0])
-            : h('th', {}, c)))),
+        columns.map(([title, cls]) => h('th', {class: cls}, title)))),
       h('tbody', {}, rows.length ? rows
-        : h('tr', {}, h('td', {colspan: 8, class: 'muted'}, 'No volumes.'))))),
+        : h('tr', {}, h('td', {colspan: columns.length, class: 'muted'},
+                        'No volumes.'))))),
+    data.partial === null ? '' : h('p', {class: 'hint', id: 'holders-partial'},
+      'The hosts shown are those of the newest ' + data.partial +
+      ' live attachments (one page of the API); older ones are missing.'),
     h('div', {class: 'pager'}, prev, next),
   ];
 }
@@ -407,6 +474,10 @@ async function volumeLoad(r) {
   return {volume, attachments, events, admin: isAdmin};
 }
 
+// the volume's circle, and the largest box of three lines inside it
+const VOLUME_R = 54, LABEL_H = 44;
+const LABEL_W = 2 * Math.floor(Math.sqrt(VOLUME_R ** 2 - (LABEL_H / 2) ** 2));
+
 const EDGE = {attached: '#1e6b34', attaching: '#8a5a00', reserved: '#8a5a00',
               detaching: '#8a5a00', error_attaching: '#a61b1b',
               error_detaching: '#a61b1b'};
@@ -415,8 +486,7 @@ function picture(volume, attachments) {
   // the volume in the middle, each host around it: solid rw, dashed ro
   const byHost = new Map();
   for (const a of attachments) {
-    const host = a.attached_host || (a.connection_info || {}).host ||
-      'instance ' + (a.instance || '?').slice(0, 8);
+    const host = hostOf(a);
     if (!byHost.has(host)) byHost.set(host, []);
     byHost.get(host).push(a);
   }
@@ -436,6 +506,7 @@ function picture(volume, attachments) {
                              ? '8 6' : null}));
     });
     kids.push(s('g', {class: 'host-node', 'data-host': host},
+      s('title', {}, host),
       s('rect', {x: x - 70, y: y - 18, width: 140, height: 36, rx: 6,
                  class: 'host'}),
       s('text', {x, y: y - 2, 'text-anchor': 'middle'},
@@ -443,10 +514,14 @@ function picture(volume, attachments) {
       s('text', {x, y: y + 13, 'text-anchor': 'middle', class: 'muted'},
         atts.map((a) => a.attach_mode + ' ' + a.status).join(', '))));
   });
-  kids.push(s('circle', {cx, cy, r: 42, class: 'volume'}));
-  kids.push(s('text', {x: cx, y: cy + 4, 'text-anchor': 'middle',
-                       class: 'volume-label'},
-              (volume.name || volume.id).slice(0, 12)));
+  kids.push(s('circle', {cx, cy, r: VOLUME_R, class: 'volume'}));
+  // the name wraps in a box inside the circle, three lines at most, then
+  // an ellipsis; the full name is its title
+  const name = volume.name || volume.id;
+  kids.push(s('foreignObject', {x: cx - LABEL_W / 2, y: cy - LABEL_H / 2,
+                                width: LABEL_W, height: LABEL_H},
+    h('div', {class: 'volume-label-box'},
+      h('div', {class: 'volume-label', title: name}, name))));
   return s('svg', {viewBox: '0 0 ' + W + ' ' + H, class: 'picture',
                    role: 'img', 'aria-label': 'who has this volume'}, kids);
 }
@@ -469,6 +544,7 @@ function volumeDraw(r, data) {
             {'os-force_detach': {attachment_id: a.id}}))}, 'Force')] : '')));
   const trail = data.events === null
     ? h('p', {class: 'muted'}, 'The audit trail is shown to administrators.')
+    : !data.events.length ? h('p', {class: 'muted'}, 'No attachment events.')
     : h('ol', {class: 'timeline', id: 'timeline'},
       data.events.slice().reverse().map((e) => h('li', {},
         h('time', {}, since(e.created_at)),
