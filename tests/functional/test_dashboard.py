@@ -217,6 +217,21 @@ def test_shared_volume_story(stack, browser, tmp_path):
 
 def test_another_project_sees_none_of_it(stack, browser, tmp_path):
     from playwright.sync_api import expect
+    # an empty project is no project: the API refuses it, so the page
+    # stays on the sign-in form with the API's reason
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(stack.url + '/dashboard/')
+    page.wait_for_selector('#signin:not([hidden])')
+    page.fill('#user', 'someone')
+    page.fill('#project', '')
+    page.click('#signin button[type=submit]')
+    expect(page.locator('#error')).to_contain_text('HTTP 401',
+                                                   timeout=WAIT_MS)
+    expect(page.locator('#error')).to_contain_text('neither part empty')
+    assert page.locator('#signin').is_visible()
+    assert page.locator('#nav').is_hidden()
+    page.close()
+
     api = stack.client()
     vol = api.create_volume(name='private-one')
     page = browser.new_page(viewport=DESKTOP)
