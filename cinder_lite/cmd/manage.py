@@ -248,19 +248,6 @@ def attachment_events(conf):
     return OK
 
 
-def _no_shared_bus(conf):
-    """True when the bus of this configuration is the embedded mode's:
-    the in-process transport, or none set at all next to a SQLite
-    database (what cinder-lite-all runs on without a config file)."""
-    from cinder_lite.common import inproc_bus
-    if conf.transport_url == inproc_bus.URL:
-        return True
-    location = conf.get_location('transport_url')
-    unset = location is None or location.location in (
-        cfg.Locations.opt_default, cfg.Locations.set_default)
-    return unset and conf.database.connection.startswith('sqlite')
-
-
 def attachment_reconcile(conf):
     """Ask every volume service that is up (or the one of ``--host``) to
     reconcile now (cinder_lite.volume.reconcile) and print what each
@@ -268,7 +255,7 @@ def attachment_reconcile(conf):
     from cinder_lite.common import context as cl_context
     from cinder_lite.common import rpc
     from cinder_lite.volume import rpcapi as volume_rpcapi
-    if _no_shared_bus(conf):
+    if config.embedded(conf):
         _error('attachment reconcile asks the volume services over the '
                'message bus, and this configuration names none another '
                'process can reach: the embedded cinder-lite-all runs its '
@@ -319,7 +306,8 @@ def volume_show_exports(conf):
         return NOT_FOUND
     db_api.configure(conf)
     rows = exports_report.compare(conf, backends)
-    table(exports_report.HEADERS, [r.cells() for r in rows])
+    if rows:
+        table(exports_report.HEADERS, [r.cells() for r in rows])
     missing = [r for r in rows if r.missing]
     problems = [r for r in rows if r.problems]
     print('%s: %d export(s), %d missing, %d row(s) with problems.'
@@ -338,10 +326,13 @@ def _quota_audit(conf, repair):
     found = quota_api.audit(project_id, repair=repair)
     with db_api.reader() as session:
         catalogue = quota.Catalogue(session)
-    table(['Project', 'Resource', 'Recorded in use', 'Recorded reserved',
-           'Volumes say in use', 'Volumes say reserved'],
-          [(project, catalogue.api_name(key), before[0], before[1],
-            after[0], after[1]) for project, key, before, after in found])
+    if found:
+        table(['Project', 'Resource', 'Recorded in use',
+               'Recorded reserved', 'Volumes say in use',
+               'Volumes say reserved'],
+              [(project, catalogue.api_name(key), before[0], before[1],
+                after[0], after[1])
+               for project, key, before, after in found])
     scope = 'project %s' % project_id if project_id else 'every project'
     if not found:
         print('Recorded quota usage of %s equals what the volumes say.'

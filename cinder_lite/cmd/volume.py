@@ -7,6 +7,15 @@ from cinder_lite.db import api as db_api
 from cinder_lite.volume import conf as volume_conf
 from cinder_lite.volume import service as volume_service
 
+DESCRIPTION = """\
+Serves this node's volume backends, one for each section named in
+[DEFAULT] enabled_backends (driver, volumes_dir, target_protocol ...):
+creates and deletes volumes, exports them to hosts (NBD, iSCSI) and
+reports capacity and capabilities.  Reads the config files given with
+--config-file: transport_url and [database] connection name the message
+bus and the database it shares with cinder-lite-api and
+cinder-lite-scheduler; [DEFAULT] host names this node.  Every option is
+described in etc/cinder-lite/cinder-lite.conf.sample."""
 
 NO_BACKENDS = (
     'cinder-lite-volume: [DEFAULT] enabled_backends is not set in the '
@@ -17,7 +26,7 @@ NO_BACKENDS = (
 
 
 def main():
-    conf = config.parse_args(sys.argv[1:])
+    conf = config.parse_args(sys.argv[1:], description=DESCRIPTION)
     if not volume_conf.backends_configured(conf):
         print(NO_BACKENDS, file=sys.stderr)
         return 2

@@ -82,3 +82,16 @@ def parse_args(argv, conf=None, default_transport_url=None,
         inproc_bus.quiet(conf)
     logging.setup(conf, 'cinder-lite')
     return conf
+
+
+def embedded(conf):
+    """Whether ``conf`` describes the embedded mode (cinder-lite-all on its
+    in-process bus): the in-process transport, or no transport_url set at
+    all next to a SQLite database (cinder-lite-all's defaults)."""
+    from cinder_lite.common import inproc_bus
+    if conf.transport_url == inproc_bus.URL:
+        return True
+    location = conf.get_location('transport_url')
+    unset = location is None or location.location in (
+        cfg.Locations.opt_default, cfg.Locations.set_default)
+    return unset and conf.database.connection.startswith('sqlite')

@@ -340,9 +340,10 @@ def test_upgrade_check_passes(status_conf):
 
 
 def test_upgrade_check_schema(tmp_path):
+    # a distributed node's config: the embedded mode migrates by itself
     conf = tmp_path / 'c.conf'
     conf.write_text('[DEFAULT]\nstate_path = %s\nenabled_backends = file\n'
-                    % tmp_path)
+                    'transport_url = %s\n' % (tmp_path, DISTRIBUTED_BUS))
     proc = run('cinder_lite.cmd.status', [conf], 'upgrade', 'check')
     assert proc.returncode == 2
     assert 'does not exist' in proc.stdout
@@ -364,6 +365,25 @@ def test_upgrade_check_schema(tmp_path):
         == 0
     proc = run('cinder_lite.cmd.status', [conf], 'upgrade', 'check')
     assert proc.returncode == 0, proc.stdout
+
+
+DISTRIBUTED_BUS = 'rabbit://guest:guest@127.0.0.1:5672/'
+
+
+def test_upgrade_check_of_the_embedded_mode_passes(tmp_path):
+    """Issue 25, item 11: the config of cinder-lite-all (no bus, SQLite,
+    no enabled_backends) before its first start: nothing to warn of, as
+    it migrates its database and runs its one file backend itself."""
+    conf = tmp_path / 'c.conf'
+    conf.write_text('[DEFAULT]\nstate_path = %s\n' % tmp_path)
+    proc = run('cinder_lite.cmd.status', [conf], 'upgrade', 'check',
+               '--json')
+    assert proc.returncode == 0, proc.stdout
+    results = {c['check']: c for c in json.loads(proc.stdout)['checks']}
+    assert 'cinder-lite-all makes it at its start' in \
+        results['Database schema']['details']
+    assert 'embedded mode' in results['Volume backends']['details']
+    assert not (tmp_path / 'cinder-lite.sqlite').exists()
 
 
 KEYSTONE_PLUGIN = ('auth_type = password\nauth_url = http://127.0.0.1:9/v3\n'
@@ -450,7 +470,8 @@ def test_a_volume_service_needs_its_backends_named(tmp_path, status_conf):
     start, naming the option (the implicit file backend is the embedded
     mode's), and the upgrade check warns."""
     conf = tmp_path / 'no-backends.conf'
-    conf.write_text('[DEFAULT]\nstate_path = %s\n' % tmp_path)
+    conf.write_text('[DEFAULT]\nstate_path = %s\ntransport_url = %s\n'
+                    % (tmp_path, DISTRIBUTED_BUS))
     proc = run('cinder_lite.cmd.volume', [conf])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert 'enabled_backends is not set' in proc.stderr
@@ -473,7 +494,8 @@ def test_small_things_an_operator_reads(stack):
     attach(api, vol['id'], {'host': 'host-a', 'ip': '127.0.0.2'})
     proc = manage(stack, 'volume', 'show-exports')
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.splitlines()[-2:] == [
+    # no empty table before the summary (issue 25, item 11)
+    assert proc.stdout.splitlines() == [
         'testnode@file: 0 export(s), 0 missing, 0 row(s) with problems.',
         'testnode@file: 1 live attachment(s) through the local target, '
         'which needs no export.']
@@ -490,6 +512,12 @@ def test_small_things_an_operator_reads(stack):
     (only,) = json.loads(proc.stdout)
     assert only['backend'] == 'testnode@file'
     assert only['capabilities']['multiattach'] is True
+
+    proc = manage(stack, 'quota', 'check')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        'Recorded quota usage of every project equals what the volumes '
+        'say.']
 
     reserved = attach(api, api.create_volume()['id'])
     proc = manage(stack, 'attachment', 'events', '--attachment',

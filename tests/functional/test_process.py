@@ -245,6 +245,19 @@ def test_help_explains(tmp_path):
     for words in ('the N newest events', 'only events at or after TIME',
                   'oldest first'):
         assert words in text, words
+    # issue 25, item 11: every service says what it is and what it reads
+    for script, words in (('api', 'Serves the Block Storage v3 REST API'),
+                          ('scheduler', 'Places new volumes on backends'),
+                          ('volume', "Serves this node's volume backends"),
+                          ('status', 'Checks to run before starting')):
+        out = subprocess.run([sys.executable, '-m',
+                              'cinder_lite.cmd.%s' % script, '--help'],
+                             capture_output=True, text=True,
+                             timeout=60).stdout
+        assert words in ' '.join(out.split()), (script, out)
+        assert 'conf' in out
+        # (no section titled ':' as oslo.upgradecheck's own main makes)
+        assert ':' not in [line.strip() for line in out.splitlines()]
 
 
 def test_a_connect_that_times_out_names_what_it_left(stack):
