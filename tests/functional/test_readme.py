@@ -1,7 +1,10 @@
 """The README's walk-through (curl, then cinderclient, then the openstack
-CLI) runs as written, in order, in one shell, against a fresh
+CLI) runs as a user pastes it, in order, in one shell, against a fresh
 ``cinder-lite-all``: every command succeeds and nothing prints an error.
-Only the port differs (a free one instead of 8776)."""
+The shell runs in a directory with the install's ``.venv`` (this
+interpreter's virtualenv), with a PATH that does not have its ``bin``:
+the blocks must find the clients themselves.  Only the address differs
+(``EP``, a free port instead of 8776)."""
 import os
 import re
 import subprocess
@@ -43,16 +46,29 @@ def test_the_blocks_are_the_three_clients():
 def test_walk_through_runs_as_written(tmp_path):
     server, port, log = test_process.start_all(tmp_path)
     try:
-        script = '\n'.join(shell_blocks()).replace(
-            '127.0.0.1:8776', '127.0.0.1:%d' % port)
+        script = '\n'.join(shell_blocks())
+        endpoint = 'EP=http://127.0.0.1:8776\n'
+        assert script.count('127.0.0.1:8776') == 1 and endpoint in script
+        script = script.replace(endpoint,
+                                'EP=http://127.0.0.1:%d\n' % port)
         (tmp_path / 'walk.sh').write_text(script)
-        env = dict(os.environ, HOME=str(tmp_path),
-                   PATH=os.path.dirname(sys.executable) + os.pathsep +
-                   os.environ.get('PATH', ''))
+        # the directory a user installed into: its .venv is the one that
+        # runs these tests
+        home = tmp_path / 'checkout'
+        home.mkdir()
+        (home / '.venv').symlink_to(os.path.dirname(os.path.dirname(
+            os.path.abspath(sys.executable))))
+        bindir = os.path.dirname(os.path.abspath(sys.executable))
+        path = os.pathsep.join(
+            p for p in os.environ.get('PATH', '').split(os.pathsep)
+            if p and os.path.abspath(p) != bindir)
+        env = {k: v for k, v in os.environ.items()
+               if k not in ('VIRTUAL_ENV', 'PYTHONHOME')}
+        env.update(HOME=str(tmp_path), PATH=path)
         run = subprocess.run(['bash', '-euo', 'pipefail', '-x',
                               str(tmp_path / 'walk.sh')],
                              capture_output=True, text=True, timeout=300,
-                             env=env, cwd=str(tmp_path))
+                             env=env, cwd=str(home))
     finally:
         server.terminate()
         server.wait(timeout=30)
