@@ -281,3 +281,16 @@ def test_a_connect_that_times_out_names_what_it_left(stack):
         in message
     assert left['status'] == 'error_attaching'
     assert api.delete('/attachments/%s' % left['id']).status_code == 200
+
+
+def test_rpc_servers_run_on_the_standard_thread_pool(stack):
+    """cinder_lite.common.rpc swaps oslo.messaging's executor (futurist's
+    pool, whose idle workers sit out a second before they notice a stop)
+    for the standard library's through a private attribute: this notices
+    when oslo.messaging stops reading it."""
+    from concurrent import futures
+    servers = [server for svc in stack.services
+               for server in getattr(svc, '_servers', [])]
+    assert servers
+    for server in servers:
+        assert type(server._work_executor) is futures.ThreadPoolExecutor
