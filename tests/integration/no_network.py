@@ -7,9 +7,13 @@ its ports to list its security groups, and deleting one asks which ports
 to unbind.  Installing and migrating neutron-server for answers that are
 always "nothing" would cost minutes of every CI run, so this process
 answers Neutron's read-only collection queries (``GET /v2.0/ports`` and
-the like) with empty lists.  Anything else -- a write, an item, an unknown
-collection -- gets 501, so a Nova code path that needs a real network
-fails loudly instead of being told it worked.  Every request is logged.
+the like) with empty lists.  Below compute API 2.37 a server booted
+without ``networks`` makes Nova check the project's port quota first
+(``GET /v2.0/quotas/{project}``): the answer is "no limit" (-1), which
+is true of a cloud that makes no ports.  Anything else -- a write,
+another item, an unknown collection -- gets 501, so a Nova code path
+that needs a real network fails loudly instead of being told it worked.
+Every request is logged.
 
     python -m tests.integration.no_network --port N
 """
@@ -28,6 +32,9 @@ COLLECTIONS = {
     'floatingips': 'floatingips',
     'extensions': 'extensions',
 }
+# resources of Neutron's quota API; -1: no limit
+QUOTA_RESOURCES = ('network', 'subnet', 'port', 'router', 'floatingip',
+                   'security_group', 'security_group_rule')
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -54,6 +61,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 name = name[:-len('.json')]
             if name in COLLECTIONS:
                 return self._answer(200, {COLLECTIONS[name]: []})
+        if len(parts) == 4 and parts[1:3] == ['v2.0', 'quotas'] and parts[3]:
+            return self._answer(200, {'quota': {
+                name: -1 for name in QUOTA_RESOURCES}})
         self._refuse()
 
     def _refuse(self):

@@ -1,13 +1,16 @@
 """OpenStack's compute side around a distributed cinder_lite: Keystone,
-Placement and Nova on this machine, for integration tests (and for a person,
-through ``tools/nova-stack``).
+Glance, Placement and Nova on this machine, for integration tests, for
+``tools/tempest`` and for a person, through ``tools/nova-stack``.
 
 ``NovaStack().start()`` brings up, each as its own process logging to
 ``<workdir>/<name>.log``:
 
 * Keystone (fernet tokens), served by gunicorn, bootstrapped with
   ``keystone-manage bootstrap``; service project ``service`` with users
-  ``nova``, ``placement`` and ``cinder-lite``;
+  ``nova``, ``placement``, ``glance`` and ``cinder-lite``;
+* Glance (image API v2), served by gunicorn, with keystone auth, the file
+  store under ``<workdir>/glance/images`` and its own database,
+  registered in the catalog as ``image``;
 * Placement, served by gunicorn;
 * nova-api (gunicorn), nova-conductor, nova-scheduler and two nova-compute
   services with ``fake.FakeDriver`` (hosts ``compute-1`` and
@@ -21,10 +24,9 @@ that this cloud has no ports (see its docstring).
 
 Every database is fresh (``cl_os_<run>_<name>`` on MariaDB) and Nova has a
 RabbitMQ vhost of its own; ``stop()`` ends every process by pid and drops
-the databases.  No Neutron and no Glance: servers boot from volume with
-``"networks": "none"``.
+the databases.  No Neutron: servers boot with ``"networks": "none"``.
 
-Nova, Placement and Keystone come from their own virtualenv, made by
+Nova, Placement, Keystone and Glance come from their own virtualenv, made by
 ``tools/openstack-venv`` (``CINDER_LITE_OPENSTACK_VENV``, default
 ``~/.cache/cinder_lite/openstack-venv``), so their pins never meet ours.
 Without it ``check_available`` raises ``ServiceUnavailable``.
@@ -53,7 +55,7 @@ DOMAIN = 'Default'
 ADMIN_PASSWORD = 'admin-secret'
 SERVICE_PASSWORD = 'service-secret'
 USER_PASSWORD = 'user-secret'
-SERVICE_USERS = ('nova', 'placement', 'cinder-lite')
+SERVICE_USERS = ('nova', 'placement', 'glance', 'cinder-lite')
 COMPUTES = ('compute-1', 'compute-2')
 START_TIMEOUT = 180.0
 HOST = '127.0.0.1'
@@ -155,7 +157,7 @@ class Identity:
 class Client:
     """A user's session: a Keystone token scoped to one project and the
     catalog it came with; ``compute`` and ``volume`` call Nova and
-    cinder_lite at a microversion."""
+    cinder_lite at a microversion, ``image`` calls Glance."""
 
     COMPUTE_VERSION = '2.60'
     VOLUME_VERSION = '3.71'
@@ -189,6 +191,20 @@ class Client:
                version=VOLUME_VERSION):
         return self._call(self.endpoints['volumev3'], 'volume', version,
                           method, path, body, expect)
+
+    def image(self, method, path, body=None, data=None, expect=None):
+        """Glance's image API (v2, no microversions); ``data``: raw bytes
+        sent as application/octet-stream instead of a JSON ``body``."""
+        headers = {'X-Auth-Token': self.token}
+        if data is not None:
+            headers['Content-Type'] = 'application/octet-stream'
+        resp = self.session.request(method, self.endpoints['image'] + path,
+                                    json=body, data=data, headers=headers,
+                                    timeout=60)
+        if expect is not None and resp.status_code != expect:
+            raise AssertionError('%s %s: expected %d, got %d %s' % (
+                method, path, expect, resp.status_code, resp.text[:2000]))
+        return resp
 
 
 class CinderLite(cluster_mod.Cluster):
@@ -331,10 +347,46 @@ class NovaStack:
         for name in SERVICE_USERS:
             user_id = self.identity.user(name, SERVICE_PASSWORD, service)
             self.identity.grant(service, user_id, 'service')
-            if name != 'cinder-lite':
+            if name in ('nova', 'placement'):
                 # Nova and Placement act as administrators of each other
                 # (Placement's policy, Nova's admin context towards it)
                 self.identity.grant(service, user_id, 'admin')
+
+    # -- Glance ---------------------------------------------------------------
+    def start_glance(self):
+        """glance-api under gunicorn (Glance 33 runs only under a WSGI
+        server: its ``glance-api`` script refuses to serve), one file
+        store, keystone auth, no image cache."""
+        where = self.path('glance')
+        dirs = {name: self.path('glance', name)
+                for name in ('images', 'staging', 'tasks', 'locks')}
+        for path in dirs.values():
+            os.makedirs(path, exist_ok=True)
+        # the paste pipeline is read from the file next to glance-api.conf
+        shutil.copy(os.path.join(VENV, 'etc', 'glance',
+                                 'glance-api-paste.ini'), where)
+        conf = cluster_mod.write_conf(os.path.join(where, 'glance-api.conf'), {
+            'DEFAULT': {'log_dir': '', 'use_stderr': 'true',
+                        'enabled_backends': 'fs:file',
+                        # web-download would fetch URLs from anywhere
+                        'enabled_import_methods': '[glance-direct,'
+                                                  'copy-image]'},
+            'database': {'connection': self._db('glance')},
+            'glance_store': {'default_backend': 'fs'},
+            'fs': {'filesystem_store_datadir': dirs['images']},
+            'os_glance_staging_store': {
+                'filesystem_store_datadir': dirs['staging']},
+            'os_glance_tasks_store': {
+                'filesystem_store_datadir': dirs['tasks']},
+            'paste_deploy': {'flavor': 'keystone'},
+            'keystone_authtoken': self.authtoken_section('glance'),
+            'oslo_concurrency': {'lock_path': dirs['locks']},
+        })
+        self.run('glance-manage', '--config-file', conf, 'db_sync')
+        self.gunicorn('glance', 'glance.wsgi.api:application',
+                      {'OS_GLANCE_CONFIG_DIR': where})
+        self.identity.register('image', 'glance', self.url('glance'))
+        self.wait_http('glance', '/')
 
     # -- Placement ------------------------------------------------------------
     def start_placement(self):
@@ -394,9 +446,8 @@ class NovaStack:
             'service_user': dict(self.auth_section('nova'),
                                  send_service_user_token='true'),
             'neutron': self.auth_section('nova'),
-            # no Glance: this URL only fills the image link of Nova's
-            # notifications; nothing listens there and nothing calls it
-            'glance': {'endpoint_override': 'http://%s:9/' % HOST},
+            # Glance from the catalog (Nova calls it with the user's token)
+            'glance': {'region_name': REGION, 'valid_interfaces': 'public'},
             'scheduler': {'discover_hosts_in_cells_interval': '2',
                           'workers': '1'},
             'conductor': {'workers': '1'},
@@ -464,9 +515,11 @@ class NovaStack:
     def start(self, timeout=START_TIMEOUT):
         check_available()
         try:
-            for name in ('keystone', 'placement', 'nova-api', 'no-network'):
+            for name in ('keystone', 'glance', 'placement', 'nova-api',
+                         'no-network'):
                 self.ports[name] = cluster_mod.free_port(HOST)
             self.start_keystone()
+            self.start_glance()
             self.start_placement()
             self.start_cinder_lite()
             self.start_nova()
@@ -580,7 +633,7 @@ def main():
               'OS_PROJECT_NAME=admin OS_USER_DOMAIN_NAME=Default '
               'OS_PROJECT_DOMAIN_NAME=Default OS_REGION_NAME=%s'
               % (stack.keystone_url, ADMIN_PASSWORD, REGION))
-        for name in ('keystone', 'placement', 'nova-api'):
+        for name in ('keystone', 'glance', 'placement', 'nova-api'):
             print('  %-11s %s' % (name, stack.url(name)))
         print('  %-11s %s' % ('cinder_lite', stack.cinder.url))
         print('Ctrl-C stops everything.', flush=True)

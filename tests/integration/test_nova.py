@@ -1,8 +1,8 @@
 """OpenStack Nova drives cinder_lite, with a real Keystone (issue 16).
 
 One deployment per module (tests/integration/openstack.py): Keystone,
-Placement, nova-api, -conductor, -scheduler and two nova-compute hosts
-with the fake virt driver, and cinder_lite in keystone mode, over
+Glance, Placement, nova-api, -conductor, -scheduler and two nova-compute
+hosts with the fake virt driver, and cinder_lite in keystone mode, over
 RabbitMQ and MariaDB.  Every step goes through Nova's compute API at
 microversion 2.60 with a Keystone token of a member of project ``demo``
 (admin only where Nova's policy wants one: flavors, live migration), and
@@ -12,6 +12,7 @@ Skipped without the OpenStack virtualenv (tools/openstack-venv), failed
 instead under CINDER_LITE_REQUIRE_SERVICES=1, as in CI.
 """
 import concurrent.futures
+import hashlib
 import json
 import os
 import re
@@ -500,3 +501,65 @@ def test_openstack_cli_boots_from_a_cinder_lite_volume(cloud, demo):
     osc(cloud, *member, 'server', 'delete', '--wait', 'osc', output=False)
     wait_for(lambda: volume(demo, vol['id'])['status'] == 'available',
              'volume detached')
+
+
+def test_glance_serves_images_from_the_catalog(cloud, demo):
+    """The stack's Glance (file store, keystone auth): a member uploads a
+    small image through the catalog's ``image`` endpoint and reads the
+    same bytes back; Nova finds it through its ``[glance]`` settings;
+    another project cannot see it."""
+    data = os.urandom(3 * 65536 + 17)
+    image = demo.image('POST', '/v2/images', {
+        'name': 'tiny', 'disk_format': 'raw', 'container_format': 'bare'},
+        expect=201).json()
+    assert image['status'] == 'queued' and image['visibility'] == 'shared'
+    demo.image('PUT', '/v2/images/%s/file' % image['id'], data=data,
+               expect=204)
+    shown = demo.image('GET', '/v2/images/%s' % image['id'],
+                       expect=200).json()
+    assert shown['status'] == 'active' and shown['size'] == len(data)
+    assert shown['os_hash_algo'] == 'sha512'
+    assert shown['os_hash_value'] == hashlib.sha512(data).hexdigest()
+    assert shown['owner'] == demo.project_id
+    back = demo.image('GET', '/v2/images/%s/file' % image['id'], expect=200)
+    assert back.content == data
+    # the file store lies in the stack's work directory
+    stored = cloud.path('glance', 'images', image['id'])
+    with open(stored, 'rb') as f:
+        assert f.read() == data
+    # Nova's image proxy (gone after 2.35) asks Glance with the user's
+    # token through the catalog
+    proxied = demo.compute('GET', '/images/%s' % image['id'], expect=200,
+                           version='2.35').json()['image']
+    assert proxied['status'] == 'ACTIVE' and proxied['name'] == 'tiny'
+    # a token without a role in the owner's project sees nothing
+    outsider_project = cloud.make_project('img-other', {
+        'img-outsider': ['member', 'reader']})
+    assert outsider_project != demo.project_id
+    outsider = cloud.client('img-outsider', openstack.USER_PASSWORD,
+                            'img-other')
+    outsider.image('GET', '/v2/images/%s' % image['id'], expect=404)
+    assert requests.get(demo.endpoints['image'] + '/v2/images',
+                        timeout=30).status_code == 401
+    demo.image('DELETE', '/v2/images/%s' % image['id'], expect=204)
+    demo.image('GET', '/v2/images/%s' % image['id'], expect=404)
+    assert not os.path.exists(stored)
+
+
+def test_a_server_boots_without_networks_before_2_37(cloud, demo):
+    """Before compute API 2.37 a server has no ``"networks": "none"``: Nova
+    looks for networks, finds none, and checks the port quota of the
+    network service (no_network.py answers it) before it boots."""
+    root = make_volume(demo, 'old-api-root', bootable=True)
+    sid = demo.compute('POST', '/servers', {'server': {
+        'name': 'old-api', 'flavorRef': cloud.flavor,
+        'block_device_mapping_v2': [{
+            'boot_index': 0, 'uuid': root, 'source_type': 'volume',
+            'destination_type': 'volume', 'delete_on_termination': False}]}},
+        expect=202, version='2.36').json()['server']['id']
+    assert wait_active(demo, sid)['addresses'] == {}
+    with open(cloud.processes['no-network'].log_path) as f:
+        assert '"GET /v2.0/quotas/%s HTTP/1.1" 200' % demo.project_id in \
+            f.read()
+    demo.compute('DELETE', '/servers/%s' % sid, expect=204)
+    wait_gone(demo, sid)
