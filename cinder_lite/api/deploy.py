@@ -30,7 +30,9 @@ from cinder_lite import dashboard
 from cinder_lite.volume import actions
 from cinder_lite.volume import api as volume_api
 from cinder_lite.volume import attachment_api
+from cinder_lite.volume import qos_api
 from cinder_lite.volume import quota_api
+from cinder_lite.volume import transfer_api
 from cinder_lite.volume import type_api
 
 
@@ -44,6 +46,8 @@ class Services:
             conf, self.volumes.volume_rpcapi)
         self.actions = actions.VolumeActions(conf, self.attachments)
         self.quotas = quota_api.QuotaService(conf)
+        self.transfers = transfer_api.TransferService(conf)
+        self.qos_specs = qos_api.QosSpecsService(conf)
 
 
 class ServiceSetup:

@@ -15,7 +15,9 @@ from cinder_lite.api.handlers import admin
 from cinder_lite.api.handlers import attachment_events
 from cinder_lite.api.handlers import attachments
 from cinder_lite.api.handlers import messages
+from cinder_lite.api.handlers import qos_specs
 from cinder_lite.api.handlers import quotas
+from cinder_lite.api.handlers import transfers
 from cinder_lite.api.handlers import types
 from cinder_lite.api.handlers import volume_actions
 from cinder_lite.api.handlers import volumes
@@ -69,6 +71,36 @@ ROUTE_DECLARATIONS = (
         'GET': quotas.show_quota_class_set,
         'PUT': quotas.update_quota_class_set}),
     ('/limits', {'GET': quotas.show_limits}),
+    ('/os-volume-transfer', {'GET': transfers.list_transfers_legacy,
+                             'POST': transfers.create_transfer_legacy}),
+    ('/os-volume-transfer/detail', {
+        'GET': transfers.list_transfers_detail_legacy}),
+    ('/os-volume-transfer/{transfer_id}', {
+        'GET': transfers.show_transfer,
+        'DELETE': transfers.delete_transfer}),
+    ('/os-volume-transfer/{transfer_id}/accept', {
+        'POST': transfers.accept_transfer}),
+    ('/volume-transfers', {'GET': transfers.list_transfers,
+                           'POST': transfers.create_transfer}),
+    ('/volume-transfers/detail', {
+        'GET': transfers.list_transfers_detail}),
+    ('/volume-transfers/{transfer_id}', {
+        'GET': transfers.show_transfer,
+        'DELETE': transfers.delete_transfer}),
+    ('/volume-transfers/{transfer_id}/accept', {
+        'POST': transfers.accept_transfer}),
+    ('/qos-specs', {'GET': qos_specs.list_qos_specs,
+                    'POST': qos_specs.create_qos_specs}),
+    ('/qos-specs/{qos_id}', {'GET': qos_specs.show_qos_specs,
+                             'PUT': qos_specs.set_keys,
+                             'DELETE': qos_specs.delete_qos_specs}),
+    ('/qos-specs/{qos_id}/delete_keys', {'PUT': qos_specs.unset_keys}),
+    ('/qos-specs/{qos_id}/associations', {
+        'GET': qos_specs.list_associations}),
+    ('/qos-specs/{qos_id}/associate', {'GET': qos_specs.associate}),
+    ('/qos-specs/{qos_id}/disassociate', {'GET': qos_specs.disassociate}),
+    ('/qos-specs/{qos_id}/disassociate_all', {
+        'GET': qos_specs.disassociate_all}),
 )
 
 

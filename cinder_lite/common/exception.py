@@ -63,6 +63,21 @@ class MessageNotFound(NotFound):
     msg_fmt = 'Message %(message_id)s could not be found.'
 
 
+class TransferNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'Transfer %(transfer_id)s could not be found.'
+
+
+class QoSSpecsNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'No such QoS spec %(specs_id)s.'
+
+
+class QoSSpecsKeyNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'QoS spec %(specs_id)s has no spec with key %(specs_key)s.'
+
+
 # -- invalid input or state -----------------------------------------------
 class Invalid(CinderLiteError):
     msg_fmt = 'Unacceptable parameters.'
@@ -86,6 +101,22 @@ class InvalidTransition(Invalid):
 
     msg_fmt = ('Cannot move %(resource)s %(id)s to %(target)s: its status '
                'is %(actual)s, expected one of %(expected)s.')
+
+
+class InvalidAuthKey(Invalid):
+    # Cinder's words
+    msg_fmt = 'Invalid auth key: %(reason)s'
+
+
+class InvalidQoSSpecs(Invalid):
+    # Cinder's words
+    msg_fmt = 'Invalid qos specs: %(reason)s'
+
+
+class QoSSpecsInUse(Invalid):
+    # Cinder answers 400 "Qos specs still in use." (a conflict in its
+    # exception, a 400 on the wire)
+    msg_fmt = 'Qos specs still in use.'
 
 
 class InvalidAttachMode(Invalid):
@@ -177,6 +208,11 @@ class VolumeTypeExists(Conflict):
 class VolumeTypeInUse(Invalid):
     # Cinder's words
     msg_fmt = 'Target volume type is still in use.'
+
+
+class QoSSpecsExists(Conflict):
+    # Cinder's words
+    msg_fmt = 'QoS Specs %(specs_id)s already exists.'
 
 
 class TypeAccessExists(Conflict):

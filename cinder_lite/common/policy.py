@@ -76,6 +76,17 @@ QUOTA_DELETE = 'volume_extension:quotas:delete'
 QUOTA_CLASS_GET = 'volume_extension:quota_classes:get'
 QUOTA_CLASS_UPDATE = 'volume_extension:quota_classes:update'
 LIMITS = 'limits_extension:used_limits'
+TRANSFER_CREATE = 'volume:create_transfer'
+TRANSFER_ACCEPT = 'volume:accept_transfer'
+TRANSFER_DELETE = 'volume:delete_transfer'
+TRANSFER_GET = 'volume:get_transfer'
+TRANSFER_GET_ALL = 'volume:get_all_transfers'
+QOS_CREATE = 'volume_extension:qos_specs_manage:create'
+QOS_GET = 'volume_extension:qos_specs_manage:get'
+QOS_GET_ALL = 'volume_extension:qos_specs_manage:get_all'
+QOS_UPDATE = 'volume_extension:qos_specs_manage:update'
+QOS_DELETE = 'volume_extension:qos_specs_manage:delete'
+TYPE_QOS_ID = 'volume_extension:access_types_qos_specs_id'
 
 _RULES = [
     _op(VOLUME_CREATE, ADMIN_OR_MEMBER, 'Create a volume.',
@@ -184,6 +195,43 @@ _RULES = [
     _op(LIMITS, ADMIN_OR_OWNER,
         "Show a project's absolute limits and what it uses of them.",
         ('GET', '/limits')),
+    _op(TRANSFER_GET_ALL, ADMIN_OR_OWNER, 'List volume transfers.',
+        ('GET', '/os-volume-transfer'), ('GET', '/os-volume-transfer/detail'),
+        ('GET', '/volume-transfers'), ('GET', '/volume-transfers/detail')),
+    _op(TRANSFER_CREATE, ADMIN_OR_MEMBER,
+        'Offer a volume to another project (create a volume transfer).',
+        ('POST', '/os-volume-transfer'), ('POST', '/volume-transfers')),
+    _op(TRANSFER_GET, ADMIN_OR_OWNER, 'Show a volume transfer.',
+        ('GET', '/os-volume-transfer/{transfer_id}'),
+        ('GET', '/volume-transfers/{transfer_id}')),
+    _op(TRANSFER_ACCEPT, ADMIN_OR_MEMBER,
+        'Accept a volume transfer into the caller\'s project.',
+        ('POST', '/os-volume-transfer/{transfer_id}/accept'),
+        ('POST', '/volume-transfers/{transfer_id}/accept')),
+    _op(TRANSFER_DELETE, ADMIN_OR_MEMBER, 'Delete a volume transfer.',
+        ('DELETE', '/os-volume-transfer/{transfer_id}'),
+        ('DELETE', '/volume-transfers/{transfer_id}')),
+    _op(QOS_GET_ALL, 'rule:admin_api',
+        'List QoS specs or the associations of one.',
+        ('GET', '/qos-specs'), ('GET', '/qos-specs/{qos_id}/associations')),
+    _op(QOS_GET, 'rule:admin_api', 'Show QoS specs.',
+        ('GET', '/qos-specs/{qos_id}')),
+    _op(QOS_CREATE, 'rule:admin_api', 'Create QoS specs.',
+        ('POST', '/qos-specs')),
+    _op(QOS_UPDATE, 'rule:admin_api',
+        'Set keys of QoS specs, associate them with a volume type or '
+        'disassociate them.',
+        ('PUT', '/qos-specs/{qos_id}'),
+        ('GET', '/qos-specs/{qos_id}/associate'),
+        ('GET', '/qos-specs/{qos_id}/disassociate'),
+        ('GET', '/qos-specs/{qos_id}/disassociate_all')),
+    _op(QOS_DELETE, 'rule:admin_api',
+        'Delete QoS specs or unset keys of them.',
+        ('DELETE', '/qos-specs/{qos_id}'),
+        ('PUT', '/qos-specs/{qos_id}/delete_keys')),
+    _op(TYPE_QOS_ID, 'rule:admin_api',
+        "Include a volume type's qos_specs_id in volume type show and "
+        'list responses.', ('GET', '/types'), ('GET', '/types/{type_id}')),
 ]
 
 

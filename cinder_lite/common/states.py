@@ -18,17 +18,21 @@ ERROR_DELETING = 'error_deleting'
 EXTENDING = 'extending'
 ERROR_EXTENDING = 'error_extending'
 RETYPING = 'retyping'
+# offered to another project (a volume transfer); nothing else may happen
+# to it until the transfer is accepted or deleted
+AWAITING_TRANSFER = 'awaiting-transfer'
 DELETED = 'deleted'
 
 VOLUME_STATUSES = frozenset([
     CREATING, AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING,
     DELETING, ERROR_DELETING, EXTENDING, ERROR_EXTENDING, RETYPING,
-    DELETED])
+    AWAITING_TRANSFER, DELETED])
 
 # target -> statuses a volume may be in when it moves there
 VOLUME_TRANSITIONS = {
+    # (from awaiting-transfer: the transfer was accepted or deleted)
     AVAILABLE: (CREATING, RESERVED, ATTACHING, DETACHING, IN_USE, EXTENDING,
-                RETYPING),
+                RETYPING, AWAITING_TRANSFER),
     ERROR: (CREATING,),
     ERROR_EXTENDING: (EXTENDING,),
     RESERVED: (AVAILABLE, RESERVED, ATTACHING, IN_USE, DETACHING),
@@ -39,6 +43,7 @@ VOLUME_TRANSITIONS = {
     ERROR_DELETING: (DELETING,),
     EXTENDING: (AVAILABLE, ERROR_EXTENDING),
     RETYPING: (AVAILABLE,),
+    AWAITING_TRANSFER: (AVAILABLE,),
     DELETED: (DELETING,),
 }
 

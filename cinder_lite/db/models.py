@@ -26,10 +26,15 @@ class TimestampMixin:
 
 class VolumeType(TimestampMixin, Base):
     __tablename__ = 'volume_types'
+    # the types associated with one QoS specs (migration 0011)
+    __table_args__ = (sa.Index('ix_volume_types_qos_specs',
+                               'qos_specs_id'),)
     id = sa.Column(sa.String(36), primary_key=True)
     name = sa.Column(sa.String(255), nullable=False, unique=True)
     description = sa.Column(sa.String(255))
     is_public = sa.Column(sa.Boolean, nullable=False, default=True)
+    # the QoS specs of its volumes (``qos_specs.id``), or None
+    qos_specs_id = sa.Column(sa.String(36))
     # Soft delete: deleted volumes keep their type.  A deleted type's name
     # becomes '#deleted:<id>' (db.volume_types.deleted_name), so the name
     # is free for a new type.
@@ -250,3 +255,56 @@ class QuotaUsage(TimestampMixin, Base):
     resource = sa.Column(sa.String(255), nullable=False)
     in_use = sa.Column(sa.BigInteger, nullable=False, default=0)
     reserved = sa.Column(sa.BigInteger, nullable=False, default=0)
+
+
+class Transfer(TimestampMixin, Base):
+    """A volume offered to another project (Cinder's volume transfer).
+    Live while ``deleted`` is false; accepting it or deleting it ends it
+    (``accepted`` says which).  The auth key is never stored: only an
+    HMAC of it keyed by ``salt``."""
+    __tablename__ = 'transfers'
+    __table_args__ = (
+        # list pages in the default order, per project and overall
+        sa.Index('ix_transfers_project_created', 'source_project_id',
+                 'deleted', 'created_at', 'id'),
+        sa.Index('ix_transfers_live_created', 'deleted', 'created_at',
+                 'id'),
+        sa.Index('ix_transfers_volume', 'volume_id', 'deleted'),
+    )
+    id = sa.Column(sa.String(36), primary_key=True)
+    volume_id = sa.Column(sa.String(36), sa.ForeignKey('volumes.id'),
+                          nullable=False)
+    name = sa.Column(sa.String(255))
+    salt = sa.Column(sa.String(255), nullable=False)
+    crypt_hash = sa.Column(sa.String(255), nullable=False)
+    no_snapshots = sa.Column(sa.Boolean, nullable=False, default=False)
+    source_project_id = sa.Column(sa.String(255), nullable=False)
+    destination_project_id = sa.Column(sa.String(255))
+    accepted = sa.Column(sa.Boolean, nullable=False, default=False)
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False)
+    deleted_at = sa.Column(DateTime)
+
+
+class QosSpecs(TimestampMixin, Base):
+    """Named QoS specs (Cinder's ``qos-specs``): who applies them
+    (``consumer``) and the key/value pairs in ``qos_specs_keys``.  Volume
+    types point at them (``volume_types.qos_specs_id``)."""
+    __tablename__ = 'qos_specs'
+    id = sa.Column(sa.String(36), primary_key=True)
+    name = sa.Column(sa.String(255), nullable=False, unique=True)
+    # front-end (the consumer host throttles), back-end (the storage
+    # target does) or both
+    consumer = sa.Column(sa.String(16), nullable=False)
+
+
+class QosSpecsKey(Base):
+    __tablename__ = 'qos_specs_keys'
+    __table_args__ = (sa.UniqueConstraint('qos_specs_id', 'key',
+                                          name='uniq_qos_specs_key'),)
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    qos_specs_id = sa.Column(
+        sa.String(36), sa.ForeignKey('qos_specs.id', ondelete='CASCADE'),
+        nullable=False)
+    key = sa.Column(sa.String(255), nullable=False)
+    # may be null, as in Cinder (a key set to null)
+    value = sa.Column(sa.String(255))

@@ -41,6 +41,7 @@ def _view(vtype, specs):
     return {'id': vtype.id, 'name': vtype.name,
             'description': vtype.description,
             'is_public': vtype.is_public,
+            'qos_specs_id': vtype.qos_specs_id,
             'extra_specs': specs,
             'created_at': vtype.created_at, 'updated_at': vtype.updated_at}
 
@@ -107,6 +108,11 @@ def _get_row(session, type_id, project_id=None, for_change=False):
     if vtype is None:
         raise exception.VolumeTypeNotFound(type_id=type_id)
     return vtype
+
+
+def lock_row(session, type_id):
+    """The live type's row, locked for a change."""
+    return _get_row(session, type_id, for_change=True)
 
 
 def get(session, type_id, project_id=None):

@@ -252,6 +252,31 @@ def retype(session, volume_id, type_id, values, check=None):
         check)
 
 
+def give(session, volume_id, project_id, user_id, check=None):
+    """Hand a volume ``awaiting-transfer`` to ``project_id`` (and
+    ``user_id``): it becomes ``available`` there, and what it counts
+    moves from its old project's usage to the new one's (``check``
+    asked for the new one), all in this transaction.  The two projects'
+    usage rows are locked in the order of the project ids, so two
+    transfers crossing between the same projects cannot deadlock."""
+    counted = _lock_counted(session, volume_id)
+    if counted is None:
+        raise exception.VolumeNotFound(volume_id=volume_id)
+    transition(session, volume_id, states.AVAILABLE,
+               expected=(states.AWAITING_TRANSFER,),
+               values={'project_id': project_id, 'user_id': user_id})
+    donor = counted.project_id
+    if donor == project_id:
+        return
+    footprint = _counts(counted)
+    for project in sorted((donor, project_id)):
+        if project == donor:
+            db_quotas.change(session, donor,
+                             db_quotas.difference(footprint, {}))
+        else:
+            db_quotas.change(session, project_id, footprint, check)
+
+
 def type_in_use(session, type_id):
     return session.execute(_live(
         sa.select(models.Volume.id).where(

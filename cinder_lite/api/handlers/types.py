@@ -45,13 +45,13 @@ def list_types(req):
     types = _service(req).list(req.context, _is_public_param(req),
                                req.GET.get('name'))
     return wsgi.json_response(
-        {'volume_types': [views.show(req, t) for t in types]})
+        {'volume_types': [views.shown(req, t) for t in types]})
 
 
 @wsgi.expected_errors(403, 404)
 def show_type(req):
     vtype = _service(req).get(req.context, req.urlvars['type_id'])
-    return wsgi.json_response({'volume_type': views.show(req, vtype)})
+    return wsgi.json_response({'volume_type': views.shown(req, vtype)})
 
 
 @wsgi.expected_errors(400, 403, 404, 409)

@@ -1,4 +1,11 @@
-"""How a volume type looks on the wire."""
+"""How a volume type looks on the wire.
+
+As in Cinder, ``qos_specs_id`` is shown only by ``GET /types`` and
+``GET /types/{id}``, and only to callers the
+``volume_extension:access_types_qos_specs_id`` rule allows (admins by
+default); create and update responses never carry it (Tempest's schemas
+for them refuse it).
+"""
 from cinder_lite.common import policy
 
 
@@ -9,8 +16,15 @@ def show(req, vtype):
         'description': vtype['description'],
         'is_public': vtype['is_public'],
         'os-volume-type-access:is_public': vtype['is_public'],
-        'qos_specs_id': None,
     }
     if policy.check(req.context, policy.TYPE_SPECS_READ):
         view['extra_specs'] = vtype['extra_specs']
+    return view
+
+
+def shown(req, vtype):
+    """A type as ``GET /types`` and ``GET /types/{id}`` show it."""
+    view = show(req, vtype)
+    if policy.check(req.context, policy.TYPE_QOS_ID):
+        view['qos_specs_id'] = vtype['qos_specs_id']
     return view
