@@ -202,9 +202,16 @@ def for_type(session, type_id):
             'specs': _keys_of(session, [row.id])[row.id]}
 
 
-def ids_of_types(session, type_ids):
-    """type id -> its qos_specs_id (None when it has none)."""
-    if not type_ids:
-        return {}
-    return dict(session.execute(sa.select(VT.id, VT.qos_specs_id).where(
-        VT.id.in_(list(type_ids)))).all())
+def changes_front_end(session, old_type_id, new_type_id):
+    """True when a volume of ``old_type_id`` retyped to ``new_type_id``
+    would get other QoS specs that its hosts apply: the types have
+    different specs, and either one is consumed by the front end."""
+    ids = dict(session.execute(sa.select(VT.id, VT.qos_specs_id).where(
+        VT.id.in_([old_type_id, new_type_id]))).all())
+    old, new = ids.get(old_type_id), ids.get(new_type_id)
+    if old == new:
+        return False
+    consumers = session.execute(sa.select(Q.consumer).where(
+        Q.id.in_([i for i in (old, new) if i is not None]))).scalars()
+    # (cinder_lite.volume.qos.BACK_END: the one consumer hosts ignore)
+    return any(c != 'back-end' for c in consumers)

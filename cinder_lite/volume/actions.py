@@ -14,6 +14,7 @@ from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
+from cinder_lite.db import qos_specs as db_qos
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
@@ -401,6 +402,16 @@ class VolumeActions:
                 if changes_sharing and db_attachments.live_statuses(
                         session, vol.id):
                     raise refusal
+                if vol.status != states.AVAILABLE and \
+                        db_qos.changes_front_end(session, vol.volume_type_id,
+                                                 target['id']):
+                    # as Cinder: the hosts would keep applying the old
+                    # specs
+                    raise exception.InvalidVolume(
+                        reason='for in-use volumes front-end qos specs '
+                               'cannot change: the types of volume %s '
+                               'have different QoS specs consumed by the '
+                               'front end' % vol.id)
                 db_types.lock_live(session, target['id'])
                 # the per-type quota moves with it
                 db_volumes.retype(session, vol.id, target['id'],

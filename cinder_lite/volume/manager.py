@@ -16,8 +16,10 @@ from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import messages as db_messages
+from cinder_lite.db import qos_specs as db_qos
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import conf as volume_conf
+from cinder_lite.volume import qos
 from cinder_lite.volume import quota
 from cinder_lite.volume.flows import connect as connect_flow
 from cinder_lite.volume.flows import create as create_flow
@@ -34,6 +36,28 @@ EVENT_EXTEND_FAILED = 'VOLUME_VOLUME_007_002'
 
 
 volume_dict = db_volumes.summary
+
+
+def with_qos(session, volume, cache=None):
+    """``volume`` (a dict) with its type's QoS specs as they apply to a
+    connection: the back-end ones in ``qos_specs`` (the driver applies
+    what it can) and the front-end ones in ``frontend_qos_specs`` (handed
+    to the host in the connection info); None where there are none.
+    ``cache``: type id -> its specs, for many volumes."""
+    type_id = volume['volume_type_id']
+    if cache is None or type_id not in cache:
+        found = db_qos.for_type(session, type_id)
+        if cache is None:
+            type_qos = found
+        else:
+            type_qos = cache[type_id] = found
+    else:
+        type_qos = cache[type_id]
+    return dict(volume,
+                qos_specs=qos.for_consumer(type_qos, qos.BACK_END,
+                                           volume['size']),
+                frontend_qos_specs=qos.for_consumer(
+                    type_qos, qos.FRONT_END, volume['size']))
 
 
 class VolumeManager:
@@ -132,9 +156,10 @@ class VolumeManager:
         the exports of connected attachments that lost theirs, remove the
         exports no live attachment owns."""
         with db_api.reader() as session:
+            specs = {}
             wanted = {
-                a.id: (volume_dict(v), a.attach_mode, a.connection_info,
-                       a.connector)
+                a.id: (with_qos(session, volume_dict(v), specs),
+                       a.attach_mode, a.connection_info, a.connector)
                 for a, v in db_attachments.connected_on_host(session,
                                                              self.host)}
         for attachment_id in set(self.driver.list_exports()) - set(wanted):
@@ -218,8 +243,8 @@ class VolumeManager:
         attachment; returns the connection info."""
         with db_api.reader() as session:
             attachment = db_attachments.get(session, attachment_id)
-            volume = volume_dict(db_volumes.get(session,
-                                                attachment.volume_id))
+            volume = with_qos(session, volume_dict(db_volumes.get(
+                session, attachment.volume_id)))
             shared = bool(db_attachments.connections_on_host(
                 session, attachment.volume_id, connector.get('host'),
                 exclude=attachment_id, export_host=self.host))
@@ -337,13 +362,15 @@ class VolumeManager:
         """Replace the attachment's export by one of ``mode``; returns
         the connection info."""
         connector = dict(connector, mode=mode)
+        with db_api.reader() as session:
+            volume = with_qos(session, volume)
         self.driver.terminate_connection(volume, connector, attachment_id)
         self.driver.remove_export(volume, connector, attachment_id, shared)
         self.driver.create_export(volume, connector, mode, attachment_id)
         return connect_flow.connection_info(
             self.driver.initialize_connection(volume, connector, mode,
                                               attachment_id),
-            attachment_id, mode)
+            attachment_id, mode, volume['frontend_qos_specs'])
 
     def restore_mode(self, volume, attachment_id, connector, shared,
                      error):

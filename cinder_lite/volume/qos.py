@@ -59,3 +59,12 @@ def for_consumer(qos, consumer, size):
         return None
     specs = {k: v for k, v in (qos['specs'] or {}).items() if v is not None}
     return resolve_per_gb(specs, size)
+
+
+def not_applied(specs, what, why):
+    """Log that back-end ``specs`` (for ``what``, an export) cannot be
+    applied, and ``why``; nothing when there are none."""
+    if specs:
+        LOG.warning('%s: back-end QoS specs %s not applied: %s', what,
+                    ', '.join('%s=%s' % kv for kv in sorted(specs.items())),
+                    why)

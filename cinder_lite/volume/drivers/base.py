@@ -66,7 +66,9 @@ class VolumeDriver(metaclass=abc.ABCMeta):
 
     def create_export(self, volume, connector, mode, attachment_id):
         """Make ``volume`` reachable for ``connector`` with ``mode`` for
-        one attachment."""
+        one attachment.  ``volume['qos_specs']``: the back-end QoS specs of
+        its type (per-GiB keys resolved; None without), which the export
+        applies as far as the backend can (doc/qos.rst)."""
 
     def remove_export(self, volume, connector, attachment_id, shared):
         """Undo ``create_export``.  ``shared`` is True while other

@@ -103,7 +103,7 @@ class FileDriver(base.VolumeDriver):
             raise exception.CinderLiteError(
                 'the file of volume %s is missing' % volume['id'])
         self.target.create_export(path, volume['id'], attachment_id, mode,
-                                  connector)
+                                  connector, volume.get('qos_specs'))
 
     def remove_export(self, volume, connector, attachment_id, shared):
         # every target here exports per attachment
@@ -119,7 +119,7 @@ class FileDriver(base.VolumeDriver):
                       connector):
         return self.target.ensure_export(
             self.path(volume['id']), volume['id'], attachment_id, mode,
-            connection_info, connector)
+            connection_info, connector, volume.get('qos_specs'))
 
     def prune_exports(self):
         self.target.prune()

@@ -16,14 +16,15 @@ from cinder_lite.volume import flows
 LOG = logging.getLogger(__name__)
 
 
-def connection_info(driver_info, attachment_id, mode):
+def connection_info(driver_info, attachment_id, mode, qos_specs=None):
     """Cinder's flattened connection info: the driver's ``data`` keys at
     the top level with the common keys; ``access_mode`` is always the
-    attachment's mode."""
+    attachment's mode; ``qos_specs`` the front-end QoS specs of the
+    volume's type (None without), which the host applies."""
     info = dict(driver_info.get('data') or {})
     info.update(driver_volume_type=driver_info['driver_volume_type'],
                 attachment_id=attachment_id, access_mode=mode,
-                encrypted=False, cacheable=False, qos_specs=None,
+                encrypted=False, cacheable=False, qos_specs=qos_specs,
                 enforce_multipath=False)
     return info
 
@@ -45,7 +46,8 @@ class InitializeConnection(task.Task):
     def execute(self, driver, volume, connector, mode, attachment_id):
         info = driver.initialize_connection(volume, connector, mode,
                                             attachment_id)
-        return connection_info(info, attachment_id, mode)
+        return connection_info(info, attachment_id, mode,
+                               volume.get('frontend_qos_specs'))
 
     def revert(self, driver, volume, connector, attachment_id, result,
                **kwargs):

@@ -12,7 +12,10 @@ target.
 The backend runs its own ``tgtd`` on ``target_ip_address:target_port``,
 managed through its own control socket (``target_control_port``).  The daemon keeps
 serving across a restart of the volume service (hosts keep their I/O);
-it is stopped when the service stops with no export left.  Each
+it is stopped when the service stops with no export left.  tgt has no
+limit of bandwidth or of operations per second (per target, LUN or
+session), so back-end QoS specs are not applied; front-end ones are the
+host's to apply (doc/qos.rst).  Each
 attachment's export is a small JSON record under the backend's state
 directory, which is what ``exports()`` reports and what a restart rebuilds
 targets from.
@@ -32,6 +35,7 @@ import time
 from cinder_lite.common import exception
 from cinder_lite.common import iscsi_name
 from cinder_lite.connector import iscsi as initiator_mod
+from cinder_lite.volume import qos
 
 LOG = logging.getLogger(__name__)
 
@@ -400,8 +404,10 @@ class IscsiTarget:
         return initiator
 
     def create_export(self, path, volume_id, attachment_id, mode,
-                      connector):
+                      connector, qos_specs=None):
         initiator = self._initiator(connector)
+        qos.not_applied(qos_specs, 'iSCSI export of attachment %s'
+                        % attachment_id, 'tgt has no I/O limits')
         with self._lock:
             if self._load(attachment_id):
                 return
@@ -510,7 +516,7 @@ class IscsiTarget:
             return holder == key
 
     def ensure_export(self, path, volume_id, attachment_id, mode,
-                      connection_info, connector):
+                      connection_info, connector, qos_specs=None):
         """Rebuild the target and ACL of an attachment after tgtd lost
         them (a restart); the IQN its connection info names is kept."""
         with self._lock:

@@ -1,4 +1,8 @@
-"""The local target: a consumer on the same host opens the file."""
+"""The local target: a consumer on the same host opens the file.  It
+has nothing between the consumer and the file that could limit I/O, so
+back-end QoS specs are not applied (front-end ones are the consumer's to
+apply)."""
+from cinder_lite.volume import qos
 
 
 class LocalTarget:
@@ -9,8 +13,10 @@ class LocalTarget:
         self.conf = conf
 
     def create_export(self, path, volume_id, attachment_id, mode,
-                      connector):
-        pass
+                      connector, qos_specs=None):
+        qos.not_applied(qos_specs, 'local export of attachment %s'
+                        % attachment_id, 'the consumer opens the file '
+                        'itself')
 
     def remove_export(self, attachment_id):
         pass
@@ -22,7 +28,7 @@ class LocalTarget:
         return {}
 
     def ensure_export(self, path, volume_id, attachment_id, mode,
-                      connection_info, connector):
+                      connection_info, connector, qos_specs=None):
         return True
 
     def prune(self):

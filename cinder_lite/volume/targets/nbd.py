@@ -1,6 +1,11 @@
 """The NBD target: one ``nbdkit`` per attachment, read-only attachments
 exported with ``-r`` so the server refuses their writes.
 
+Back-end QoS specs are applied with nbdkit's rate filter (see
+``rate_limit`` and doc/qos.rst): it limits the bytes each export moves
+per second, reads and writes each on their own; it has no limit of
+operations per second, so the ``*_iops_sec`` keys are not applied.
+
 Each export listens on ``target_ip_address`` at the first free port of
 ``target_port_range``; its pid, port and file are kept in a small JSON
 file under the backend's state directory, so the service can stop it by
@@ -28,6 +33,40 @@ READY_TIMEOUT_S = 5.0
 # Writes nbdkit acknowledged are in the file already (the file plugin
 # writes through), so nothing acknowledged is lost.
 STOP_TIMEOUT_S = 0.005
+
+
+# the back-end QoS keys the rate filter can apply: bytes per second
+RATE_KEYS = ('total_bytes_sec', 'read_bytes_sec', 'write_bytes_sec')
+
+
+def rate_limit(qos_specs, what='an NBD export'):
+    """The rate (bits per second, as nbdkit's rate filter takes it) that
+    keeps both directions of an export within every byte limit of
+    ``qos_specs`` (back-end QoS specs; None or {} for none), or None.
+
+    nbdkit limits reads and writes separately, each to the same rate, so
+    the rate is the smallest limit given: ``read_bytes_sec`` then bounds
+    writes as well, and ``total_bytes_sec`` bounds reads and writes each
+    (not their sum).  Keys the filter cannot apply are logged."""
+    limits = []
+    for key in RATE_KEYS:
+        value = (qos_specs or {}).get(key)
+        if value is None:
+            continue
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            LOG.warning('%s: QoS %s=%r is not an integer; not applied',
+                        what, key, value)
+            continue
+        if number > 0:
+            limits.append(number)
+    ignored = sorted(k for k in (qos_specs or {}) if k not in RATE_KEYS)
+    if ignored:
+        LOG.warning('%s: nbdkit cannot apply the back-end QoS keys %s '
+                    '(only %s)', what, ', '.join(ignored),
+                    ', '.join(RATE_KEYS))
+    return min(limits) * 8 if limits else None
 
 
 def parse_port_range(text):
@@ -78,16 +117,17 @@ class NbdTarget:
         return found
 
     def ensure_export(self, path, volume_id, attachment_id, mode,
-                      connection_info, connector):
+                      connection_info, connector, qos_specs=None):
         """Make sure the export of an attachment runs, on the port its
-        connection info names (clients hold that info)."""
+        connection info names (clients hold that info), with the QoS its
+        volume's type has now."""
         record = self._load(attachment_id)
         if record and _is_nbdkit(record['pid']):
             return True
         if record:
             os.unlink(self._state_file(attachment_id))
         return self._spawn(path, volume_id, attachment_id, mode,
-                           connection_info.get('port'))
+                           connection_info.get('port'), qos_specs)
 
     def start(self):
         pass
@@ -113,7 +153,7 @@ class NbdTarget:
         return {r['port'] for r in self.exports().values()}
 
     def create_export(self, path, volume_id, attachment_id, mode,
-                      connector):
+                      connector, qos_specs=None):
         if self._load(attachment_id):
             return
         taken = self._ports_in_use()
@@ -121,7 +161,8 @@ class NbdTarget:
         for port in range(low, high + 1):
             if port in taken or not self._port_free(port):
                 continue
-            if self._spawn(path, volume_id, attachment_id, mode, port):
+            if self._spawn(path, volume_id, attachment_id, mode, port,
+                           qos_specs):
                 return
         raise exception.CinderLiteError(
             'no free port for an NBD export in %d-%d on %s' % (
@@ -136,12 +177,19 @@ class NbdTarget:
                 return False
         return True
 
-    def _spawn(self, path, volume_id, attachment_id, mode, port):
+    def _spawn(self, path, volume_id, attachment_id, mode, port,
+               qos_specs=None):
         argv = [self.nbdkit, '--foreground',
                 '-i', self.ip, '-p', str(port), '-e', volume_id]
         if mode == 'ro':
             argv.append('-r')
+        rate = rate_limit(qos_specs, 'NBD export of attachment %s'
+                          % attachment_id)
+        if rate:
+            argv.append('--filter=rate')
         argv += ['file', path]
+        if rate:
+            argv.append('rate=%d' % rate)
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL,
@@ -167,14 +215,16 @@ class NbdTarget:
             self._kill(proc.pid, proc)
             return False
         record = {'pid': proc.pid, 'port': port, 'host': self.ip,
-                  'path': path, 'mode': mode, 'volume_id': volume_id}
+                  'path': path, 'mode': mode, 'volume_id': volume_id,
+                  'rate': rate}
         tmp = self._state_file(attachment_id) + '.tmp'
         with open(tmp, 'w') as f:
             json.dump(record, f)
         os.rename(tmp, self._state_file(attachment_id))
         self._children[proc.pid] = proc
-        LOG.info('NBD export of %s for attachment %s on %s:%d (%s, pid %d)',
-                 volume_id, attachment_id, self.ip, port, mode, proc.pid)
+        LOG.info('NBD export of %s for attachment %s on %s:%d (%s, pid %d%s)',
+                 volume_id, attachment_id, self.ip, port, mode, proc.pid,
+                 ', at most %d bit/s each way' % rate if rate else '')
         return True
 
     def remove_export(self, attachment_id):
