@@ -124,3 +124,68 @@ def test_check_finds_a_hand_edit_and_sync_repairs_it(cluster):
     assert usage(api, project)['gigabytes'] == (3, 0)
     result = check(cluster)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _offer(api, volume_id):
+    resp = api.post('/volume-transfers',
+                    json={'transfer': {'volume_id': volume_id}})
+    assert resp.status_code == 202, resp.text
+    return resp.json()['transfer']
+
+
+def _accept(api, transfer):
+    return api.post('/volume-transfers/%s/accept' % transfer['id'],
+                    json={'accept': {'auth_key': transfer['auth_key']}})
+
+
+def test_transfers_move_exactly_the_quota_left(cluster):
+    """Six volumes offered to a project with room for three, each
+    transfer accepted twice at once through two API workers: each
+    transfer moves at most once, exactly three move, and the usage of
+    both projects equals their volumes."""
+    admin = client(cluster)
+    donor, taker = uuid.uuid4().hex, uuid.uuid4().hex
+    giver = stack.Client(cluster.url, project=donor, user='g',
+                         roles='member')
+    receiver = stack.Client(cluster.url, project=taker, user='r',
+                            roles='member')
+    transfers = [_offer(giver, giver.create_volume(size=2)['id'])
+                 for _ in range(6)]
+    set_quota(admin, taker, volumes=3)
+    answers = together(12, lambda i: _accept(receiver, transfers[i // 2]))
+    codes = [r.status_code for r in answers]
+    assert sorted(set(codes)) <= [202, 404, 413], [
+        r.text for r in answers if r.status_code not in (202, 404, 413)]
+    assert codes.count(202) == 3, codes
+    for i in range(6):
+        assert codes[2 * i:2 * i + 2].count(202) <= 1, codes
+    assert len(receiver.get('/volumes').json()['volumes']) == 3
+    assert len(giver.get('/volumes').json()['volumes']) == 3
+    assert usage(admin, taker)['volumes'] == (3, 0)
+    assert usage(admin, taker)['gigabytes'] == (6, 0)
+    assert usage(admin, donor)['gigabytes'] == (6, 0)
+    result = check(cluster)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_crossing_transfers_do_not_deadlock(cluster):
+    """Two projects accept each other's volumes at the same moment: the
+    usage rows of both are locked in one order, so every accept
+    succeeds."""
+    a, b = uuid.uuid4().hex, uuid.uuid4().hex
+    clients = {p: stack.Client(cluster.url, project=p, user='u' + p[:4],
+                               roles='member') for p in (a, b)}
+    offers = []
+    for giver, taker in ((a, b), (b, a)):
+        for _ in range(4):
+            vol = clients[giver].create_volume(size=1)
+            offers.append((clients[taker], _offer(clients[giver],
+                                                  vol['id'])))
+    answers = together(len(offers), lambda i: _accept(*offers[i]))
+    assert [r.status_code for r in answers] == [202] * 8, [
+        r.text for r in answers]
+    admin = client(cluster)
+    for project in (a, b):
+        assert usage(admin, project)['volumes'] == (4, 0)
+    result = check(cluster)
+    assert result.returncode == 0, result.stdout + result.stderr
