@@ -34,9 +34,13 @@ def _check_specs(specs):
                        '255 characters' % key)
 
 
+_ABSENT = object()
+
+
 def _split_consumer(specs):
+    """(the consumer given, or _ABSENT; the other keys)."""
     specs = dict(specs)
-    consumer = specs.pop('consumer', None)
+    consumer = specs.pop('consumer', _ABSENT)
     return consumer, specs
 
 
@@ -51,7 +55,7 @@ class QosSpecsService:
         policy.authorize(context, policy.QOS_CREATE)
         _check_specs(specs)
         consumer, specs = _split_consumer(specs)
-        if consumer is None:
+        if consumer is _ABSENT:
             consumer = qos.DEFAULT_CONSUMER
         _check_consumer(consumer)
         with db_api.writer() as session:
@@ -75,7 +79,9 @@ class QosSpecsService:
         policy.authorize(context, policy.QOS_UPDATE)
         _check_specs(specs)
         consumer, specs = _split_consumer(specs)
-        if consumer is not None:
+        if consumer is _ABSENT:
+            consumer = None
+        else:
             _check_consumer(consumer)
         with db_api.writer() as session:
             db_qos.set_keys(session, specs_id, specs, consumer)
