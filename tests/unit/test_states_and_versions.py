@@ -2,6 +2,7 @@ import pytest
 import webob.exc
 
 from cinder_lite.api import microversion
+from cinder_lite.api.schemas import transfers as transfer_schemas
 from cinder_lite.api.schemas import volumes as volume_schemas
 from cinder_lite.common import states
 from cinder_lite.db import query
@@ -34,7 +35,9 @@ def _windows(choices):
 
 
 @pytest.mark.parametrize('choices', [volume_schemas.CREATE,
-                                     volume_schemas.UPDATE])
+                                     volume_schemas.UPDATE,
+                                     transfer_schemas.CREATE,
+                                     transfer_schemas.CREATE_LEGACY])
 def test_schema_windows_cover_every_version_once(choices):
     windows = _windows(choices)
     for major, minor in [(3, m) for m in range(microversion.MAX[1] + 1)]:
