@@ -42,6 +42,7 @@ VOLUME_GET_ALL = 'volume:get_all'
 VOLUME_UPDATE = 'volume:update'
 VOLUME_DELETE = 'volume:delete'
 VOLUME_ALL_TENANTS = 'volume:get_all_tenants'
+VOLUME_TENANT_ATTR = 'volume_extension:volume_tenant_attribute'
 MULTIATTACH = 'volume:multiattach'
 MULTIATTACH_BOOTABLE = 'volume:multiattach_bootable_volume'
 TYPE_MANAGE = 'volume_extension:types_manage'
@@ -102,6 +103,10 @@ _RULES = [
     _op(VOLUME_ALL_TENANTS, 'rule:admin_api',
         'List volumes of every project (all_tenants=1).',
         ('GET', '/volumes?all_tenants=1')),
+    _op(VOLUME_TENANT_ATTR, ADMIN_OR_OWNER,
+        'Show os-vol-tenant-attr:tenant_id in volume show and list '
+        'responses.', ('GET', '/volumes/{volume_id}'),
+        ('GET', '/volumes/detail')),
     _op(MULTIATTACH, ADMIN_OR_MEMBER,
         'Create a volume of a multiattach type, or retype to one.',
         ('POST', '/volumes')),

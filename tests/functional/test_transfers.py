@@ -140,6 +140,17 @@ def test_accept_moves_volume_and_quota(stack):
     taken = bob.get('/volumes/%s' % vol['id']).json()['volume']
     assert (taken['status'], taken['user_id'], taken['name']) == (
         'available', 'bob', 'v')
+    # what Tempest checks: the owner's readers see the project, as in
+    # Cinder (in show and list views, not in create or update responses)
+    assert taken['os-vol-tenant-attr:tenant_id'] == OTHER
+    assert [v['os-vol-tenant-attr:tenant_id'] for v in bob.get(
+        '/volumes/detail').json()['volumes']] == [OTHER]
+    assert 'os-vol-host-attr:host' not in taken
+    made = bob.post('/volumes', json={'volume': {'size': 1}}).json()
+    assert 'os-vol-tenant-attr:tenant_id' not in made['volume']
+    updated = bob.put('/volumes/%s' % vol['id'], json={'volume': {
+        'name': 'v'}}).json()
+    assert 'os-vol-tenant-attr:tenant_id' not in updated['volume']
     # the old owner no longer sees it; an admin sees the new owner
     assert member(stack, project=P, user='u').get(
         '/volumes/%s' % vol['id']).status_code == 404
@@ -148,8 +159,10 @@ def test_accept_moves_volume_and_quota(stack):
     assert used(api, P) == {'volumes': 1, 'gigabytes': 1,
                             'volumes___DEFAULT__': 1,
                             'gigabytes___DEFAULT__': 1}
-    assert used(api, OTHER) == {'volumes': 1, 'gigabytes': 3,
-                                'volumes_gold': 1, 'gigabytes_gold': 3}
+    assert used(api, OTHER) == {'volumes': 2, 'gigabytes': 4,
+                                'volumes_gold': 1, 'gigabytes_gold': 3,
+                                'volumes___DEFAULT__': 1,
+                                'gigabytes___DEFAULT__': 1}
     exact()
     # 3.57: the history of an accepted transfer is in the database
     row = stored(transfer['id'])

@@ -33,7 +33,7 @@ def _conf(req):
     return req.environ['cinder_lite.conf']
 
 
-def _detail(req, volume, type_names=None, attached=None):
+def _detail(req, volume, type_names=None, attached=None, extended=True):
     svc = _service(req)
     names = type_names or svc.type_names([volume])
     if attached is None:
@@ -41,7 +41,7 @@ def _detail(req, volume, type_names=None, attached=None):
     return views.detail(req, _conf(req), volume,
                         names.get(volume.volume_type_id),
                         [attachment_views.in_volume(req, a)
-                         for a in attached.get(volume.id, [])])
+                         for a in attached.get(volume.id, [])], extended)
 
 
 @wsgi.expected_errors(400, 403, 404, 413, 503)
@@ -74,7 +74,8 @@ def create_volume(req):
                               or request.get('display_description'))
     volume, vtype = _service(req).create(req.context, request)
     return wsgi.json_response({'volume': _detail(
-        req, volume, {vtype['id']: vtype['name']}, {})}, 202)
+        req, volume, {vtype['id']: vtype['name']}, {}, extended=False)},
+        202)
 
 
 def _list_params(req):
@@ -177,7 +178,8 @@ def update_volume(req):
                         'metadata.')
     volume = _service(req).update(req.context, req.urlvars['volume_id'],
                                   values)
-    return wsgi.json_response({'volume': _detail(req, volume)})
+    return wsgi.json_response({'volume': _detail(req, volume,
+                                                 extended=False)})
 
 
 @wsgi.expected_errors(400, 403, 404)

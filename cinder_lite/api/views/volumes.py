@@ -1,6 +1,7 @@
 """How a volume looks on the wire, per microversion."""
 from cinder_lite.api.views import links
 from cinder_lite.api import wsgi
+from cinder_lite.common import policy
 
 
 def summary(req, conf, volume):
@@ -9,7 +10,10 @@ def summary(req, conf, volume):
                                           volume.project_id)}
 
 
-def detail(req, conf, volume, type_name, attachments=()):
+def detail(req, conf, volume, type_name, attachments=(), extended=True):
+    """``extended``: a show or list view, which (as in Cinder) tells the
+    volume's own project readers ``os-vol-tenant-attr:tenant_id`` too;
+    create and update responses do not."""
     version = req.version
     is_admin = req.context.is_admin
     view = {
@@ -42,6 +46,9 @@ def detail(req, conf, volume, type_name, attachments=()):
         view['os-vol-host-attr:host'] = volume.host
         view['os-vol-mig-status-attr:migstat'] = None
         view['os-vol-mig-status-attr:name_id'] = None
+        view['os-vol-tenant-attr:tenant_id'] = volume.project_id
+    elif extended and policy.check(req.context, policy.VOLUME_TENANT_ATTR,
+                                   {'project_id': volume.project_id}):
         view['os-vol-tenant-attr:tenant_id'] = volume.project_id
     if version >= (3, 13):
         view['group_id'] = None
