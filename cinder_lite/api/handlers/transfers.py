@@ -97,8 +97,8 @@ class _Row:
         self.id = transfer['id']
 
 
-def _default_dir(req, new_path):
-    return 'desc' if new_path and req.version >= NEWEST_FIRST else 'asc'
+def _newest_first(req):
+    return 'desc' if req.version >= NEWEST_FIRST else 'asc'
 
 
 @wsgi.expected_errors(400, 403)
@@ -113,12 +113,12 @@ def list_transfers_detail_legacy(req):
 
 @wsgi.expected_errors(400, 403)
 def list_transfers(req):
-    return _list(req, False, _default_dir(req, True))
+    return _list(req, False, _newest_first(req))
 
 
 @wsgi.expected_errors(400, 403)
 def list_transfers_detail(req):
-    return _list(req, True, _default_dir(req, True))
+    return _list(req, True, _newest_first(req))
 
 
 @wsgi.expected_errors(403, 404)
