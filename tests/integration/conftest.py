@@ -5,28 +5,8 @@ import os
 
 import pytest
 
-from tests.integration import cluster as cluster_mod
-from tests import stack
-
-REQUIRE_ENV = 'CINDER_LITE_REQUIRE_SERVICES'
-
-
-def services_required():
-    return os.environ.get(REQUIRE_ENV, '').strip().lower() in (
-        '1', 'true', 'yes', 'on')
-
-
-def require_services(kind):
-    """Skip (or fail under CINDER_LITE_REQUIRE_SERVICES=1) unless RabbitMQ
-    and database ``kind`` are reachable."""
-    try:
-        cluster_mod.check_services(kind)
-    except cluster_mod.ServiceUnavailable as e:
-        reason = 'integration (%s): %s' % (kind, e)
-        if services_required():
-            pytest.fail('%s, and %s=1 makes the services mandatory'
-                        % (reason, REQUIRE_ENV), pytrace=False)
-        pytest.skip(reason)
+from tests.harness import cluster as cluster_mod
+from tests.harness import stack
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -58,7 +38,7 @@ def cluster(request):
     """A running distributed cinder_lite (api, scheduler, volume nodes ma
     and noma) on a fresh database of the parameter's kind."""
     kind = request.param
-    require_services(kind)
+    cluster_mod.require_services(kind)
     keep = os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1'
     options = dict(getattr(request.module, 'CLUSTER_OPTIONS', {}))
     c = cluster_mod.Cluster(kind, keep_workdir=keep, **options)

@@ -11,9 +11,9 @@ import subprocess
 import time
 import uuid
 
-from tests import stack
-from tests.integration import cluster as cluster_mod
-from tests.integration import load
+from tests.harness import cluster as cluster_mod
+from tests.harness import load
+from tests.harness import util
 
 CLUSTER_KINDS = ['mysql']
 OUTAGE_S = 6
@@ -49,7 +49,7 @@ def test_services_ride_out_a_broker_restart(cluster, api):
     # what was accepted converges: available, or error with a message
     accepted = [r[2] for r in results if r[0] == 202]
     for volume_id in accepted:
-        stack.wait_for(
+        util.wait_for(
             lambda: api.get('/volumes/%s' % volume_id).json()['volume'][
                 'status'] in ('available', 'error'), timeout=60,
             what='volume %s settled' % volume_id)

@@ -7,8 +7,8 @@ import socket
 import subprocess
 import time
 
-from tests import stack
-from tests.integration import load
+from tests.harness import load
+from tests.harness import util
 
 CLUSTER_KINDS = ['mysql', 'postgresql']
 CLUSTER_OPTIONS = {'extra_default': {'reconcile_after': 5,
@@ -49,14 +49,14 @@ def _restart(kind, pause):
     if kind == 'mysql':
         assert os.path.exists(PIDFILE)
     subprocess.run(stop(), check=True, capture_output=True, timeout=120)
-    stack.wait_for(lambda: not _port_open(port), timeout=60,
-                   what='%s down' % name)
+    util.wait_for(lambda: not _port_open(port), timeout=60,
+                  what='%s down' % name)
     down = time.monotonic()
     time.sleep(pause)
     starting = time.monotonic()
     subprocess.run(start(), check=True, capture_output=True, timeout=120)
-    stack.wait_for(lambda: _port_open(port), timeout=120,
-                   what='%s up' % name)
+    util.wait_for(lambda: _port_open(port), timeout=120,
+                  what='%s up' % name)
     return down, starting
 
 
@@ -80,7 +80,7 @@ def test_services_ride_out_a_database_restart(cluster, api):
     cluster.wait_ready(timeout=90)
     accepted = [r[2] for r in results if r[0] == 202]
     for volume_id in accepted:
-        stack.wait_for(
+        util.wait_for(
             lambda: api.get('/volumes/%s' % volume_id).json()['volume'][
                 'status'] in ('available', 'error'), timeout=60,
             what='volume %s settled' % volume_id)

@@ -62,6 +62,8 @@ import uuid
 
 import requests
 
+from tests.harness import util
+
 PROJECT = '0123456789abcdef0123456789abcdef'
 
 RABBIT_URL = os.environ.get('CINDER_LITE_RABBIT_URL',
@@ -169,6 +171,15 @@ def _admin_connect(kind):
 def check_database(kind):
     conn = _admin_connect(kind)
     conn.close()
+
+
+def require_services(kind):
+    """Skip the calling test (fail it under CINDER_LITE_REQUIRE_SERVICES=1)
+    unless RabbitMQ and database ``kind`` are reachable."""
+    try:
+        check_services(kind)
+    except ServiceUnavailable as e:
+        util.skip_or_fail('integration (%s): %s' % (kind, e))
 
 
 def check_services(kind):
@@ -306,12 +317,6 @@ def with_vhost(url, vhost):
 
 # -- helpers -----------------------------------------------------------------
 
-def free_port(host='127.0.0.1'):
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
 def python():
     return os.environ.get('CINDER_LITE_PYTHON', sys.executable)
 
@@ -337,20 +342,6 @@ def write_conf(path, sections):
                 f.write('%s = %s\n' % (key, value))
             f.write('\n')
     return path
-
-
-def wait_until(predicate, timeout, interval=0.1, what='condition'):
-    """Poll ``predicate`` until truthy; returns its value or raises
-    TimeoutError."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError('timed out after %.1f s waiting for %s'
-                               % (timeout, what))
-        time.sleep(interval)
 
 
 def proc_stat(pid):
@@ -678,7 +669,7 @@ class Cluster:
                 urllib.parse.urlsplit(RABBIT_URL).username or 'guest'))
             if self.vhost:
                 self.transport_url = with_vhost(RABBIT_URL, self.vhost)
-            self.port = free_port(self.api_host)
+            self.port = util.free_port(self.api_host)
             self._write_configs()
             self.manage('db', 'sync')
             for name in ('scheduler', *self.nodes, 'api'):
@@ -765,9 +756,9 @@ class Cluster:
         if name not in self.processes:
             self.start_process(name)
         session = requests.Session()
-        wait_until(lambda: (binary, host) in (self._services_up(session)
-                                              or ()),
-                   timeout, what='%s %s up' % (binary, host))
+        util.wait_for(lambda: (binary, host) in (
+            self._services_up(session) or ()), timeout,
+            what='%s %s up' % (binary, host))
 
     def wait_ready(self, timeout=START_TIMEOUT):
         """Until the API answers and os-services shows every service up."""
@@ -781,9 +772,10 @@ class Cluster:
                 self._api_workers_ready()
 
         try:
-            wait_until(_ready, timeout, what='API and %d services up on %s'
-                       % (len(expected), self.url))
-        except TimeoutError as e:
+            util.wait_for(_ready, timeout,
+                          what='API and %d services up on %s'
+                          % (len(expected), self.url))
+        except AssertionError as e:
             raise ClusterError('%s\n%s' % (e, self.logs()))
 
     def check_alive(self):
