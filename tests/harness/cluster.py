@@ -144,11 +144,11 @@ def check_rabbit(url=RABBIT_URL):
             pass
 
 
-def _admin_connect(kind):
+def _admin_connect(kind, server_url=None):
     """A DBAPI connection to the server (no particular database), in
-    autocommit mode."""
+    autocommit mode: the machine's of ``kind``, or ``server_url``'s."""
     import sqlalchemy as sa
-    url = sa.engine.make_url(SERVER_URLS[kind])
+    url = sa.engine.make_url(server_url or SERVER_URLS[kind])
     _tcp_probe(url.host or '127.0.0.1',
                url.port or (3306 if kind == 'mysql' else 5432), kind)
     try:
@@ -168,8 +168,8 @@ def _admin_connect(kind):
                                  % (kind, url.render_as_string(), e))
 
 
-def check_database(kind):
-    conn = _admin_connect(kind)
+def check_database(kind, server_url=None):
+    conn = _admin_connect(kind, server_url)
     conn.close()
 
 
@@ -182,18 +182,18 @@ def require_services(kind):
         util.skip_or_fail('integration (%s): %s' % (kind, e))
 
 
-def check_services(kind):
+def check_services(kind, server_url=None, rabbit_url=RABBIT_URL):
     """Raise ServiceUnavailable unless RabbitMQ and database ``kind`` are
     usable."""
     if kind not in ALL_KINDS:
         raise ValueError('unknown database kind %r' % (kind,))
-    check_rabbit()
+    check_rabbit(rabbit_url)
     if kind != SQLITE:
-        check_database(kind)
+        check_database(kind, server_url)
 
 
-def create_database(kind, name):
-    conn = _admin_connect(kind)
+def create_database(kind, name, server_url=None):
+    conn = _admin_connect(kind, server_url)
     try:
         cur = conn.cursor()
         if kind == 'mysql':
@@ -202,11 +202,11 @@ def create_database(kind, name):
             cur.execute('CREATE DATABASE "%s"' % name)
     finally:
         conn.close()
-    return '%s/%s' % (SERVER_URLS[kind], name)
+    return '%s/%s' % (server_url or SERVER_URLS[kind], name)
 
 
-def drop_database(kind, name):
-    conn = _admin_connect(kind)
+def drop_database(kind, name, server_url=None):
+    conn = _admin_connect(kind, server_url)
     try:
         cur = conn.cursor()
         if kind == 'mysql':
@@ -500,7 +500,8 @@ class Cluster:
                  report_interval=1, service_down_time=3, extra_default=None,
                  extra_sections=None, api_server='cinder-lite-api',
                  process_sections=None, api_host='127.0.0.1',
-                 node_options=None, extra_nodes=None):
+                 node_options=None, extra_nodes=None, server_url=None,
+                 rabbit_url=None):
         if kind not in ALL_KINDS:
             raise ValueError('unknown database kind %r' % (kind,))
         self.kind = kind
@@ -531,7 +532,11 @@ class Cluster:
         self.api_server = api_server
         self.db_url = None
         self.vhost = None
-        self.transport_url = RABBIT_URL
+        # a database server and a broker of the test's own
+        # (tests/harness/servers.py) instead of the machine's
+        self.server_url = server_url
+        self.rabbit_url = rabbit_url or RABBIT_URL
+        self.transport_url = self.rabbit_url
         self.port = None
         self.processes = {}
         self._db_created = False
@@ -656,17 +661,20 @@ class Cluster:
         return proc
 
     def start(self, timeout=START_TIMEOUT):
-        check_services(self.kind)
+        check_services(self.kind, self.server_url, self.rabbit_url)
         _live_clusters.add(self)
         try:
             os.makedirs(self.workdir, exist_ok=True)
             if self.kind == SQLITE:
                 self.db_url = sqlite_url(self.sqlite_path)
             else:
-                self.db_url = create_database(self.kind, self.db_name)
+                self.db_url = create_database(self.kind, self.db_name,
+                                              self.server_url)
             self._db_created = True
-            self.vhost = acquire_vhost(urllib.parse.unquote(
-                urllib.parse.urlsplit(RABBIT_URL).username or 'guest'))
+            if self.rabbit_url == RABBIT_URL:
+                # (a broker of the test's own is not shared)
+                self.vhost = acquire_vhost(urllib.parse.unquote(
+                    urllib.parse.urlsplit(RABBIT_URL).username or 'guest'))
             if self.vhost:
                 self.transport_url = with_vhost(RABBIT_URL, self.vhost)
             self.port = util.free_port(self.api_host)
@@ -852,7 +860,7 @@ class Cluster:
             self._db_created = False
         if self._db_created:
             try:
-                drop_database(self.kind, self.db_name)
+                drop_database(self.kind, self.db_name, self.server_url)
                 self._db_created = False
             except Exception as e:
                 print('cluster: could not drop %s database %s: %s'
