@@ -10,7 +10,8 @@ import os
 import time
 import uuid
 
-from tests.dataplane import conftest as dp
+from tests.harness import dataplane as dp
+from tests.harness import util
 
 MiB = 1024 * 1024
 # a 2 GiB volume at 2 MiB/s per GiB: 4 MiB/s each way
@@ -90,7 +91,7 @@ def test_back_end_rate_limits_an_nbd_export(nbd_stack):
     assert dev.read(MOVED - MiB, MiB) == chunk
     host.detach(att['id'], dev)
     host.detach(fast['id'], fast_dev)
-    assert dp.processes('nbdkit', nbd_stack.state_path) == []
+    assert util.processes('nbdkit', nbd_stack.state_path) == []
 
 
 def test_read_and_write_limits_bound_both_directions(nbd_stack):

@@ -6,8 +6,11 @@ import uuid
 
 import pytest
 
-from tests import stack as stack_mod
-from tests.functional.test_attachments import connector
+from tests.harness.attach import connector
+from tests.harness.clients import cinder
+from tests.harness.clients import props
+from tests.harness.clients import table
+from tests.harness import stack as stack_mod
 
 P = stack_mod.PROJECT
 
@@ -349,7 +352,6 @@ def test_bad_updates_are_400_and_change_nothing(api):
 
 
 def test_cinderclient_cli(stack):
-    from tests.functional.test_cinderclient import cinder, props, table
     created = props(cinder(stack, 'qos-create', 'cli-qos',
                            'consumer=front-end', 'read_iops_sec=2000'))
     assert created['name'] == 'cli-qos'

@@ -12,8 +12,11 @@ import pytest
 from cinder_lite.db import api as db_api
 from cinder_lite.db import models
 from cinder_lite.volume import quota_api
-from tests import stack as stack_mod
-from tests.functional.test_attachments import connector
+from tests.harness.attach import connector
+from tests.harness.clients import cinder
+from tests.harness.clients import props
+from tests.harness.clients import table
+from tests.harness import stack as stack_mod
 
 P = stack_mod.PROJECT
 OTHER = stack_mod.OTHER_PROJECT
@@ -535,7 +538,6 @@ def test_list_filters_order_and_pages(stack):
 
 
 def test_cinderclient_cli(stack):
-    from tests.functional.test_cinderclient import cinder, props, table
     vol = stack.client().create_volume(name='cli-vol')
     created = props(cinder(stack, 'transfer-create', '--name', 'cli',
                            vol['id']))
