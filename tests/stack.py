@@ -14,7 +14,7 @@ import requests
 
 from cinder_lite.api import server
 from cinder_lite.cmd import all as cmd_all
-from cinder_lite.common import config
+from cinder_lite.cmd import config
 from cinder_lite.common import policy
 from cinder_lite.common import service
 from cinder_lite.db import api as db_api

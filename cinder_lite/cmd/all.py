@@ -9,7 +9,7 @@ import sys
 from oslo_config import cfg
 
 from cinder_lite.api import server
-from cinder_lite.common import config
+from cinder_lite.cmd import config
 from cinder_lite.common import exception
 from cinder_lite.common import inproc_bus
 from cinder_lite.common import service

@@ -24,8 +24,8 @@ import sys
 
 from oslo_config import cfg
 
+from cinder_lite.cmd import config
 from cinder_lite.cmd import exports_report
-from cinder_lite.common import config
 from cinder_lite.common import exception
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments

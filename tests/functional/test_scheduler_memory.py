@@ -12,7 +12,7 @@ from cinder_lite.common import exception
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
 from cinder_lite.db import models
-from cinder_lite import opts
+from cinder_lite import conf as cl_conf
 from cinder_lite.scheduler import host_state
 from cinder_lite.scheduler import manager
 
@@ -26,7 +26,7 @@ SPEC = {'size': 1, 'availability_zone': None, 'extra_specs': {}}
 @pytest.fixture
 def hosts(tmp_path):
     conf = cfg.ConfigOpts()
-    opts.register_all(conf)
+    cl_conf.register_opts(conf)
     conf([], project='cinder-lite', default_config_files=[])
     conf.set_override('connection', 'sqlite:///%s' % (tmp_path / 'db'),
                       'database')
