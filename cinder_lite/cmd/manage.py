@@ -26,13 +26,13 @@ from oslo_config import cfg
 
 from cinder_lite.cmd import config
 from cinder_lite.cmd import exports_report
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import migration
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.scheduler import host_state
 from cinder_lite.volume import quota
 from cinder_lite.volume import quota_api
 from cinder_lite import version
@@ -138,7 +138,7 @@ def service_remove(conf):
                    '"service list" shows it down.'
                    % (what, _cell(row.heartbeat_at), conf.service_down_time))
             return REFUSED
-        if binary == host_state.VOLUME_BINARY:
+        if binary == constants.VOLUME_BINARY:
             volumes = _live_volumes_on(session, host)
             if row.cluster_name and len(db_services.backend_members(
                     session, row.cluster_name, binary)) == 1:
@@ -172,7 +172,7 @@ def backend_list(conf):
     db_api.configure(conf)
     with db_api.reader() as session:
         rows = db_services.list_services(session,
-                                         binary=host_state.VOLUME_BINARY)
+                                         binary=constants.VOLUME_BINARY)
         if conf.command.format == 'json':
             print(json.dumps([{'backend': r.host, 'state': _state(r, conf),
                                'capabilities': r.capabilities}
@@ -268,7 +268,7 @@ def attachment_reconcile(conf):
     db_api.configure(conf)
     with db_api.reader() as session:
         hosts = [s.host for s in db_services.list_services(
-            session, binary=host_state.VOLUME_BINARY)
+            session, binary=constants.VOLUME_BINARY)
             if db_services.is_up(s, conf.service_down_time)
             and conf.command.reconcile_host in (None, s.host)]
     if not hosts:

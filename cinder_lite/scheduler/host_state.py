@@ -27,6 +27,7 @@ import threading
 
 import sqlalchemy as sa
 
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.db import models
 from cinder_lite.db import services as db_services
@@ -34,7 +35,6 @@ from cinder_lite.scheduler.filters import capabilities_filter
 from cinder_lite.scheduler.filters import capacity_filter
 from cinder_lite.scheduler.filters import extra_specs_ops
 
-VOLUME_BINARY = 'cinder-volume'
 # What differs between backends that are otherwise alike: capacity (it
 # changes with every report) and the backend's name.  Everything else a
 # backend reports is the same for every backend of a group.
@@ -303,7 +303,7 @@ class HostManager:
         rows = session.execute(
             sa.select(S.host, S.cluster_name, S.disabled, S.heartbeat_at,
                       S.availability_zone)
-            .where(S.binary == VOLUME_BINARY)).all()
+            .where(S.binary == constants.VOLUME_BINARY)).all()
         members = {}
         for row in rows:
             members.setdefault(row.cluster_name or row.host, []).append(row)
@@ -319,7 +319,7 @@ class HostManager:
             for row in session.execute(
                     sa.select(S.host, S.cluster_name, S.heartbeat_at,
                               S.capabilities)
-                    .where(S.binary == VOLUME_BINARY,
+                    .where(S.binary == constants.VOLUME_BINARY,
                            sa.or_(S.host.in_(chunk),
                                   S.cluster_name.in_(chunk)))):
                 name = row.cluster_name or row.host
@@ -383,7 +383,7 @@ class HostManager:
                     [s for s in self._live(now) if s.host not in set_aside],
                     request_spec)
             rows = db_services.backend_members(session, chosen.host,
-                                               VOLUME_BINARY)
+                                               constants.VOLUME_BINARY)
             if rows:
                 with self._lock:
                     self._note_members(chosen.host, rows)

@@ -8,6 +8,7 @@ derived the same way whichever API a client uses.
 """
 import logging
 
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.common import states
@@ -19,7 +20,6 @@ from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler.filters import capabilities_filter
-from cinder_lite.scheduler import host_state
 from cinder_lite.volume import attachment_api
 from cinder_lite.volume.flows import api_create
 from cinder_lite.volume import quota
@@ -417,7 +417,7 @@ class VolumeActions:
         with db_api.reader() as session:
             members = [m for m in db_services.backend_members(
                 session, volume_rpcapi.backend_host(volume.host or ''),
-                host_state.VOLUME_BINARY) if m.capabilities]
+                constants.VOLUME_BINARY) if m.capabilities]
             return db_services.freshest(members).capabilities \
                 if members else {}
 

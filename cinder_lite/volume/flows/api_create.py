@@ -18,6 +18,7 @@ import uuid
 
 import sqlalchemy as sa
 
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.common import notify
 from cinder_lite.common import policy
@@ -104,7 +105,7 @@ class ServicesView:
         rows = session.execute(
             sa.select(S.host, S.availability_zone, S.disabled,
                       S.heartbeat_at, S.capabilities)
-            .where(S.binary == host_state.VOLUME_BINARY)).all()
+            .where(S.binary == constants.VOLUME_BINARY)).all()
         groups, named = {}, {}
         for row in rows:
             backend = _Backend(row)
@@ -151,7 +152,7 @@ def _still_up(session, backends, conf):
         seconds=conf.service_down_time)
     hosts = [b.host for b in backends[:CONFIRM_AT_MOST]]
     return session.execute(
-        sa.select(S.id).where(S.binary == host_state.VOLUME_BINARY,
+        sa.select(S.id).where(S.binary == constants.VOLUME_BINARY,
                               S.host.in_(hosts), S.disabled == sa.false(),
                               S.heartbeat_at >= cutoff).limit(1)
     ).first() is not None
@@ -198,7 +199,7 @@ def _check_backends(session, request, volume_type, conf, fresh):
     if az not in zones:
         # transient (services restarting, heartbeats late): retry later
         raise exception.ServiceUnavailable(
-            host='cinder-volume',
+            host=constants.VOLUME_BINARY,
             reason='no volume service in availability zone %s has '
                    'reported within service_down_time; retry later' % az)
     capable = [b for b in _capable(groups, named, az,
