@@ -22,48 +22,16 @@ however many report.  A report or a placement pushes the backend again
 """
 import datetime
 import heapq
-import json
 import threading
 
 import sqlalchemy as sa
 
+from cinder_lite.common import capabilities as cap
 from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.db import models
 from cinder_lite.db import services as db_services
-from cinder_lite.scheduler.filters import capabilities_filter
 from cinder_lite.scheduler.filters import capacity_filter
-from cinder_lite.scheduler.filters import extra_specs_ops
-
-# What differs between backends that are otherwise alike: capacity (it
-# changes with every report) and the backend's name.  Everything else a
-# backend reports is the same for every backend of a group.
-CAPACITY_KEYS = frozenset(['total_capacity_gb', 'free_capacity_gb',
-                           'provisioned_capacity_gb',
-                           'allocated_capacity_gb'])
-NAME_KEY = 'volume_backend_name'
-PER_BACKEND_KEYS = CAPACITY_KEYS | {NAME_KEY}
-
-
-def signature(capabilities):
-    """What backends of one group report alike: everything but capacity
-    and name."""
-    return json.dumps({k: v for k, v in (capabilities or {}).items()
-                       if k not in PER_BACKEND_KEYS},
-                      sort_keys=True, default=str)
-
-
-def pinned_name(required):
-    """The backend name capability ``required`` (as
-    ``capability_requirements`` gives it) asks for as a plain value,
-    compared as a string; None when it asks for none or with an
-    operator."""
-    name = required.get(NAME_KEY)
-    words = str(name).split() if name is not None else ()
-    if words and words[0] not in extra_specs_ops.OPERATORS:
-        return str(name)
-    return None
-
 
 class BackendState:
 
@@ -93,11 +61,11 @@ class BackendState:
             self.capabilities.get('provisioned_capacity_gb') or 0)
         self.max_over_subscription_ratio = float(
             self.capabilities.get('max_over_subscription_ratio') or 1)
-        self.signature = signature(self.capabilities)
+        self.signature = cap.signature(self.capabilities)
 
     @property
     def backend_name(self):
-        return self.capabilities.get(NAME_KEY)
+        return self.capabilities.get(cap.NAME_KEY)
 
     @property
     def pool(self):
@@ -230,11 +198,11 @@ class BackendIndex:
         wanted_az = request_spec.get('availability_zone')
         specs = request_spec.get('extra_specs')
         size = request_spec['size']
-        required = capabilities_filter.capability_requirements(specs)
+        required = cap.capability_requirements(specs)
         # a requirement on a capacity key or the name differs between the
         # members of a group: check it per backend
-        per_backend = bool(PER_BACKEND_KEYS.intersection(required))
-        name = pinned_name(required)
+        per_backend = bool(cap.PER_BACKEND_KEYS.intersection(required))
+        name = cap.pinned_name(required)
         if name is not None:
             # a type pinned to the backends of one name (Cinder's usual
             # way)
@@ -248,7 +216,7 @@ class BackendIndex:
         def passes(state):
             if state.host in exclude or not is_live(state):
                 return False
-            return not per_backend or capabilities_filter.satisfies(
+            return not per_backend or cap.satisfies(
                 state.capabilities, specs)
 
         def fits(state, size):
@@ -258,7 +226,7 @@ class BackendIndex:
         for (az, _), group in self._groups.items():
             if wanted_az and wanted_az != az:
                 continue
-            if not per_backend and not capabilities_filter.satisfies(
+            if not per_backend and not cap.satisfies(
                     group.capabilities, specs):
                 continue
             state = group.best(size, fits, passes)

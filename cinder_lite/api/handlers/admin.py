@@ -9,6 +9,7 @@ import webob.exc
 
 from cinder_lite.api import validation
 from cinder_lite.api import wsgi
+from cinder_lite.common import capabilities
 from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.common import policy
@@ -17,7 +18,6 @@ from cinder_lite.db import api as db_api
 from cinder_lite.db import models
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
-from cinder_lite.scheduler.filters import capabilities_filter
 
 POOL_FILTERS = ('name', 'volume_type')
 
@@ -135,8 +135,7 @@ def get_pools(req):
         seen.add(name)
         if params.get('name') and params['name'] != name:
             continue
-        if specs is not None and not capabilities_filter.satisfies(caps,
-                                                                   specs):
+        if specs is not None and not capabilities.satisfies(caps, specs):
             continue
         pool = {'name': name}
         if detail:

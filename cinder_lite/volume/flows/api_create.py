@@ -18,6 +18,7 @@ import uuid
 
 import sqlalchemy as sa
 
+from cinder_lite.common import capabilities
 from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.common import notify
@@ -28,8 +29,6 @@ from cinder_lite.db import models
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.scheduler.filters import capabilities_filter
-from cinder_lite.scheduler import host_state
 from cinder_lite.volume import quota
 from cinder_lite.volume import types as volume_types
 
@@ -52,15 +51,6 @@ def check_policy(context, volume_type, conf):
         policy.authorize(context, policy.MULTIATTACH)
 
 
-def capacity_limit(caps):
-    """The most a backend could ever hold: its size, times the
-    over-subscription ratio when it is thin."""
-    total = float(caps.get('total_capacity_gb') or 0)
-    if caps.get('thin_provisioning_support'):
-        total *= float(caps.get('max_over_subscription_ratio') or 1)
-    return total
-
-
 class _Backend:
     __slots__ = ('host', 'availability_zone', 'disabled', 'heartbeat_at',
                  'capabilities', 'limit')
@@ -71,7 +61,7 @@ class _Backend:
         self.disabled = row.disabled
         self.heartbeat_at = row.heartbeat_at
         self.capabilities = row.capabilities
-        self.limit = capacity_limit(row.capabilities or {})
+        self.limit = capabilities.capacity_limit(row.capabilities or {})
 
 
 class ServicesView:
@@ -110,9 +100,9 @@ class ServicesView:
         for row in rows:
             backend = _Backend(row)
             caps = backend.capabilities or {}
-            key = (backend.availability_zone, host_state.signature(caps))
+            key = (backend.availability_zone, capabilities.signature(caps))
             groups.setdefault(key, []).append(backend)
-            named.setdefault(str(caps.get(host_state.NAME_KEY)),
+            named.setdefault(str(caps.get(capabilities.NAME_KEY)),
                              []).append(backend)
         with self._lock:
             self._groups, self._named = groups, named
@@ -160,24 +150,24 @@ def _still_up(session, backends, conf):
 
 def _capable(groups, named, az, specs):
     """The backends of ``az`` whose capabilities satisfy ``specs``."""
-    required = capabilities_filter.capability_requirements(specs)
-    name = host_state.pinned_name(required)
+    required = capabilities.capability_requirements(specs)
+    name = capabilities.pinned_name(required)
     if name is not None:
         # only the backends of that name can match
         pool = [b for b in named.get(name, ())
                 if b.availability_zone == az]
-    elif host_state.PER_BACKEND_KEYS.intersection(required):
+    elif capabilities.PER_BACKEND_KEYS.intersection(required):
         # capacity or name: each backend answers for itself
         pool = [b for (zone, _), members in groups.items() if zone == az
                 for b in members]
     else:
         # the members of a group answer alike
         return [b for (zone, _), members in groups.items()
-                if zone == az and capabilities_filter.satisfies(
+                if zone == az and capabilities.satisfies(
                     members[0].capabilities or {}, specs)
                 for b in members]
     return [b for b in pool
-            if capabilities_filter.satisfies(b.capabilities or {}, specs)]
+            if capabilities.satisfies(b.capabilities or {}, specs)]
 
 
 def _check_backends(session, request, volume_type, conf, fresh):
@@ -214,7 +204,7 @@ def _check_backends(session, request, volume_type, conf, fresh):
                 host=', '.join(silent),
                 reason='it has not reported its capabilities yet; retry '
                        'later')
-        wanted = capabilities_filter.capability_requirements(
+        wanted = capabilities.capability_requirements(
             volume_type['extra_specs'])
         raise exception.NoValidBackend(
             reason='No live backend in availability zone %s reports the '
