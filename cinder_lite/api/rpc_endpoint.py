@@ -9,7 +9,7 @@ from cinder_lite.api import rpcapi
 from cinder_lite.api.views import attachments as views
 from cinder_lite.common import constants
 from cinder_lite.common import exception
-from cinder_lite.common import service
+from cinder_lite import service
 
 
 def _uuid(value, name, nullable=False):

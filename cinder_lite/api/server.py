@@ -19,8 +19,8 @@ from cinder_lite.api import deploy
 from cinder_lite.api import rpc_endpoint
 from cinder_lite.common import constants
 from cinder_lite.common import exception
-from cinder_lite.common import service
 from cinder_lite.db import api as db_api
+from cinder_lite import service
 
 LOG = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Builds the scheduler service."""
 from cinder_lite.common import constants
-from cinder_lite.common import service
 from cinder_lite.scheduler import manager
 from cinder_lite.scheduler import rpcapi
+from cinder_lite import service
 
 
 def build(conf):

@@ -4,9 +4,9 @@ import logging
 
 from cinder_lite.common import constants
 from cinder_lite.common import context as cl_context
-from cinder_lite.common import service
 from cinder_lite.db import models
 from cinder_lite.scheduler import rpcapi as scheduler_rpcapi
+from cinder_lite import service
 from cinder_lite.volume import manager
 from cinder_lite.volume import rpcapi
 
