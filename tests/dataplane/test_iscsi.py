@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from cinder_lite.connector import iscsi
+from cinder_lite import iscsi
 from tests.dataplane import conftest as dp
 from tests import stack as stack_mod
 

@@ -16,7 +16,7 @@ import pytest
 
 from cinder_lite.connector import client
 from cinder_lite.connector import host as host_connector
-from cinder_lite.connector import iscsi
+from cinder_lite import iscsi
 from tests.dataplane import conftest as dp
 from tests.integration import cluster as cluster_mod
 
