@@ -83,8 +83,8 @@ def db_version(conf):
 
 # -- services and backends ---------------------------------------------------
 def _state(row, conf):
-    return 'up' if db_services.is_up(row, conf.service_down_time) \
-        else 'down'
+    up = db_services.is_up(row.heartbeat_at, conf.service_down_time)
+    return 'up' if up else 'down'
 
 
 def service_list(conf):
@@ -132,7 +132,7 @@ def service_remove(conf):
         except exception.ServiceNotFound:
             _error('%s not found; nothing removed.' % what)
             return NOT_FOUND
-        if db_services.is_up(row, conf.service_down_time):
+        if db_services.is_up(row.heartbeat_at, conf.service_down_time):
             _error('%s is up (last heartbeat %s, within service_down_time '
                    '= %d s); not removed. Stop the service and wait until '
                    '"service list" shows it down.'
@@ -269,7 +269,7 @@ def attachment_reconcile(conf):
     with db_api.reader() as session:
         hosts = [s.host for s in db_services.list_services(
             session, binary=constants.VOLUME_BINARY)
-            if db_services.is_up(s, conf.service_down_time)
+            if db_services.is_up(s.heartbeat_at, conf.service_down_time)
             and conf.command.reconcile_host in (None, s.host)]
     if not hosts:
         _error('No volume service%s is up.' % (

@@ -24,8 +24,6 @@ import datetime
 import heapq
 import threading
 
-import sqlalchemy as sa
-
 from cinder_lite.common import capabilities as cap
 from cinder_lite.common import constants
 from cinder_lite.common import exception
@@ -95,8 +93,7 @@ class BackendState:
             return False
         last = max(filter(None, (self.reported_at, self.heartbeat_at)),
                    default=None)
-        return last is not None and \
-            now - last <= datetime.timedelta(seconds=down_time)
+        return db_services.is_up(last, down_time, now)
 
 
 _CAPACITY = capacity_filter.CapacityFilter()
@@ -267,11 +264,7 @@ class HostManager:
         """Read the services table: heartbeats, disabled flags, clusters,
         and the capabilities of backends no report told this scheduler
         about yet (or told less recently than the table)."""
-        S = models.Service
-        rows = session.execute(
-            sa.select(S.host, S.cluster_name, S.disabled, S.heartbeat_at,
-                      S.availability_zone)
-            .where(S.binary == constants.VOLUME_BINARY)).all()
+        rows = db_services.liveness(session, constants.VOLUME_BINARY)
         members = {}
         for row in rows:
             members.setdefault(row.cluster_name or row.host, []).append(row)
@@ -282,19 +275,13 @@ class HostManager:
                      known[name].reported_at is None
                      or _newest(rows) > known[name].reported_at)]
         caps = {}
-        for i in range(0, len(stale), 500):
-            chunk = stale[i:i + 500]
-            for row in session.execute(
-                    sa.select(S.host, S.cluster_name, S.heartbeat_at,
-                              S.capabilities)
-                    .where(S.binary == constants.VOLUME_BINARY,
-                           sa.or_(S.host.in_(chunk),
-                                  S.cluster_name.in_(chunk)))):
-                name = row.cluster_name or row.host
-                if row.capabilities and (
-                        name not in caps or (row.heartbeat_at or _MIN)
-                        > (caps[name][0] or _MIN)):
-                    caps[name] = (row.heartbeat_at, row.capabilities)
+        for row in db_services.capabilities_of(
+                session, constants.VOLUME_BINARY, stale):
+            name = row.cluster_name or row.host
+            if row.capabilities and (
+                    name not in caps or (row.heartbeat_at or _MIN)
+                    > (caps[name][0] or _MIN)):
+                caps[name] = (row.heartbeat_at, row.capabilities)
         with self._lock:
             # (a backend without rows here may have reported after this
             # read and registered meanwhile: a decision confirms rows)
@@ -355,7 +342,8 @@ class HostManager:
             if rows:
                 with self._lock:
                     self._note_members(chosen.host, rows)
-            if rows and any(not r.disabled and db_services.is_up(r, down)
+            if rows and any(not r.disabled and
+                            db_services.is_up(r.heartbeat_at, down)
                             for r in rows):
                 return chosen
             set_aside.add(chosen.host)

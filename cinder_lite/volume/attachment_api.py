@@ -156,7 +156,8 @@ class AttachmentService:
             raise exception.ServiceUnavailable(
                 host=who, reason='no such volume service')
         live = [m for m in members
-                if db_services.is_up(m, self.conf.service_down_time)]
+                if db_services.is_up(m.heartbeat_at,
+                                     self.conf.service_down_time)]
         if not live:
             raise exception.ServiceUnavailable(
                 host=who, reason='%s heartbeat is older than %d s' % (

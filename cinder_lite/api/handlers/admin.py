@@ -38,7 +38,7 @@ def _conf(req):
 
 
 def _service_view(req, row, conf):
-    up = db_services.is_up(row, conf.service_down_time)
+    up = db_services.is_up(row.heartbeat_at, conf.service_down_time)
     view = {
         'binary': row.binary,
         'host': row.host,
@@ -125,7 +125,7 @@ def get_pools(req):
     rows = sorted(rows, key=lambda r: r.heartbeat_at or datetime.datetime.min,
                   reverse=True)
     for row in rows:
-        if not db_services.is_up(row, conf.service_down_time):
+        if not db_services.is_up(row.heartbeat_at, conf.service_down_time):
             continue
         caps = dict(row.capabilities or {})
         name = '%s#%s' % (row.cluster_name or row.host,
@@ -158,7 +158,7 @@ def show_capabilities(req):
     if not members:
         raise exception.HostNotFound(host=host)
     row = db_services.freshest(members)
-    if not db_services.is_up(row, conf.service_down_time):
+    if not db_services.is_up(row.heartbeat_at, conf.service_down_time):
         if row.heartbeat_at is None:
             # it stopped cleanly (or never beat)
             reason = 'no heartbeat since it stopped'

@@ -10,13 +10,10 @@ has a side effect to undo, and an engine costs about 10 ms per run here
 create.  The manager-side flows, where the driver's side effects live, run
 on taskflow engines.
 """
-import datetime
 import logging
 import threading
 import time
 import uuid
-
-import sqlalchemy as sa
 
 from cinder_lite.common import capabilities
 from cinder_lite.common import constants
@@ -27,6 +24,7 @@ from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import models
 from cinder_lite.db import quotas as db_quotas
+from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import quota
@@ -91,11 +89,8 @@ class ServicesView:
                 return self._groups, self._named
         # read outside the lock: requests that need the table read it side
         # by side, none waits behind another's read
-        S = models.Service
-        rows = session.execute(
-            sa.select(S.host, S.availability_zone, S.disabled,
-                      S.heartbeat_at, S.capabilities)
-            .where(S.binary == constants.VOLUME_BINARY)).all()
+        rows = db_services.with_capabilities(session,
+                                             constants.VOLUME_BINARY)
         groups, named = {}, {}
         for row in rows:
             backend = _Backend(row)
@@ -137,15 +132,10 @@ CONFIRM_AT_MOST = 20
 def _still_up(session, backends, conf):
     """Whether one of (the first few of) ``backends`` is up and enabled
     by the table now, not only by the copy: one indexed read."""
-    S = models.Service
-    cutoff = models.utcnow() - datetime.timedelta(
-        seconds=conf.service_down_time)
     hosts = [b.host for b in backends[:CONFIRM_AT_MOST]]
-    return session.execute(
-        sa.select(S.id).where(S.binary == constants.VOLUME_BINARY,
-                              S.host.in_(hosts), S.disabled == sa.false(),
-                              S.heartbeat_at >= cutoff).limit(1)
-    ).first() is not None
+    return db_services.any_enabled_and_up(session, hosts,
+                                          constants.VOLUME_BINARY,
+                                          conf.service_down_time)
 
 
 def _capable(groups, named, az, specs):
@@ -175,12 +165,11 @@ def _check_backends(session, request, volume_type, conf, fresh):
     az = (request.get('availability_zone')
           or conf.default_availability_zone
           or conf.storage_availability_zone)
-    cutoff = models.utcnow() - datetime.timedelta(
-        seconds=conf.service_down_time)
+    now = models.utcnow()
 
     def up(b):
-        return not b.disabled and b.heartbeat_at is not None and \
-            b.heartbeat_at >= cutoff
+        return not b.disabled and db_services.is_up(
+            b.heartbeat_at, conf.service_down_time, now)
     zones = {zone for (zone, _), members in groups.items()
              if any(up(b) for b in members)}
     if request.get('availability_zone') and az not in zones:
