@@ -92,37 +92,37 @@ def test_down_backend_is_not_chosen(hosts):
 def test_api_check_reads_the_database_it_is_given(tmp_path, hosts):
     """The API's copy of the services table belongs to one database: a
     process that configured another one does not answer from it."""
-    from cinder_lite.volume.flows import api_create
+    from cinder_lite.volume import admission
     register('a@b')
     vtype = {'name': 't', 'extra_specs': {}}
     conf = hosts.conf
     with db_api.reader() as session:
-        assert api_create.check_backends(session, {'size': 1}, vtype,
-                                         conf) == 'nova'
+        assert admission.check_backends(session, {'size': 1}, vtype,
+                                        conf) == 'nova'
     conf.set_override('connection', 'sqlite:///%s' % (tmp_path / 'other'),
                       'database')
     db_api.configure(conf)
     migration.upgrade()
     with db_api.reader() as session, pytest.raises(
             exception.ServiceUnavailable):
-        api_create.check_backends(session, {'size': 1}, vtype, conf)
+        admission.check_backends(session, {'size': 1}, vtype, conf)
 
 
 def test_api_check_does_not_accept_on_a_stale_copy(hosts):
     """The copy says the backend is enabled; the table, a moment later,
     says it is not: the create is refused at once, not recorded to fail
     in the scheduler."""
-    from cinder_lite.volume.flows import api_create
+    from cinder_lite.volume import admission
     register('a@b')
     vtype = {'name': 't', 'extra_specs': {}}
     with db_api.reader() as session:
-        assert api_create.check_backends(session, {'size': 1}, vtype,
-                                         hosts.conf) == 'nova'
+        assert admission.check_backends(session, {'size': 1}, vtype,
+                                        hosts.conf) == 'nova'
     set_disabled('a@b', True)
     with db_api.reader() as session, pytest.raises(
             exception.ServiceUnavailable):
-        api_create.check_backends(session, {'size': 1}, vtype, hosts.conf)
+        admission.check_backends(session, {'size': 1}, vtype, hosts.conf)
     set_disabled('a@b', False)
     with db_api.reader() as session:
-        assert api_create.check_backends(session, {'size': 1}, vtype,
-                                         hosts.conf) == 'nova'
+        assert admission.check_backends(session, {'size': 1}, vtype,
+                                        hosts.conf) == 'nova'
