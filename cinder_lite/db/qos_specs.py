@@ -213,5 +213,5 @@ def changes_front_end(session, old_type_id, new_type_id):
         return False
     consumers = session.execute(sa.select(Q.consumer).where(
         Q.id.in_([i for i in (old, new) if i is not None]))).scalars()
-    # (cinder_lite.volume.qos.BACK_END: the one consumer hosts ignore)
+    # (cinder_lite.common.qos.BACK_END: the one consumer hosts ignore)
     return any(c != 'back-end' for c in consumers)

@@ -1,13 +1,13 @@
 """The service layer behind ``/qos-specs``: QoS specs, their keys, and
 their association with volume types.  Who applies them is in
-``cinder_lite.volume.qos`` (and doc/qos.rst)."""
+``cinder_lite.common.qos`` (and doc/qos.rst)."""
 import logging
 
 from cinder_lite.common import exception
 from cinder_lite.common import policy
+from cinder_lite.common import qos
 from cinder_lite.db import api as db_api
 from cinder_lite.db import qos_specs as db_qos
-from cinder_lite.volume import qos
 
 LOG = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ given) and of transfer auth keys (Cinder's salted HMAC)."""
 import hashlib
 import hmac
 
-from cinder_lite.volume import qos
+from cinder_lite.common import qos
 from cinder_lite.volume.targets import nbd
 from cinder_lite.volume import transfer_api
 

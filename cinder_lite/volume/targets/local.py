@@ -2,7 +2,7 @@
 has nothing between the consumer and the file that could limit I/O, so
 back-end QoS specs are not applied (front-end ones are the consumer's to
 apply)."""
-from cinder_lite.volume import qos
+from cinder_lite.common import qos
 
 
 class LocalTarget:
