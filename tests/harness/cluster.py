@@ -625,6 +625,19 @@ class Cluster:
                 ' '.join(args), proc.returncode, proc.stdout, proc.stderr))
         return proc
 
+    def sync_database(self):
+        """Migrate the cluster's database to the newest schema, in this
+        process (what ``cinder-lite-manage db sync`` does, without an
+        interpreter start per cluster; the command itself is tested in
+        tests/functional/test_manage_cli.py and by .ci/run)."""
+        from cinder_lite.db import api as db_api
+        from cinder_lite.db import migration
+        engine = db_api.create_engine(self.db_url)
+        try:
+            migration.upgrade(engine=engine)
+        finally:
+            engine.dispose()
+
     # -- lifecycle ------------------------------------------------------------
     def _process(self, name):
         log = os.path.join(self.workdir, '%s.log' % name)
@@ -679,7 +692,7 @@ class Cluster:
                 self.transport_url = with_vhost(RABBIT_URL, self.vhost)
             self.port = util.free_port(self.api_host)
             self._write_configs()
-            self.manage('db', 'sync')
+            self.sync_database()
             for name in ('scheduler', *self.nodes, 'api'):
                 self.start_process(name)
             self.wait_ready(timeout)
