@@ -56,7 +56,7 @@ def test_concurrent_read_modify_write_never_locks(tmp_path):
         conn.execute(sa.insert(models.Volume).values(
             id=vid, project_id='p', size=1, status='available',
             volume_type_id=type_id, multiattach=False, bootable=False,
-            meta={}, deleted=False, created_at=models.utcnow()))
+            deleted=False, created_at=models.utcnow()))
     errors = []
     barrier = threading.Barrier(16)
 

@@ -242,7 +242,6 @@ def record_volume(context, request, volume_type, availability_zone, conf):
         'availability_zone': availability_zone,
         'multiattach': volume_types.is_multiattach(volume_type),
         'bootable': False,
-        'meta': request.get('metadata') or {},
         'deleted': False,
         'created_at': models.utcnow(),
     }
@@ -254,7 +253,8 @@ def record_volume(context, request, volume_type, availability_zone, conf):
             # use
             db_types.lock_live(session, volume_type['id'])
             return db_volumes.create(session, values, quota.Checker(
-                conf, session, size=values['size']))
+                conf, session, size=values['size']),
+                metadata=request.get('metadata'))
     volume = quota.ensuring_rows(record)
     LOG.info('volume %s: recorded as creating', volume.id)
     return volume
