@@ -21,7 +21,7 @@ keep-alive http.client connection, all threads of this process.
 Deployments: ``embedded`` (``python -m cinder_lite.cmd.all``: SQLite, the
 in-process bus) and ``distributed`` over RabbitMQ with MariaDB and/or
 PostgreSQL (``--db``): API (one worker), scheduler and the volume nodes
-``ma`` and ``noma`` as separate processes, as tests/integration/cluster.py
+``ma`` and ``noma`` as separate processes, as tests/harness/cluster.py
 starts them.  The deployments come from bench/volume_create.py.
 
 CPU: utime+stime from /proc/<pid>/stat of every service process (the API
@@ -93,7 +93,8 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from bench import volume_create as vc  # noqa: E402
-from tests.integration import cluster as cluster_mod  # noqa: E402
+from tests.harness import cluster as cluster_mod  # noqa: E402
+from tests.harness import util
 
 PROJECT = cluster_mod.PROJECT
 HEADERS = {'X-Auth-Token': 'admin:%s' % PROJECT,
@@ -688,8 +689,8 @@ def make_volumes(url, n_distinct):
                 raise RuntimeError('volume %s went %s' % (vid,
                                                           vol['status']))
             return vol['status'] == 'available'
-        cluster_mod.wait_until(ready, VOLUME_TIMEOUT, interval=0.02,
-                               what='volume %s available' % vid)
+        util.wait_for(ready, VOLUME_TIMEOUT, interval=0.02,
+                      what='volume %s available' % vid)
     conn.close()
     return {'one': ids[0], 'distinct': ids[1:], 'plain': plain}
 

@@ -34,7 +34,7 @@ if ROOT not in sys.path:
 
 from cinder_lite.connector import devices  # noqa: E402
 from cinder_lite.connector import host as host_connector  # noqa: E402
-from tests import stack as stack_mod  # noqa: E402
+from tests.harness import stack as stack_mod  # noqa: E402
 
 MiB = 1024 * 1024
 
@@ -109,7 +109,7 @@ def main():
         'nbd': {'target_protocol': 'nbd',
                 'target_port_range': '20809-20899'},
         'iscsi': {'target_protocol': 'iscsi', 'target_port': 23260}}
-        ).start()
+    ).start()
     rows = []
     try:
         api = stack.client()

@@ -8,7 +8,7 @@ For each row count N (``--rows``, default 1000,100000,1000000):
 
 1. A fresh database (SQLite file under a temporary state_path; or, with
    ``--db mysql|postgresql``, a uniquely named database on the local
-   server, made and dropped as tests/integration/cluster.py does) gets the
+   server, made and dropped as tests/harness/cluster.py does) gets the
    schema of the project's alembic migrations, then SQLAlchemy Core
    executemany in chunks inserts:
 
@@ -90,7 +90,8 @@ from bench import scheduler as sched_bench  # noqa: E402
 from bench import volume_create as vc  # noqa: E402
 from cinder_lite.db import migration  # noqa: E402
 from cinder_lite.db import models  # noqa: E402
-from tests.integration import cluster as cluster_mod  # noqa: E402
+from tests.harness import cluster as cluster_mod  # noqa: E402
+from tests.harness import util
 
 PROJECT = cluster_mod.PROJECT
 VERSION = 'volume 3.71'
@@ -171,7 +172,7 @@ class Database:
             self.url = cluster_mod.sqlite_url(self.path)
         else:
             self.name = 'cl_scale_%d_%s' % (os.getpid(),
-                                             uuid.uuid4().hex[:8])
+                                            uuid.uuid4().hex[:8])
             self.url = cluster_mod.create_database(kind, self.name)
 
     def engine(self):
@@ -440,7 +441,7 @@ class Embedded:
 
     def __init__(self, workdir, state, db):
         self.workdir = workdir
-        self.port = cluster_mod.free_port()
+        self.port = util.free_port()
         self.url = 'http://127.0.0.1:%d' % self.port
         sections = {'DEFAULT': {'state_path': state,
                                 'osapi_volume_listen': '127.0.0.1',

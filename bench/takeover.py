@@ -25,7 +25,7 @@ round checks that A's next write is refused.  Columns:
 Deployments: ``embedded`` (cinder-lite-all in a subprocess: SQLite, the
 in-process bus) and ``distributed`` (API, scheduler and volume node as
 separate processes over RabbitMQ with PostgreSQL or MariaDB, as
-tests/integration/cluster.py starts them).  Protocols: ``nbd`` and
+tests/harness/cluster.py starts them).  Protocols: ``nbd`` and
 ``iscsi`` backends of the file driver.
 
     .venv/bin/python bench/takeover.py --rounds 20
@@ -50,7 +50,8 @@ from bench import attach as attach_bench  # noqa: E402
 from bench import volume_create as vc  # noqa: E402
 from cinder_lite.connector import client  # noqa: E402
 from cinder_lite.connector import host as host_connector  # noqa: E402
-from tests.integration import cluster as cluster_mod  # noqa: E402
+from tests.harness import cluster as cluster_mod  # noqa: E402
+from tests.harness import util
 
 PROJECT = vc.PROJECT
 HEADERS = vc.HEADERS
@@ -59,13 +60,13 @@ TGT_CONTROL = 23261
 
 
 def _backends():
-    low = cluster_mod.free_port()
+    low = util.free_port()
     return {
         'nbd': {'target_protocol': 'nbd', 'target_ip_address': '127.0.0.1',
                 'target_port_range': '%d-%d' % (low, low + 10)},
         'iscsi': {'target_protocol': 'iscsi',
                   'target_ip_address': '127.0.0.1',
-                  'target_port': cluster_mod.free_port(),
+                  'target_port': util.free_port(),
                   'target_control_port': TGT_CONTROL}}
 
 
@@ -74,7 +75,7 @@ class Embedded:
 
     def __init__(self):
         self.workdir = tempfile.mkdtemp(prefix='cinder-lite-takeover-')
-        port = cluster_mod.free_port()
+        port = util.free_port()
         self.url = 'http://127.0.0.1:%d' % port
         sections = {'DEFAULT': {
             'state_path': os.path.join(self.workdir, 'state'),
@@ -92,8 +93,8 @@ class Embedded:
 
     def start(self):
         self.proc.start()
-        cluster_mod.wait_until(lambda: _backends_up(self.url, 2), 60,
-                               what='cinder-lite-all with two backends')
+        util.wait_for(lambda: _backends_up(self.url, 2), 60,
+                      what='cinder-lite-all with two backends')
         return self
 
     def groups(self):
@@ -163,7 +164,7 @@ def _volume(session, url, backend_name):
         'size': 1, 'volume_type': name}})
     r.raise_for_status()
     volume_id = r.json()['volume']['id']
-    cluster_mod.wait_until(lambda: session.get(
+    util.wait_for(lambda: session.get(
         base + '/volumes/%s' % volume_id).json()['volume']['status']
         == 'available', 60, what='volume %s' % volume_id)
     return volume_id

@@ -10,7 +10,7 @@ Each of N client threads runs cycles back to back for ``--seconds`` (or
 * ``embedded``: ``python -m cinder_lite.cmd.all`` in a subprocess (SQLite,
   in-process bus, one file backend) with a temporary state_path;
 * ``distributed``: API, scheduler and two volume nodes as separate
-  processes over RabbitMQ and MariaDB (tests/integration/cluster.py).
+  processes over RabbitMQ and MariaDB (tests/harness/cluster.py).
 
 Polling: the first poll is immediate, then the client sleeps 10 % of the
 time elapsed so far (at least 1 ms, at most 50 ms), so the measured latency
@@ -56,7 +56,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from tests.integration import cluster as cluster_mod  # noqa: E402
+from tests.harness import cluster as cluster_mod  # noqa: E402
+from tests.harness import util
 
 PROJECT = cluster_mod.PROJECT
 HEADERS = {'X-Auth-Token': 'admin:%s' % PROJECT,
@@ -301,7 +302,7 @@ class Embedded:
     def __init__(self):
         self.workdir = tempfile.mkdtemp(prefix='cinder-lite-bench-')
         self.state = os.path.join(self.workdir, 'state')
-        self.port = cluster_mod.free_port()
+        self.port = util.free_port()
         self.url = 'http://127.0.0.1:%d' % self.port
         self.conf = cluster_mod.write_conf(
             os.path.join(self.workdir, 'all.conf'),
@@ -339,7 +340,7 @@ class Embedded:
                 s['binary'] == 'cinder-volume' and s['state'] == 'up'
                 for s in r.json()['services'])
         try:
-            cluster_mod.wait_until(ready, 60, what='cinder-lite-all ready')
+            util.wait_for(ready, 60, what='cinder-lite-all ready')
         except BaseException:
             print(cluster_mod.tail(self.proc.log_path), file=sys.stderr)
             self.stop()
@@ -417,7 +418,7 @@ def bench_mode(name, deployment, args):
         vol = warm.session.post(warm.base + '/volumes',
                                 json={'volume': {'size': 1}}).json()
         vol_url = warm.base + '/volumes/' + vol['volume']['id']
-        cluster_mod.wait_until(
+        util.wait_for(
             lambda: warm.session.get(vol_url).json()['volume']['status']
             == 'available', 30, interval=0.01, what='floor volume')
         floor = http_floor(deployment.url, vol['volume']['id'],

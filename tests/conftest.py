@@ -1,6 +1,6 @@
 import pytest
 
-from tests import stack as stack_mod
+from tests.harness import stack as stack_mod
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ import uuid
 import pytest
 
 from cinder_lite.connector import iscsi
-from tests.dataplane import conftest as dp
-from tests import stack as stack_mod
+from tests.harness import dataplane as dp
+from tests.harness import stack as stack_mod
+from tests.harness import util
 
 MiB = 1024 * 1024
 
@@ -182,7 +183,7 @@ exec %s "$@"
                          ids=['bind-fails', 'daemon-dies'])
 def test_export_failing_half_way_leaves_nothing(tmp_path, monkeypatch,
                                                 daemon_dies):
-    dp.need('tgtd', 'tgtadm')
+    util.need('tgtd', 'tgtadm')
     import shutil
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir()
@@ -190,7 +191,7 @@ def test_export_failing_half_way_leaves_nothing(tmp_path, monkeypatch,
     wrapper.write_text(FAILING_TGTADM % shutil.which('tgtadm'))
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv('PATH', '%s:%s' % (bin_dir, os.environ['PATH']))
-    port = dp.free_port()
+    port = util.free_port()
     s = _stack_on(tmp_path, port)
     target = dp.backend_target(s)
     if daemon_dies:
@@ -204,7 +205,7 @@ def test_export_failing_half_way_leaves_nothing(tmp_path, monkeypatch,
         assert target.exports() == {}
         assert dp.tgt_targets(port % 32768) == {}
         if daemon_dies:
-            assert dp.processes('tgtd', 'portal=127.0.0.1:%d' % port) == []
+            assert util.processes('tgtd', 'portal=127.0.0.1:%d' % port) == []
         assert api.delete('/attachments/%s' % att['id']).status_code == 200
         # the backend recovers: with the real tgtadm the next attach works
         monkeypatch.setenv('PATH', os.environ['PATH'].split(':', 1)[1])
@@ -217,11 +218,11 @@ def test_export_failing_half_way_leaves_nothing(tmp_path, monkeypatch,
         host.detach(att['id'], dev)
     finally:
         s.stop()
-    assert dp.processes('tgtd', 'portal=127.0.0.1:%d' % port) == []
+    assert util.processes('tgtd', 'portal=127.0.0.1:%d' % port) == []
 
 
 def test_portal_taken_gives_a_readable_error(tmp_path):
-    dp.need('tgtd', 'tgtadm')
+    util.need('tgtd', 'tgtadm')
     holder = socket.socket()
     holder.bind(('127.0.0.1', 0))
     holder.listen()
@@ -234,7 +235,7 @@ def test_portal_taken_gives_a_readable_error(tmp_path):
         assert 'did not listen on 127.0.0.1:%d' % port in att[
             'status_reason']
         assert 'Address already in use' in att['status_reason']
-        assert dp.processes('tgtd', 'portal=127.0.0.1:%d' % port) == []
+        assert util.processes('tgtd', 'portal=127.0.0.1:%d' % port) == []
     finally:
         holder.close()
         s.stop()
@@ -255,7 +256,7 @@ def test_restart_rebuilds_targets_after_tgtd_died(iscsi_stack):
     manager = iscsi_stack.volume_service('file').endpoints[0]
     target = manager.driver.target
     os.kill(target._daemon_pid(), signal.SIGKILL)
-    dp.stack_mod.wait_for(lambda: not dp.processes(
+    dp.util.wait_for(lambda: not util.processes(
         'tgtd', target.portal), what='tgtd to die')
 
     manager.init_host()
@@ -359,15 +360,15 @@ def test_a_type_can_require_persistent_reservations(tmp_path):
     """iSCSI backends report ``persistent_reservations``, NBD and local
     ones do not; a type asking for it is placed on an iSCSI backend, and
     every volume shows whether its hosts can fence each other."""
-    dp.need('tgtd', 'tgtadm', 'nbdkit')
-    port = dp.free_port()
+    util.need('tgtd', 'tgtadm', 'nbdkit')
+    port = util.free_port()
     s = stack_mod.Stack(tmp_path / 'st', backends={
         'fence': {'target_protocol': 'iscsi',
                   'target_ip_address': '127.0.0.1', 'target_port': port,
                   'target_control_port': port % 32768},
         'plain': {'target_protocol': 'nbd',
                   'target_ip_address': '127.0.0.1',
-                  'target_port_range': dp.free_range(4)},
+                  'target_port_range': util.free_range(4)},
         'local': {'target_protocol': 'local'}}).start()
     try:
         api = s.client()

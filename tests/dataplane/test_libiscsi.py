@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from tests.dataplane import conftest as dp
+from tests.harness import util
 
 PROGRAM = 'iscsi-test-cu'
 INITIATOR = 'iqn.2007-10.com.github:sahlberg:libiscsi:iscsi-test'
@@ -50,14 +50,14 @@ def _run(url, test, initiator=INITIATOR):
          '--test=' + test, url], capture_output=True, text=True, timeout=300)
     match = SUMMARY.search(done.stdout)
     assert match, 'no summary from %s:\n%s\n%s' % (test, done.stdout[-2000:],
-                                                    done.stderr[-2000:])
+                                                   done.stderr[-2000:])
     ran, passed, failed = (int(match.group(i)) for i in (2, 3, 4))
     return ran, passed, failed, done.stdout
 
 
 @pytest.fixture
 def attached(iscsi_stack):
-    dp.need(PROGRAM)
+    util.need(PROGRAM)
     api = iscsi_stack.client()
     api.create_type('shared', {'multiattach': '<is> True'})
     vol = api.create_volume(volume_type='shared')

@@ -4,12 +4,13 @@ import os
 import socket
 import uuid
 
-from tests.dataplane import conftest as dp
-from tests import stack as stack_mod
+from tests.harness import dataplane as dp
+from tests.harness import stack as stack_mod
+from tests.harness import util
 
 
 def test_port_range_exhausted_leaves_nothing(tmp_path):
-    dp.need('nbdkit')
+    util.need('nbdkit')
     holder = socket.socket()
     holder.bind(('127.0.0.1', 0))
     holder.listen()
@@ -29,7 +30,7 @@ def test_port_range_exhausted_leaves_nothing(tmp_path):
         (att,) = api.get('/attachments/detail').json()['attachments']
         assert att['status'] == 'error_attaching'
         assert 'no free port' in att['status_reason']
-        assert dp.processes('nbdkit', dp.volume_path(s, vol['id'])) == []
+        assert util.processes('nbdkit', dp.volume_path(s, vol['id'])) == []
         assert dp.backend_target(s).exports() == {}
         assert api.delete('/attachments/%s' % att['id']).status_code == 200
     finally:
@@ -51,22 +52,22 @@ def test_restart_restores_and_prunes_exports(nbd_stack):
     target = manager.driver.target
     # the daemon died, and an export nobody owns is running
     target.remove_export(att['id'])
-    assert dp.processes('nbdkit', path) == []
+    assert util.processes('nbdkit', path) == []
     stray = str(uuid.uuid4())
     target.create_export(path, vol['id'], stray, 'ro', None)
-    assert len(dp.processes('nbdkit', path)) == 1
+    assert len(util.processes('nbdkit', path)) == 1
 
     manager.init_host()
 
     assert set(target.exports()) == {att['id']}
     assert target.exports()[att['id']]['port'] == info['port']
-    assert len(dp.processes('nbdkit', path)) == 1
+    assert len(util.processes('nbdkit', path)) == 1
     dev = host.open(att)
     dev.write(0, b'back again')
     dev.flush()
     assert dev.read(0, 10) == b'back again'
     host.detach(att['id'], dev)
-    assert dp.processes('nbdkit', path) == []
+    assert util.processes('nbdkit', path) == []
 
 
 def test_restart_ends_an_nbdkit_left_without_its_record(nbd_stack):
@@ -86,15 +87,15 @@ def test_restart_ends_an_nbdkit_left_without_its_record(nbd_stack):
     lost = str(uuid.uuid4())
     target.create_export(path, vol['id'], lost, 'ro', None)
     os.unlink(target._state_file(lost))
-    assert len(dp.processes('nbdkit', path)) == 2
+    assert len(util.processes('nbdkit', path)) == 2
 
     manager.init_host()
 
     assert set(target.exports()) == {att['id']}
-    (left,) = dp.processes('nbdkit', path)
+    (left,) = util.processes('nbdkit', path)
     assert left == target.exports()[att['id']]['pid']
     dev = host.open(att)
     dev.write(0, b'still here')
     dev.flush()
     host.detach(att['id'], dev)
-    assert dp.processes('nbdkit', path) == []
+    assert util.processes('nbdkit', path) == []

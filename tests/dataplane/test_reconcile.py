@@ -14,7 +14,8 @@ from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import attachment_api
-from tests.dataplane import conftest as dp
+from tests.harness import dataplane as dp
+from tests.harness import util
 
 
 def _manager(s):
@@ -37,7 +38,7 @@ def test_interrupted_detach_is_rolled_forward(nbd_stack):
     host = dp.attacher(nbd_stack, 'a')
     att = host.attach(vol['id'], str(uuid.uuid4()))
     path = dp.volume_path(nbd_stack, vol['id'])
-    assert len(dp.processes('nbdkit', path)) == 1
+    assert len(util.processes('nbdkit', path)) == 1
     # what the API records before it calls the backend, which then died
     with db_api.writer() as session:
         db_attachments.lock_volume(session, vol['id'])
@@ -53,7 +54,7 @@ def test_interrupted_detach_is_rolled_forward(nbd_stack):
     changes = manager.reconcile_now(max_age=0)
     assert changes == ['attachment %s: detaching -> detached' % att['id']]
     assert api.get('/attachments/%s' % att['id']).status_code == 404
-    assert dp.processes('nbdkit', path) == []
+    assert util.processes('nbdkit', path) == []
     assert api.get('/volumes/%s' % vol['id']).json()['volume'][
         'status'] == 'available'
     assert manager.reconcile_now(max_age=0) == []
@@ -79,7 +80,7 @@ def test_interrupted_connect_loses_its_half_made_export(nbd_stack):
     path = dp.volume_path(nbd_stack, vol['id'])
     manager.driver.create_export(db_volumes.summary(_row(vol['id'])),
                                  connector, 'rw', att['id'])
-    assert len(dp.processes('nbdkit', path)) == 1
+    assert len(util.processes('nbdkit', path)) == 1
 
     changes = manager.reconcile_now(max_age=0)
 
@@ -88,7 +89,7 @@ def test_interrupted_connect_loses_its_half_made_export(nbd_stack):
     shown = _attachment(api, att['id'])
     assert shown['status'] == 'error_attaching'
     assert 'connect interrupted' in shown['status_reason']
-    assert dp.processes('nbdkit', path) == []
+    assert util.processes('nbdkit', path) == []
     assert manager.driver.list_exports() == []
     assert api.get('/volumes/%s' % vol['id']).json()['volume'][
         'status'] == 'available'

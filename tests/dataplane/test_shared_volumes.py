@@ -12,13 +12,14 @@ import pytest
 
 from cinder_lite.connector import iscsi
 from cinder_lite.connector import nbd
-from tests.dataplane import conftest as dp
+from tests.harness import dataplane as dp
+from tests.harness import util
 
 BLOCK = 4096
 
 
 def nbd_exports(s, volume_id):
-    return len(dp.processes('nbdkit', dp.volume_path(s, volume_id)))
+    return len(util.processes('nbdkit', dp.volume_path(s, volume_id)))
 
 
 def iscsi_exports(s, volume_id):

@@ -17,8 +17,8 @@ from cinder_lite.connector import nbd
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
-from tests.dataplane import conftest as dp
-from tests import stack as stack_mod
+from tests.harness import dataplane as dp
+from tests.harness import stack as stack_mod
 
 # what the old writer's client raises once the target cut it off: the NBD
 # export is gone (its socket was closed), the iSCSI session was ended

@@ -2,7 +2,7 @@
 with the request id their client saw."""
 import logging
 
-from tests import stack as stack_mod
+from tests.harness import stack as stack_mod
 
 
 def _lines(caplog):

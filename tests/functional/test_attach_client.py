@@ -4,7 +4,7 @@ import pytest
 from cinder_lite.common import exception
 from cinder_lite.connector import client
 from cinder_lite.connector import host
-from tests import stack as stack_mod
+from tests.harness import stack as stack_mod
 
 I1 = '11111111-1111-4111-8111-111111111111'
 

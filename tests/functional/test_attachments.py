@@ -4,38 +4,8 @@ import uuid
 
 import pytest
 
-from tests import stack as stack_mod
-
-I1 = '11111111-1111-4111-8111-111111111111'
-I2 = '22222222-2222-4222-8222-222222222222'
-I3 = '33333333-3333-4333-8333-333333333333'
-
-
-def connector(host='compute-1', **extra):
-    conn = {'host': host, 'ip': '127.0.0.2', 'initiator':
-            'iqn.2026-11.org.example:%s' % host, 'platform': 'x86_64',
-            'os_type': 'linux', 'multipath': False}
-    conn.update(extra)
-    return conn
-
-
-def create(api, volume_id, instance=None, conn=None, mode=None,
-           expect=200, **headers):
-    body = {'volume_uuid': volume_id}
-    if instance:
-        body['instance_uuid'] = instance
-    if conn is not None:
-        body['connector'] = conn
-    if mode is not None:
-        body['mode'] = mode
-    resp = api.post('/attachments', json={'attachment': body},
-                    headers=headers or None)
-    assert resp.status_code == expect, resp.text
-    return resp.json().get('attachment', resp.json())
-
-
-def volume(api, vid):
-    return api.get('/volumes/%s' % vid).json()['volume']
+from tests.harness.attach import I1, I2, I3, connector, create, volume
+from tests.harness import stack as stack_mod
 
 
 @pytest.fixture

@@ -1,39 +1,13 @@
 """The real python-cinderclient CLI and Python API against cinder_lite."""
 import json
-import os
-import subprocess
-import sys
 
-from tests import stack as stack_mod
-
-CINDER = os.path.join(os.path.dirname(sys.executable), 'cinder')
-
-
-def cinder(stack, *args):
-    env = dict(os.environ,
-               OS_AUTH_TYPE='noauth',
-               CINDER_ENDPOINT=stack.url + '/v3',
-               OS_USER_ID='admin',
-               OS_PROJECT_ID=stack_mod.PROJECT,
-               OS_VOLUME_API_VERSION='3.71')
-    result = subprocess.run([CINDER] + list(args), env=env,
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, (args, result.stdout, result.stderr)
-    return result.stdout
-
-
-def table(output):
-    """Rows of a prettytable as lists of cells."""
-    rows = []
-    for line in output.splitlines():
-        if line.startswith('|'):
-            rows.append([c.strip() for c in line.strip('|').split('|')])
-    return rows
-
-
-def props(output):
-    """A Property | Value table as a dict."""
-    return {row[0]: row[1] for row in table(output)[1:]}
+from tests.harness import clients
+from tests.harness.clients import cinder
+from tests.harness.clients import cinder_fails
+from tests.harness.clients import props
+from tests.harness.clients import table
+from tests.harness import stack as stack_mod
+from tests.harness import util
 
 
 def test_cli_types_volumes_services_pools(stack):
@@ -66,12 +40,8 @@ def test_cli_types_volumes_services_pools(stack):
 
 
 def test_cli_error_is_reported(stack):
-    env = dict(os.environ, OS_AUTH_TYPE='noauth',
-               CINDER_ENDPOINT=stack.url + '/v3', OS_USER_ID='admin',
-               OS_PROJECT_ID=stack_mod.PROJECT)
-    result = subprocess.run([CINDER, 'create', '--volume-type', 'nope',
-                             '1'], env=env, capture_output=True, text=True,
-                            timeout=60)
+    result = clients.run_cinder(stack, 'create', '--volume-type', 'nope',
+                                '1', version=None)
     assert result.returncode == 1
     assert 'HTTP 404' in result.stderr
 
@@ -90,8 +60,8 @@ def test_python_api(stack):
     assert cs.volume_types.get(vtype.id).get_keys() == {
         'volume_backend_name': 'file'}
     vol = cs.volumes.create(1, name='py-vol', volume_type='py-type')
-    stack_mod.wait_for(lambda: cs.volumes.get(vol.id).status ==
-                       'available', what='py-vol available')
+    util.wait_for(lambda: cs.volumes.get(vol.id).status ==
+                  'available', what='py-vol available')
     assert [v.id for v in cs.volumes.list()] == [vol.id]
     pools = cs.pools.list(detailed=True)
     assert pools[0].name == 'testnode@file#file'
@@ -144,16 +114,6 @@ def test_cli_attachments_and_retype(stack):
     after = props(cinder(stack, 'show', 'cl-att'))
     assert after['volume_type'] == 'cl-plain'
     assert after['multiattach'] == 'False'
-
-
-def cinder_fails(stack, *args):
-    env = dict(os.environ, OS_AUTH_TYPE='noauth',
-               CINDER_ENDPOINT=stack.url + '/v3', OS_USER_ID='admin',
-               OS_PROJECT_ID=stack_mod.PROJECT, OS_VOLUME_API_VERSION='3.71')
-    result = subprocess.run([CINDER] + list(args), env=env,
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1, (args, result.stdout, result.stderr)
-    return result.stderr
 
 
 def test_openstacksdk_attachments(stack):

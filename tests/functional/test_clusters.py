@@ -7,7 +7,8 @@ import uuid
 
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
-from tests import stack as stack_mod
+from tests.harness import stack as stack_mod
+from tests.harness import util
 
 V361 = {'OpenStack-API-Version': 'volume 3.61'}
 V354 = {'OpenStack-API-Version': 'volume 3.54'}
@@ -59,9 +60,9 @@ def test_a_cluster_member_serves_the_cluster_backend(tmp_path):
         resp = api.post('/volumes/%s/action' % vol['id'],
                         json={'os-extend': {'new_size': 2}})
         assert resp.status_code == 202, resp.text
-        stack_mod.wait_for(lambda: api.get('/volumes/%s' % vol['id'])
-                           .json()['volume']['size'] == 2,
-                           what='extended')
+        util.wait_for(lambda: api.get('/volumes/%s' % vol['id'])
+                      .json()['volume']['size'] == 2,
+                      what='extended')
         api.wait_volume(vol['id'], 'available')
 
         # retype judges the cluster's capabilities (its members' report)

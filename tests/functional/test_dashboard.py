@@ -11,7 +11,7 @@ import uuid
 import pytest
 import requests
 
-from tests import stack as stack_mod
+from tests.harness import stack as stack_mod
 
 P = stack_mod.PROJECT
 OTHER = stack_mod.OTHER_PROJECT
@@ -420,7 +420,7 @@ def test_pager_and_long_names(stack, browser, tmp_path):
     sign_in(phone, stack.url, 'admin', P, 'admin')
     phone.goto(stack.url + '/dashboard/#/volume/%s' % vol['id'])
     expect(phone.locator('#live h1')).to_contain_text(long_name,
-                                                timeout=WAIT_MS)
+                                                      timeout=WAIT_MS)
     width = phone.evaluate('document.documentElement.scrollWidth')
     assert width <= PHONE['width'], width
 

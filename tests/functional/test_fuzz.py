@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 import pytest
 
 from cinder_lite.api import router
-from tests import stack as stack_mod
+from tests.harness import stack as stack_mod
+from tests.harness import util
 
 EXAMPLES = 3000
 # fixed, so that hypothesis can replay what it drew
@@ -178,7 +179,7 @@ def test_no_request_answers_5xx(fuzz_stack, data):
 
 def test_invariants_hold_after_fuzzing(fuzz_stack):
     api = fuzz_stack.client()
-    stack_mod.wait_for(lambda: all(
+    util.wait_for(lambda: all(
         v['status'] not in ('creating', 'deleting', 'extending')
         for v in api.get('/volumes/detail?all_tenants=1').json()['volumes']),
         what='volumes settled')

@@ -2,7 +2,7 @@
 discovery stays open."""
 import requests
 
-from tests import stack as stack_mod
+from tests.harness import stack as stack_mod
 
 
 def test_keystone_mode_requires_a_token_but_not_for_discovery(tmp_path):

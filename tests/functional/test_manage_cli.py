@@ -4,17 +4,17 @@ separate process reading the config file of a running in-process stack
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import uuid
 
 import pytest
 
-from cinder_lite.connector import host as host_connector
 from cinder_lite.db import migration
-from tests.dataplane import conftest as dataplane
-from tests import stack as stack_mod
+from tests.harness.attach import attach
+from tests.harness.attach import connector
+from tests.harness import stack as stack_mod
+from tests.harness import util
 
 VOLUME_BINARY = 'cinder-volume'
 SCHEDULER_BINARY = 'cinder-scheduler'
@@ -44,39 +44,9 @@ def services(api):
             for s in api.get('/os-services').json()['services']}
 
 
-need = dataplane.need
-
-
-def connector(name='host-a', ip='127.0.0.2'):
-    return host_connector.get_connector(
-        host=name, ip=ip, initiator='iqn.2026-11.org.example:%s' % name)
-
-
-def attach(api, volume_id, conn=None, mode=None, complete=True):
-    body = {'volume_uuid': volume_id, 'instance_uuid': str(uuid.uuid4())}
-    if conn is not None:
-        body['connector'] = conn
-    if mode is not None:
-        body['mode'] = mode
-    resp = api.post('/attachments', json={'attachment': body})
-    assert resp.status_code == 200, resp.text
-    att = resp.json()['attachment']
-    if conn is not None and complete:
-        resp = api.post('/attachments/%s/action' % att['id'],
-                        json={'os-complete': None})
-        assert resp.status_code == 204, resp.text
-    return att
-
-
 def shared_volume(api):
     shared = api.create_type(specs={'multiattach': '<is> True'})
     return api.create_volume(volume_type=shared['name'])
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 # -- attachment list ---------------------------------------------------------
@@ -84,7 +54,7 @@ def test_attachment_list(stack, api):
     vol = api.create_volume()
     other = api.create_volume()
     reserved = attach(api, vol['id'])
-    connected = attach(api, other['id'], connector())
+    connected = attach(api, other['id'], connector('host-a'))
 
     proc = manage(stack, 'attachment', 'list')
     assert proc.returncode == 0, proc.stderr
@@ -167,11 +137,6 @@ def test_service_remove_refusals_and_removal(tmp_path):
 
 
 # -- volume show-exports -----------------------------------------------------
-def _free_range(count):
-    start = min(free_port(), 65535 - count)
-    return '%d-%d' % (start, start + count - 1)
-
-
 def _target(s, section='file'):
     return s.volume_service(section).endpoints[0].driver.target
 
@@ -191,10 +156,10 @@ def _exports_table(proc):
 
 @pytest.fixture
 def nbd_stack(tmp_path):
-    need('nbdkit')
+    util.need('nbdkit')
     s = stack_mod.Stack(tmp_path / 'st', backends={'file': {
         'target_protocol': 'nbd', 'target_ip_address': '127.0.0.1',
-        'target_port_range': _free_range(20)}}).start()
+        'target_port_range': util.free_range(20)}}).start()
     yield s
     target = _target(s)
     for attachment_id in target.exports():
@@ -273,8 +238,8 @@ def test_show_exports_nbd(nbd_stack):
 
 
 def test_show_exports_iscsi(tmp_path):
-    need('tgtd', 'tgtadm')
-    port = free_port()
+    util.need('tgtd', 'tgtadm')
+    port = util.free_port()
     s = stack_mod.Stack(tmp_path / 'st', backends={'file': {
         'target_protocol': 'iscsi', 'target_ip_address': '127.0.0.1',
         'target_port': port, 'target_control_port': port % 32768}}).start()
@@ -344,9 +309,13 @@ def test_upgrade_check_schema(tmp_path):
     conf = tmp_path / 'c.conf'
     conf.write_text('[DEFAULT]\nstate_path = %s\nenabled_backends = file\n'
                     'transport_url = %s\n' % (tmp_path, DISTRIBUTED_BUS))
-    proc = run('cinder_lite.cmd.status', [conf], 'upgrade', 'check')
+    proc = run('cinder_lite.cmd.status', [conf], 'upgrade', 'check',
+               '--json')
     assert proc.returncode == 2
-    assert 'does not exist' in proc.stdout
+    # (from the JSON: the table wraps long paths across its lines)
+    (schema,) = [c for c in json.loads(proc.stdout)['checks']
+                 if c['check'] == 'Database schema']
+    assert 'does not exist' in schema['details']
     # the check did not create the file
     assert not (tmp_path / 'cinder-lite.sqlite').exists()
 

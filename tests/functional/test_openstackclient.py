@@ -6,26 +6,10 @@ is not part of cinder_lite: the attachment is reserved through the API
 here, then connected, completed, listed, shown and deleted with the
 ``openstack`` CLI."""
 import json
-import os
-import subprocess
-import sys
 import uuid
 
-from tests import stack as stack_mod
-
-OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
-
-
-def openstack(stack, *args, version='3.71'):
-    env = dict(os.environ,
-               OS_AUTH_TYPE='token_endpoint',
-               OS_TOKEN='admin:%s' % stack_mod.PROJECT,
-               OS_ENDPOINT='%s/v3/%s' % (stack.url, stack_mod.PROJECT),
-               OS_VOLUME_API_VERSION=version)
-    result = subprocess.run([OPENSTACK] + list(args), env=env,
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, (args, result.stdout, result.stderr)
-    return result.stdout
+from tests.harness.clients import openstack
+from tests.harness import util
 
 
 def as_json(stack, *args, **kw):
@@ -39,7 +23,7 @@ def test_openstack_cli_volumes_types_attachments(stack):
     created = as_json(stack, 'volume', 'create', '--type', 'shared',
                       '--size', '1', 'osc-v1')
     assert created['multiattach'] is True and created['type'] == 'shared'
-    stack_mod.wait_for(lambda: as_json(stack, 'volume', 'show', 'osc-v1')[
+    util.wait_for(lambda: as_json(stack, 'volume', 'show', 'osc-v1')[
         'status'] == 'available', what='osc-v1 available')
     listed = as_json(stack, 'volume', 'list')
     assert [(v['Name'], v['Status']) for v in listed] == [
@@ -68,5 +52,5 @@ def test_openstack_cli_volumes_types_attachments(stack):
     openstack(stack, 'volume', 'attachment', 'delete', att_id)
     assert as_json(stack, 'volume', 'attachment', 'list') == []
     openstack(stack, 'volume', 'delete', 'osc-v1')
-    stack_mod.wait_for(lambda: as_json(stack, 'volume', 'list') == [],
-                       what='osc-v1 deleted')
+    util.wait_for(lambda: as_json(stack, 'volume', 'list') == [],
+                  what='osc-v1 deleted')

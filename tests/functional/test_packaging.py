@@ -16,8 +16,7 @@ import zipfile
 
 import requests
 
-from tests import stack as stack_mod
-from tests.functional import test_process
+from tests.harness import stack as stack_mod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -77,7 +76,7 @@ def test_the_wheel_syncs_its_database_and_serves(tmp_path):
     assert synced.returncode == 0, synced.stderr[-2000:]
     assert 'database at revision' in synced.stdout
 
-    proc, port, log = test_process.start_all(tmp_path / 'run', env=env)
+    proc, port, log = stack_mod.start_all(tmp_path / 'run', env=env)
     try:
         api = stack_mod.Client('http://127.0.0.1:%d' % port)
         vol = api.create_volume(name='from-the-wheel')

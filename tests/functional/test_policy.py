@@ -1,5 +1,5 @@
 """Operators narrow the defaults in policy.yaml."""
-from tests import stack as stack_mod
+from tests.harness import stack as stack_mod
 
 
 def test_multiattach_policy_can_be_restricted_to_admins(tmp_path):

@@ -10,48 +10,12 @@ import uuid
 
 import requests
 
-from tests import stack as stack_mod
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
-def start_all(tmp_path, env=None):
-    """cinder-lite-all on a free port with its state under ``tmp_path``
-    (also its working directory), once its API answers; returns (process,
-    port, log file)."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    conf = tmp_path / 'cinder-lite.conf'
-    conf.write_text('[DEFAULT]\nstate_path = %s\nosapi_volume_listen_port'
-                    ' = %d\n' % (tmp_path / 'state', port))
-    log = open(tmp_path / 'all.log', 'w')
-    proc = subprocess.Popen([sys.executable, '-m', 'cinder_lite.cmd.all',
-                             '--config-file', str(conf)], stdout=log,
-                            stderr=subprocess.STDOUT, env=env,
-                            cwd=str(tmp_path))
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if requests.get('http://127.0.0.1:%d/' % port,
-                            timeout=1).status_code == 300:
-                return proc, port, log
-        except requests.ConnectionError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
-            log.close()
-            raise AssertionError('no API after 30 s:\n%s' % (
-                tmp_path / 'all.log').read_text())
-        time.sleep(0.1)
+from tests.harness import stack as stack_mod
+from tests.harness import util
 
 
 def test_signals_reload_and_stop(tmp_path):
-    proc, port, log = start_all(tmp_path)
+    proc, port, log = stack_mod.start_all(tmp_path)
     try:
         # a burst of signals, reloads and stops mixed
         for _ in range(10):
@@ -76,7 +40,7 @@ def test_a_restart_on_existing_state_logs_no_error(tmp_path):
     volume made, a clean stop) logs no ERROR line and no traceback, and
     the services' own lines name no request."""
     for run in (1, 2):
-        proc, port, log = start_all(tmp_path)
+        proc, port, log = stack_mod.start_all(tmp_path)
         try:
             api = stack_mod.Client('http://127.0.0.1:%d' % port)
             api.create_volume(name='run-%d' % run)
@@ -122,14 +86,14 @@ def test_a_port_in_use_is_one_line_and_port_chooses_another(tmp_path):
             assert not (tmp_path / 'state').exists()
     finally:
         holder.close()
-    port = _free_port()
+    port = util.free_port()
     proc = subprocess.Popen(
         [sys.executable, '-m', 'cinder_lite.cmd.all', '--config-file',
          str(conf), '--port', str(port)], cwd=str(tmp_path),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        stack_mod.wait_for(lambda: _answers(port), timeout=30,
-                           what='the API on --port %d' % port)
+        util.wait_for(lambda: _answers(port), timeout=30,
+                      what='the API on --port %d' % port)
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
@@ -147,7 +111,7 @@ def test_api_workers_speak_to_systemd_through_the_parent(tmp_path):
     """With workers, systemd hears READY=1 once (from the parent, after
     every worker is ready) and STOPPING=1 at the end; SIGHUP to the parent
     reaches the workers and leaves every process running."""
-    port = _free_port()
+    port = util.free_port()
     conf = tmp_path / 'cinder-lite.conf'
     conf.write_text('[DEFAULT]\nstate_path = %s\nosapi_volume_listen_port'
                     ' = %d\nosapi_volume_workers = 2\ntransport_url = '

@@ -2,11 +2,11 @@
 (quota-show, quota-usage, quota-update, quota-defaults, quota-delete,
 quota-class-show, quota-class-update, absolute-limits), cinderclient's
 Python API and openstacksdk's block storage quota calls."""
-from tests.functional.test_cinderclient import cinder
-from tests.functional.test_cinderclient import cinder_fails
-from tests.functional.test_cinderclient import props
-from tests.functional.test_cinderclient import table
-from tests import stack as stack_mod
+from tests.harness.clients import cinder
+from tests.harness.clients import cinder_fails
+from tests.harness.clients import props
+from tests.harness.clients import table
+from tests.harness import stack as stack_mod
 
 P = stack_mod.PROJECT
 OTHER = stack_mod.OTHER_PROJECT

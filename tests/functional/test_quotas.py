@@ -9,8 +9,8 @@ import uuid
 import pytest
 
 from cinder_lite.volume import quota_api
-from tests import stack as stack_mod
-from tests.functional.test_attachments import connector
+from tests.harness import stack as stack_mod
+from tests.harness.attach import connector
 
 P = stack_mod.PROJECT
 OTHER = stack_mod.OTHER_PROJECT

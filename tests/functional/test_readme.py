@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 
-from tests.functional import test_process
+from tests.harness import stack as stack_mod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -44,7 +44,7 @@ def test_the_blocks_are_the_three_clients():
 
 
 def test_walk_through_runs_as_written(tmp_path):
-    server, port, log = test_process.start_all(tmp_path)
+    server, port, log = stack_mod.start_all(tmp_path)
     try:
         script = '\n'.join(shell_blocks())
         endpoint = 'EP=http://127.0.0.1:8776\n'

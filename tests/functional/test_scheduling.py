@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from tests import stack as stack_mod
+from tests.harness import stack as stack_mod
 
 MA = {'volume_backend_name': 'ma'}
 NOMA = {'volume_backend_name': 'noma', 'multiattach': 'false'}

@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from tests.functional.test_attachments import I1, I2, I3, connector, create
-from tests.functional.test_attachments import volume as show_volume
+from tests.harness.attach import I1, I2, I3, connector, create
+from tests.harness.attach import volume as show_volume
 
 ROUNDS = 15
 

@@ -2,7 +2,7 @@
 import pytest
 import requests
 
-from tests import stack as stack_mod
+from tests.harness import stack as stack_mod
 
 
 def test_root_lists_versions_without_token(stack):

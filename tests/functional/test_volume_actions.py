@@ -4,9 +4,10 @@ import uuid
 
 import pytest
 
-from tests.functional.test_attachments import I1, I2, connector, create
-from tests.functional.test_attachments import volume
-from tests import stack as stack_mod
+from tests.harness.attach import I1, I2, connector, create
+from tests.harness.attach import volume
+from tests.harness import stack as stack_mod
+from tests.harness import util
 
 
 def act(api, vid, body, expect=202, **kw):
@@ -279,10 +280,9 @@ def test_extend(api, stack, plain):
     import os
     act(api, plain['id'], {'os-extend': {'new_size': 3}})
     stack_size = lambda: volume(api, plain['id'])
-    from tests import stack as stack_mod
-    stack_mod.wait_for(lambda: stack_size()['size'] == 3 and
-                       stack_size()['status'] == 'available',
-                       what='extended')
+    util.wait_for(lambda: stack_size()['size'] == 3 and
+                  stack_size()['status'] == 'available',
+                  what='extended')
     path = os.path.join(stack.state_path, 'volumes', 'file',
                         'volume-%s' % plain['id'])
     assert os.path.getsize(path) == 3 * 1024 ** 3

@@ -1,32 +1,16 @@
 """pytest glue for the distributed tests: one cluster per database kind per
 module, skipped with the reason when RabbitMQ or the database is missing
 (failed instead when CINDER_LITE_REQUIRE_SERVICES=1, as in CI)."""
+import contextlib
 import os
+import shutil
+import tempfile
 
 import pytest
 
-from tests.integration import cluster as cluster_mod
-from tests import stack
-
-REQUIRE_ENV = 'CINDER_LITE_REQUIRE_SERVICES'
-
-
-def services_required():
-    return os.environ.get(REQUIRE_ENV, '').strip().lower() in (
-        '1', 'true', 'yes', 'on')
-
-
-def require_services(kind):
-    """Skip (or fail under CINDER_LITE_REQUIRE_SERVICES=1) unless RabbitMQ
-    and database ``kind`` are reachable."""
-    try:
-        cluster_mod.check_services(kind)
-    except cluster_mod.ServiceUnavailable as e:
-        reason = 'integration (%s): %s' % (kind, e)
-        if services_required():
-            pytest.fail('%s, and %s=1 makes the services mandatory'
-                        % (reason, REQUIRE_ENV), pytrace=False)
-        pytest.skip(reason)
+from tests.harness import cluster as cluster_mod
+from tests.harness import servers
+from tests.harness import stack
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -56,26 +40,45 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture(scope='module')
 def cluster(request):
     """A running distributed cinder_lite (api, scheduler, volume nodes ma
-    and noma) on a fresh database of the parameter's kind."""
+    and noma) on a fresh database of the parameter's kind.  A module that
+    takes its database server or broker away sets ``PRIVATE_SERVERS``
+    (``'database'``, ``'broker'``): the cluster then runs on servers of
+    its own (tests/harness/servers.py), ``cluster.db_server`` and
+    ``cluster.broker``, and the machine's stay up for everyone else."""
     kind = request.param
-    require_services(kind)
+    cluster_mod.require_services(kind)
     keep = os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1'
     options = dict(getattr(request.module, 'CLUSTER_OPTIONS', {}))
-    c = cluster_mod.Cluster(kind, keep_workdir=keep, **options)
-    try:
-        c.start()
-    except cluster_mod.ClusterError as e:
-        pytest.fail('cluster on %s did not start: %s' % (kind, e),
-                    pytrace=False)
-    yield c
-    try:
-        codes = c.stop_processes()
-        bad = c.unclean_exits(codes)
-        logs = c.logs() if bad else ''
-    finally:
-        c.cleanup()
-    assert not bad, 'services did not stop cleanly on SIGTERM: %r\n%s' % (
-        bad, logs)
+    private = getattr(request.module, 'PRIVATE_SERVERS', ())
+    with contextlib.ExitStack() as own:
+        db_server = broker = None
+        if private:
+            where = tempfile.mkdtemp(prefix='cinder-lite-servers-')
+            own.callback(shutil.rmtree, where, ignore_errors=True)
+        if 'database' in private:
+            db_server = servers.DATABASES[kind](where)
+            own.callback(db_server.destroy)
+            options['server_url'] = db_server.start().url
+        if 'broker' in private:
+            broker = servers.RabbitMQ(where)
+            own.callback(broker.destroy)
+            options['rabbit_url'] = broker.start().url
+        c = cluster_mod.Cluster(kind, keep_workdir=keep, **options)
+        c.db_server, c.broker = db_server, broker
+        try:
+            c.start()
+        except cluster_mod.ClusterError as e:
+            pytest.fail('cluster on %s did not start: %s' % (kind, e),
+                        pytrace=False)
+        yield c
+        try:
+            codes = c.stop_processes()
+            bad = c.unclean_exits(codes)
+            logs = c.logs() if bad else ''
+        finally:
+            c.cleanup()
+        assert not bad, 'services did not stop cleanly on SIGTERM: ' \
+            '%r\n%s' % (bad, logs)
 
 
 @pytest.fixture

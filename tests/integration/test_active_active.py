@@ -28,8 +28,9 @@ import sqlalchemy as sa
 from cinder_lite.connector import client
 from cinder_lite.connector import host as host_connector
 from cinder_lite.db import models
-from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.harness import stack
+from tests.harness import cluster as cluster_mod
+from tests.harness import util
 
 CLUSTER_KINDS = ['postgresql', 'mysql']
 ADDRESSES = {'ma': '127.0.0.3', 'ma2': '127.0.0.4'}
@@ -174,8 +175,8 @@ def test_attachments_spread_over_members_and_share_bytes(cluster, api):
                       zip(hosts, attached)))
     for attachment, _dev in attached:
         _member, address = _exporting_member(attachment)
-        stack.wait_for(lambda: not _listening(address), timeout=10,
-                       what='export %s:%d stopped' % address)
+        util.wait_for(lambda: not _listening(address), timeout=10,
+                      what='export %s:%d stopped' % address)
     api.wait_volume(vol['id'], 'available')
     assert api.delete('/volumes/%s' % vol['id']).status_code == 202
     api.wait_deleted(vol['id'])
@@ -217,7 +218,7 @@ def test_one_member_down_the_other_serves(cluster, api):
     assert all(on.values()), on
 
     cluster.kill('ma2')
-    stack.wait_for(lambda: any(
+    util.wait_for(lambda: any(
         s['host'] == 'node-ma2@ma' and s['state'] == 'down'
         for s in api.get('/os-services').json()['services']),
         timeout=30, what='node-ma2@ma seen down')
@@ -256,8 +257,8 @@ def test_one_member_down_the_other_serves(cluster, api):
         assert resp.status_code == 200, resp.text
     for attachment in attached + late:
         address = _exporting_member(attachment)[1]
-        stack.wait_for(lambda: not _listening(address), timeout=10,
-                       what='export %s:%d stopped' % address)
+        util.wait_for(lambda: not _listening(address), timeout=10,
+                      what='export %s:%d stopped' % address)
     api.wait_volume(vol['id'], 'available')
     for v in made + [vol]:
         assert api.delete('/volumes/%s' % v['id']).status_code == 202

@@ -17,12 +17,13 @@ import pytest
 from cinder_lite.connector import client
 from cinder_lite.connector import host as host_connector
 from cinder_lite.connector import iscsi
-from tests.dataplane import conftest as dp
-from tests.integration import cluster as cluster_mod
+from tests.harness import dataplane as dp
+from tests.harness import cluster as cluster_mod
+from tests.harness import util
 
 CLUSTER_KINDS = ['postgresql']
 ADDRESSES = {'ma': '127.0.0.3', 'ma2': '127.0.0.4'}
-PORTS = {name: cluster_mod.free_port(address)
+PORTS = {name: util.free_port(address)
          for name, address in ADDRESSES.items()}
 # tgtd control sockets are machine-wide numbers up to 32767
 CONTROL = {name: port % 32768 for name, port in PORTS.items()}
@@ -50,7 +51,7 @@ CLUSTER_OPTIONS = {
 
 @pytest.fixture(autouse=True)
 def _data_path_programs():
-    dp.need('tgtd')
+    util.need('tgtd')
 
 
 def _member(attachment):
@@ -212,7 +213,6 @@ def test_reservations_fence_across_the_cluster(cluster, api):
     api.wait_volume(vol['id'], 'available')
 
 
-
 def _service_state(api, host):
     return {s['host']: s['state'] for s in api.get(
         '/os-services').json()['services']}.get(host)
@@ -231,8 +231,8 @@ def test_a_reservation_volume_waits_for_its_member(cluster, api):
     holder = _member(att)
     service = '%s@ma' % cluster.nodes[holder][0]
     cluster.kill(holder)
-    cluster_mod.wait_until(lambda: _service_state(api, service) == 'down',
-                           30, what='%s down' % service)
+    util.wait_for(lambda: _service_state(api, service) == 'down',
+                  30, what='%s down' % service)
     dev.write(0, b'written while the member is down')
     dev.flush()
     resp = api.post('/attachments', json={'attachment': {
@@ -243,8 +243,8 @@ def test_a_reservation_volume_waits_for_its_member(cluster, api):
     assert [a['id'] for a in listed['attachments']] == [att['id']]
 
     cluster.start_process(holder)
-    cluster_mod.wait_until(lambda: _service_state(api, service) == 'up',
-                           60, what='%s up' % service)
+    util.wait_for(lambda: _service_state(api, service) == 'up',
+                  60, what='%s up' % service)
     second, second_dev = hosts[1].attach_device(vol['id'])
     assert _member(second) == holder
     assert second_dev.read(0, 32) == b'written while the member is down'

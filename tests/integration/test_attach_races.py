@@ -23,8 +23,8 @@ import uuid
 
 import pytest
 
-from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.harness import stack
+from tests.harness import cluster as cluster_mod
 
 CLUSTER_KINDS = cluster_mod.ALL_KINDS
 API_WORKERS = 2

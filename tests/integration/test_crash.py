@@ -15,15 +15,16 @@ import uuid
 
 import requests
 
-from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.harness import stack
+from tests.harness import cluster as cluster_mod
+from tests.harness import util
 
 CLUSTER_KINDS = ['mysql']
 KILLS = 30
 WORKERS = 2
 RECONCILE_AFTER = 3
 RECONCILE_INTERVAL = 1
-_NBD_PORTS = min(cluster_mod.free_port(), 65000)
+_NBD_PORTS = min(util.free_port(), 65000)
 CLUSTER_OPTIONS = {
     'extra_default': {'reconcile_after': RECONCILE_AFTER,
                       'reconcile_interval': RECONCILE_INTERVAL,
@@ -200,7 +201,7 @@ def _storm(cluster, victims):
 
     # within a reconcile interval (after reconcile_after) nothing is left
     # in a transitional state
-    left = stack.wait_for(
+    left = util.wait_for(
         lambda: not _unstable(api) or None, timeout=RECONCILE_AFTER + 30,
         what='a stable state: %s' % _unstable(api)) and []
     assert left == []
@@ -222,8 +223,8 @@ def _storm(cluster, victims):
         assert api.delete('/attachments/%s' % att['id']).status_code == 200
     for vol in api.get('/volumes').json()['volumes']:
         assert api.delete('/volumes/%s' % vol['id']).status_code == 202
-    stack.wait_for(lambda: api.get('/volumes').json()['volumes'] == [],
-                   timeout=60, what='every volume deleted')
+    util.wait_for(lambda: api.get('/volumes').json()['volumes'] == [],
+                  timeout=60, what='every volume deleted')
     _quota_exact(cluster)
     usage = api.get('/os-quota-sets/%s?usage=True' % cluster_mod.PROJECT)
     assert (usage.json()['quota_set']['volumes']['in_use'],
@@ -232,8 +233,8 @@ def _storm(cluster, victims):
               or e.startswith('attach: 5')]
     assert errors == []
     # no export daemon outlived its attachment
-    stack.wait_for(lambda: not _nbdkits(cluster), timeout=30,
-                   what='no nbdkit left: %s' % _nbdkits(cluster))
+    util.wait_for(lambda: not _nbdkits(cluster), timeout=30,
+                  what='no nbdkit left: %s' % _nbdkits(cluster))
     # the cycles really ran across the kills
     assert sum(len(w.volumes) for w in workers) >= len(victims) // 3
     assert sum(len(w.attached) for w in workers) > 0
@@ -246,5 +247,4 @@ def _quota_exact(cluster):
 
 
 def _nbdkits(cluster):
-    from tests.dataplane import conftest as dp
-    return dp.processes('nbdkit', cluster.workdir)
+    return util.processes('nbdkit', cluster.workdir)

@@ -5,8 +5,7 @@ import uuid
 import pytest
 
 from cinder_lite.db import api as db_api
-from tests.integration import cluster as cluster_mod
-from tests.integration import conftest
+from tests.harness import cluster as cluster_mod
 
 QUERIES = {'mysql': ('SELECT CONNECTION_ID()', 'KILL %d'),
            'postgresql': ('SELECT pg_backend_pid()',
@@ -16,7 +15,7 @@ QUERIES = {'mysql': ('SELECT CONNECTION_ID()', 'KILL %d'),
 @pytest.mark.parametrize('kind', cluster_mod.KINDS)
 def test_idle_connection_killed_by_the_server_is_replaced(kind,
                                                           monkeypatch):
-    conftest.require_services(kind)
+    cluster_mod.require_services(kind)
     name = 'cl_reconnect_%s' % uuid.uuid4().hex[:8]
     url = cluster_mod.create_database(kind, name)
     engine = db_api.create_engine(url)

@@ -8,7 +8,8 @@ do not depend on their order.
 import concurrent.futures
 import time
 
-from tests import stack
+from tests.harness import stack
+from tests.harness import util
 
 HOST_ATTR = 'os-vol-host-attr:host'
 MA_POOL = 'node-ma@ma#ma'
@@ -103,9 +104,9 @@ def test_killed_node_goes_down_and_work_moves(cluster, api):
     cluster.kill('noma')
     killed_at = time.monotonic()
     try:
-        stack.wait_for(lambda: services(api)[NOMA_SERVICE]['state']
-                       == 'down', timeout=bound, interval=0.2,
-                       what='node-noma shown down')
+        util.wait_for(lambda: services(api)[NOMA_SERVICE]['state']
+                      == 'down', timeout=bound, interval=0.2,
+                      what='node-noma shown down')
         went_down = time.monotonic() - killed_at
         # not before service_down_time has passed since the last beat
         assert went_down > cluster.service_down_time - \

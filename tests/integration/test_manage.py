@@ -16,22 +16,15 @@ import pytest
 
 from cinder_lite.connector import host as host_connector
 from cinder_lite.db import migration
-from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.harness import cluster as cluster_mod
+from tests.harness import util
 
 CLUSTER_KINDS = ['mysql']
 
 
-def _free_range(count):
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        start = min(sock.getsockname()[1], 65535 - count)
-    return '%d-%d' % (start, start + count - 1)
-
-
 CLUSTER_OPTIONS = {'extra_sections': {'ma': {
     'target_protocol': 'nbd', 'target_ip_address': '127.0.0.1',
-    'target_port_range': _free_range(20)}}}
+    'target_port_range': util.free_range(20)}}}
 
 VOLUME_BINARY = 'cinder-volume'
 MA = 'node-ma@ma'
@@ -77,9 +70,9 @@ def attach(api, volume_id, name, ip, mode='rw'):
 
 
 def wait_state(cluster, key, state):
-    stack.wait_for(lambda: service_states(cluster).get(key) == state,
-                   timeout=cluster.service_down_time + 15, interval=0.3,
-                   what='%s %s' % (key, state))
+    util.wait_for(lambda: service_states(cluster).get(key) == state,
+                  timeout=cluster.service_down_time + 15, interval=0.3,
+                  what='%s %s' % (key, state))
 
 
 def test_service_remove_refuses_services_that_are_up(cluster):

@@ -11,8 +11,8 @@ import pytest
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
 from cinder_lite.db import models
-from tests.integration import cluster as cluster_mod
-from tests.integration import conftest
+from tests.harness import cluster as cluster_mod
+from tests.harness import util
 
 
 @pytest.fixture(params=cluster_mod.KINDS)
@@ -21,9 +21,7 @@ def engine(request):
     try:
         cluster_mod.check_database(kind)
     except cluster_mod.ServiceUnavailable as e:
-        if conftest.services_required():
-            pytest.fail(str(e), pytrace=False)
-        pytest.skip(str(e))
+        util.skip_or_fail(str(e))
     name = 'cl_migrations_%s' % uuid.uuid4().hex[:12]
     url = cluster_mod.create_database(kind, name)
     engine = db_api.create_engine(url)

@@ -10,8 +10,8 @@ import pytest
 
 from cinder_lite.connector import client as attach_client
 from cinder_lite.connector import host as host_connector
-from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.harness import stack
+from tests.harness import cluster as cluster_mod
 
 TOPIC = 'cl_notifications'
 CLUSTER_KINDS = ['mysql']

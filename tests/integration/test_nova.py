@@ -1,6 +1,6 @@
 """OpenStack Nova drives cinder_lite, with a real Keystone (issue 16).
 
-One deployment per module (tests/integration/openstack.py): Keystone,
+One deployment per module (tests/harness/openstack.py): Keystone,
 Glance, Placement, nova-api, -conductor, -scheduler and two nova-compute
 hosts with the fake virt driver, and cinder_lite in keystone mode, over
 RabbitMQ and MariaDB.  Every step goes through Nova's compute API at
@@ -23,10 +23,10 @@ import time
 import pytest
 import requests
 
-from tests.functional import test_keystone_tokens
-from tests.integration import cluster as cluster_mod
-from tests.integration import conftest as it_conftest
-from tests.integration import openstack
+from tests.harness import cluster as cluster_mod
+from tests.harness import openstack
+from tests.harness import tokens
+from tests.harness import util
 
 SHARED_TYPE = 'nova-shared'
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
@@ -41,11 +41,7 @@ def cloud():
     try:
         openstack.check_available()
     except cluster_mod.ServiceUnavailable as e:
-        reason = 'Nova and Keystone: %s' % e
-        if it_conftest.services_required():
-            pytest.fail('%s, and %s=1 makes them mandatory' % (
-                reason, it_conftest.REQUIRE_ENV), pytrace=False)
-        pytest.skip(reason)
+        util.skip_or_fail('Nova and Keystone: %s' % e)
     stack = openstack.NovaStack(
         keep_workdir=os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1')
     try:
@@ -104,8 +100,8 @@ def nothing_left_in_between(cloud, demo):
 # -- helpers ------------------------------------------------------------------
 
 def wait_for(predicate, what, timeout=WAIT):
-    return cluster_mod.wait_until(predicate, timeout, interval=0.3,
-                                  what=what)
+    return util.wait_for(predicate, timeout, interval=0.3,
+                         what=what)
 
 
 def make_volume(c, name, volume_type=None, bootable=False):
@@ -327,7 +323,7 @@ def test_many_servers_boot_with_one_multiattach_data_volume(cloud, demo,
         assert att['status'] == 'attached' and att['attach_mode'] == 'rw'
         spans.append(att['attached_at'])
     print('attached_at of the %d attachments: %s' % (len(spans),
-                                                      sorted(spans)))
+                                                     sorted(spans)))
     for sid in sids:
         demo.compute('DELETE', '/servers/%s' % sid, expect=204)
     for sid in sids:
@@ -455,7 +451,7 @@ def test_keystone_tokens_for_real(cloud):
     target.url = cloud.cinder.url
     target.tokens = {name: c.token for name, c in clients.items()}
     target.user_ids = {name: c.user_id for name, c in clients.items()}
-    test_keystone_tokens.token_scope_and_roles(target, p, q)
+    tokens.token_scope_and_roles(target, p, q)
 
 
 def osc(cloud, user, password, project, *args, output=True):

@@ -8,8 +8,8 @@ import uuid
 
 import sqlalchemy as sa
 
-from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.harness import stack
+from tests.harness import cluster as cluster_mod
 
 CLUSTER_OPTIONS = {'api_workers': 2}
 P = cluster_mod.PROJECT

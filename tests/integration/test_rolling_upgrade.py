@@ -9,8 +9,8 @@ nothing half done; once the cap is lifted the same request works.
 """
 import uuid
 
-from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.harness import stack
+from tests.harness import cluster as cluster_mod
 
 CLUSTER_KINDS = ['mysql']
 CLUSTER_OPTIONS = {'process_sections': {

@@ -9,11 +9,11 @@ Shorter than the functional run (each database under about 40 s with the
 cluster's start); what it adds is real READ COMMITTED row locking between
 processes under the same sequences."""
 from tests import stateful
-from tests.integration import cluster as cluster_mod
+from tests.harness import cluster as cluster_mod
 
 CLUSTER_KINDS = cluster_mod.KINDS
 # no service stops here: a heartbeat late on a loaded machine must not
-# make a backend look down (tests/integration/cluster.py uses 3 s)
+# make a backend look down (tests/harness/cluster.py uses 3 s)
 CLUSTER_OPTIONS = {'api_workers': 2, 'service_down_time': 30}
 
 SEED = 3

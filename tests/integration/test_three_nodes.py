@@ -11,12 +11,13 @@ import pytest
 
 from cinder_lite.connector import client as attach_client
 from cinder_lite.connector import host as host_connector
-from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.harness import stack
+from tests.harness import cluster as cluster_mod
+from tests.harness import util
 
 CLUSTER_KINDS = ['mysql']
-_ISCSI_PORT = cluster_mod.free_port('127.0.0.4')
-_NBD_PORT = min(cluster_mod.free_port('127.0.0.3'), 65525)
+_ISCSI_PORT = util.free_port('127.0.0.4')
+_NBD_PORT = min(util.free_port('127.0.0.3'), 65525)
 CLUSTER_OPTIONS = {
     'api_host': '127.0.0.2',
     'node_options': {
@@ -38,8 +39,7 @@ def _compute(cluster, address):
 
 @pytest.fixture(autouse=True)
 def _data_path_programs():
-    from tests.dataplane import conftest as dp
-    dp.need('nbdkit', 'tgtd')
+    util.need('nbdkit', 'tgtd')
 
 
 def test_storage_node_restart_while_volumes_are_used(cluster):
@@ -64,8 +64,8 @@ def test_storage_node_restart_while_volumes_are_used(cluster):
 
     # storage node noma goes away
     assert cluster.processes['noma'].stop() == 0
-    stack.wait_for(lambda: _state(api, 'node-noma@noma') == 'down',
-                   timeout=30, what='noma down')
+    util.wait_for(lambda: _state(api, 'node-noma@noma') == 'down',
+                  timeout=30, what='noma down')
     # ma's volume keeps working, and so does noma's: its target daemon
     # outlives the service
     dev_a.write(65536, data_b)

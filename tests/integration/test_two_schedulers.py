@@ -11,8 +11,8 @@ import uuid
 import sqlalchemy as sa
 
 from cinder_lite.db import models
-from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.harness import stack
+from tests.harness import cluster as cluster_mod
 
 CLUSTER_KINDS = ['postgresql', 'mysql']
 CLUSTER_OPTIONS = {

@@ -8,8 +8,8 @@ import requests
 
 from cinder_lite.connector import client as attach_client
 from cinder_lite.connector import host as host_connector
-from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.harness import stack
+from tests.harness import cluster as cluster_mod
 
 CLUSTER_KINDS = ['postgresql']
 CLUSTER_OPTIONS = {'api_server': 'gunicorn'}

@@ -51,7 +51,7 @@ Every finding fails the run: ``fuzz(...).unexpected()`` lists them all
 Run it: ``python -m tests.stateful --steps 20000 --threads 8 --seed 1
 --db sqlite`` (``mysql`` / ``postgresql``: a fresh database on the local
 server, dropped afterwards; by default as a distributed cluster over
-RabbitMQ, see tests/integration/cluster.py).  Its last line is
+RabbitMQ, see tests/harness/cluster.py).  Its last line is
 ``stateful fuzz: N passed, M failed`` -- N bursts without a finding, M
 with (the bootstrap counts as a failed burst when it has one).
 

@@ -1,9 +1,9 @@
-"""tools/tempest's bookkeeping (tests/integration/tempest_run.py): how a
+"""tools/tempest's bookkeeping (tests/harness/tempest_run.py): how a
 Tempest result becomes an outcome and a one-line reason, and the list
 files it reads."""
 import re
 
-from tests.integration import tempest_run
+from tests.harness import tempest_run
 
 CLS = 'tempest.api.volume.test_x.XTest'
 

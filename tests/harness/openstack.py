@@ -45,7 +45,8 @@ import uuid
 
 import requests
 
-from tests.integration import cluster as cluster_mod
+from tests.harness import cluster as cluster_mod
+from tests.harness import util
 
 VENV = os.environ.get('CINDER_LITE_OPENSTACK_VENV') or os.path.join(
     os.path.expanduser('~'), '.cache', 'cinder_lite', 'openstack-venv')
@@ -307,8 +308,8 @@ class NovaStack:
                                     timeout=5).status_code < 500
             except requests.RequestException:
                 return False
-        cluster_mod.wait_until(answers, timeout, interval=0.3,
-                               what='%s answering' % name)
+        util.wait_for(answers, timeout, interval=0.3,
+                      what='%s answering' % name)
 
     # -- Keystone -------------------------------------------------------------
     def start_keystone(self):
@@ -471,7 +472,7 @@ class NovaStack:
         # Nova needs a network endpoint even for servers without networks
         # (no_network.py says why); it answers that there are none
         self.spawn('no-network', [
-            cluster_mod.python(), '-m', 'tests.integration.no_network',
+            cluster_mod.python(), '-m', 'tests.harness.no_network',
             '--host', HOST, '--port', str(self.ports['no-network'])],
             env={'PYTHONPATH': ROOT})
         self.identity.register('network', 'no-network',
@@ -517,7 +518,7 @@ class NovaStack:
         try:
             for name in ('keystone', 'glance', 'placement', 'nova-api',
                          'no-network'):
-                self.ports[name] = cluster_mod.free_port(HOST)
+                self.ports[name] = util.free_port(HOST)
             self.start_keystone()
             self.start_glance()
             self.start_placement()
@@ -550,8 +551,8 @@ class NovaStack:
             names = {h['hypervisor_hostname'] for h in
                      resp.json()['hypervisors'] if h['state'] == 'up'}
             return len(names) >= len(COMPUTES)
-        cluster_mod.wait_until(up, timeout, interval=1,
-                               what='%d nova-compute hosts up' % len(COMPUTES))
+        util.wait_for(up, timeout, interval=1,
+                      what='%d nova-compute hosts up' % len(COMPUTES))
         conf = self.nova_db_conf()
         self.run('nova-manage', *conf, 'cell_v2', 'discover_hosts')
         mapped = self.run('nova-manage', *conf, 'cell_v2', 'list_hosts')

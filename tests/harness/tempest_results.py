@@ -5,7 +5,7 @@
 It runs with Tempest's own interpreter (python-subunit and testtools come
 with Tempest), so it imports nothing of cinder_lite:
 
-    TEMPEST_VENV/bin/python tests/integration/tempest_results.py IN OUT
+    TEMPEST_VENV/bin/python tests/harness/tempest_results.py IN OUT
 """
 import json
 import sys

@@ -1,10 +1,10 @@
-"""Edges found in review: statuses attachments do not own, retypes judged
+"""Edges of volume requests: statuses attachments do not own, retypes judged
 by the volume's own flag, reservations os-initialize_connection may use,
 extends that must not shrink, readers that must not write."""
 import pytest
 
-from tests.functional.test_attachments import I1, I2, connector, create
-from tests.functional.test_attachments import volume
+from tests.harness.attach import I1, I2, connector, create
+from tests.harness.attach import volume
 
 
 def act(api, vid, body, expect=202):

@@ -62,6 +62,8 @@ import uuid
 
 import requests
 
+from tests.harness import util
+
 PROJECT = '0123456789abcdef0123456789abcdef'
 
 RABBIT_URL = os.environ.get('CINDER_LITE_RABBIT_URL',
@@ -142,11 +144,11 @@ def check_rabbit(url=RABBIT_URL):
             pass
 
 
-def _admin_connect(kind):
+def _admin_connect(kind, server_url=None):
     """A DBAPI connection to the server (no particular database), in
-    autocommit mode."""
+    autocommit mode: the machine's of ``kind``, or ``server_url``'s."""
     import sqlalchemy as sa
-    url = sa.engine.make_url(SERVER_URLS[kind])
+    url = sa.engine.make_url(server_url or SERVER_URLS[kind])
     _tcp_probe(url.host or '127.0.0.1',
                url.port or (3306 if kind == 'mysql' else 5432), kind)
     try:
@@ -166,23 +168,32 @@ def _admin_connect(kind):
                                  % (kind, url.render_as_string(), e))
 
 
-def check_database(kind):
-    conn = _admin_connect(kind)
+def check_database(kind, server_url=None):
+    conn = _admin_connect(kind, server_url)
     conn.close()
 
 
-def check_services(kind):
+def require_services(kind):
+    """Skip the calling test (fail it under CINDER_LITE_REQUIRE_SERVICES=1)
+    unless RabbitMQ and database ``kind`` are reachable."""
+    try:
+        check_services(kind)
+    except ServiceUnavailable as e:
+        util.skip_or_fail('integration (%s): %s' % (kind, e))
+
+
+def check_services(kind, server_url=None, rabbit_url=RABBIT_URL):
     """Raise ServiceUnavailable unless RabbitMQ and database ``kind`` are
     usable."""
     if kind not in ALL_KINDS:
         raise ValueError('unknown database kind %r' % (kind,))
-    check_rabbit()
+    check_rabbit(rabbit_url)
     if kind != SQLITE:
-        check_database(kind)
+        check_database(kind, server_url)
 
 
-def create_database(kind, name):
-    conn = _admin_connect(kind)
+def create_database(kind, name, server_url=None):
+    conn = _admin_connect(kind, server_url)
     try:
         cur = conn.cursor()
         if kind == 'mysql':
@@ -191,11 +202,11 @@ def create_database(kind, name):
             cur.execute('CREATE DATABASE "%s"' % name)
     finally:
         conn.close()
-    return '%s/%s' % (SERVER_URLS[kind], name)
+    return '%s/%s' % (server_url or SERVER_URLS[kind], name)
 
 
-def drop_database(kind, name):
-    conn = _admin_connect(kind)
+def drop_database(kind, name, server_url=None):
+    conn = _admin_connect(kind, server_url)
     try:
         cur = conn.cursor()
         if kind == 'mysql':
@@ -306,12 +317,6 @@ def with_vhost(url, vhost):
 
 # -- helpers -----------------------------------------------------------------
 
-def free_port(host='127.0.0.1'):
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
 def python():
     return os.environ.get('CINDER_LITE_PYTHON', sys.executable)
 
@@ -337,20 +342,6 @@ def write_conf(path, sections):
                 f.write('%s = %s\n' % (key, value))
             f.write('\n')
     return path
-
-
-def wait_until(predicate, timeout, interval=0.1, what='condition'):
-    """Poll ``predicate`` until truthy; returns its value or raises
-    TimeoutError."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError('timed out after %.1f s waiting for %s'
-                               % (timeout, what))
-        time.sleep(interval)
 
 
 def proc_stat(pid):
@@ -509,7 +500,8 @@ class Cluster:
                  report_interval=1, service_down_time=3, extra_default=None,
                  extra_sections=None, api_server='cinder-lite-api',
                  process_sections=None, api_host='127.0.0.1',
-                 node_options=None, extra_nodes=None):
+                 node_options=None, extra_nodes=None, server_url=None,
+                 rabbit_url=None):
         if kind not in ALL_KINDS:
             raise ValueError('unknown database kind %r' % (kind,))
         self.kind = kind
@@ -540,7 +532,11 @@ class Cluster:
         self.api_server = api_server
         self.db_url = None
         self.vhost = None
-        self.transport_url = RABBIT_URL
+        # a database server and a broker of the test's own
+        # (tests/harness/servers.py) instead of the machine's
+        self.server_url = server_url
+        self.rabbit_url = rabbit_url or RABBIT_URL
+        self.transport_url = self.rabbit_url
         self.port = None
         self.processes = {}
         self._db_created = False
@@ -665,20 +661,23 @@ class Cluster:
         return proc
 
     def start(self, timeout=START_TIMEOUT):
-        check_services(self.kind)
+        check_services(self.kind, self.server_url, self.rabbit_url)
         _live_clusters.add(self)
         try:
             os.makedirs(self.workdir, exist_ok=True)
             if self.kind == SQLITE:
                 self.db_url = sqlite_url(self.sqlite_path)
             else:
-                self.db_url = create_database(self.kind, self.db_name)
+                self.db_url = create_database(self.kind, self.db_name,
+                                              self.server_url)
             self._db_created = True
-            self.vhost = acquire_vhost(urllib.parse.unquote(
-                urllib.parse.urlsplit(RABBIT_URL).username or 'guest'))
+            if self.rabbit_url == RABBIT_URL:
+                # (a broker of the test's own is not shared)
+                self.vhost = acquire_vhost(urllib.parse.unquote(
+                    urllib.parse.urlsplit(RABBIT_URL).username or 'guest'))
             if self.vhost:
                 self.transport_url = with_vhost(RABBIT_URL, self.vhost)
-            self.port = free_port(self.api_host)
+            self.port = util.free_port(self.api_host)
             self._write_configs()
             self.manage('db', 'sync')
             for name in ('scheduler', *self.nodes, 'api'):
@@ -765,9 +764,9 @@ class Cluster:
         if name not in self.processes:
             self.start_process(name)
         session = requests.Session()
-        wait_until(lambda: (binary, host) in (self._services_up(session)
-                                              or ()),
-                   timeout, what='%s %s up' % (binary, host))
+        util.wait_for(lambda: (binary, host) in (
+            self._services_up(session) or ()), timeout,
+            what='%s %s up' % (binary, host))
 
     def wait_ready(self, timeout=START_TIMEOUT):
         """Until the API answers and os-services shows every service up."""
@@ -781,9 +780,10 @@ class Cluster:
                 self._api_workers_ready()
 
         try:
-            wait_until(_ready, timeout, what='API and %d services up on %s'
-                       % (len(expected), self.url))
-        except TimeoutError as e:
+            util.wait_for(_ready, timeout,
+                          what='API and %d services up on %s'
+                          % (len(expected), self.url))
+        except AssertionError as e:
             raise ClusterError('%s\n%s' % (e, self.logs()))
 
     def check_alive(self):
@@ -860,7 +860,7 @@ class Cluster:
             self._db_created = False
         if self._db_created:
             try:
-                drop_database(self.kind, self.db_name)
+                drop_database(self.kind, self.db_name, self.server_url)
                 self._db_created = False
             except Exception as e:
                 print('cluster: could not drop %s database %s: %s'

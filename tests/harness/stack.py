@@ -4,8 +4,11 @@
 entry points do), migrates a fresh SQLite database and starts the
 scheduler, the volume backends and the API on an ephemeral port, all on
 the in-process bus.  ``Client`` talks to it over real HTTP.
+``start_all`` runs ``cinder-lite-all`` as a process of its own instead.
 """
 import os
+import subprocess
+import sys
 import time
 import uuid
 
@@ -15,27 +18,17 @@ import requests
 from cinder_lite.api import server
 from cinder_lite.cmd import all as cmd_all
 from cinder_lite.common import config
+from cinder_lite.common import context as cl_context
 from cinder_lite.common import policy
 from cinder_lite.common import service
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
 from cinder_lite.scheduler import service as scheduler_service
 from cinder_lite.volume import service as volume_service
+from tests.harness import util
 
 PROJECT = '0123456789abcdef0123456789abcdef'
 OTHER_PROJECT = 'fedcba9876543210fedcba9876543210'
-
-
-def wait_for(predicate, timeout=20.0, interval=0.05, what='condition'):
-    """Poll ``predicate`` until it returns something truthy (bounded)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError('timed out waiting for %s' % what)
-        time.sleep(interval)
 
 
 class Client:
@@ -101,11 +94,11 @@ class Client:
             assert vol['status'] not in ('error', 'error_deleting') or \
                 status.startswith('error'), vol
             return None
-        return wait_for(_check, what='volume %s %s' % (volume_id, status))
+        return util.wait_for(_check, what='volume %s %s' % (volume_id, status))
 
     def wait_deleted(self, volume_id):
-        wait_for(lambda: self.get('/volumes/%s' % volume_id).status_code
-                 == 404, what='volume %s deleted' % volume_id)
+        util.wait_for(lambda: self.get('/volumes/%s' % volume_id).status_code
+                      == 404, what='volume %s deleted' % volume_id)
 
 
 class Stack:
@@ -142,6 +135,9 @@ class Stack:
 
     def start(self):
         os.makedirs(self.state_path, exist_ok=True)
+        # a new stack is a new process: no request of an earlier test is
+        # this thread's current context
+        cl_context.clear_current()
         conf = cfg.CONF
         conf.reset()
         conf.clear()
@@ -180,7 +176,7 @@ class Stack:
             states = {s['host']: s['state'] for s in
                       api.get('/os-services').json()['services']}
             return states['testnode@%s' % section] == 'down'
-        wait_for(down, timeout=10, what='%s down' % section)
+        util.wait_for(down, timeout=10, what='%s down' % section)
 
     def client(self, **kwargs):
         return Client(self.url, **kwargs)
@@ -191,3 +187,34 @@ class Stack:
         db_api.dispose()
         cfg.CONF.reset()
         cfg.CONF.clear()
+
+
+def start_all(workdir, env=None, extra=''):
+    """``cinder-lite-all`` as a process, on a free port with its state
+    under ``workdir`` (also its working directory), once its API answers;
+    returns (process, port, log file).  ``extra``: more [DEFAULT] lines."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = util.free_port()
+    conf = workdir / 'cinder-lite.conf'
+    conf.write_text('[DEFAULT]\nstate_path = %s\nosapi_volume_listen_port'
+                    ' = %d\n%s' % (workdir / 'state', port, extra))
+    log = open(workdir / 'all.log', 'w')
+    proc = subprocess.Popen([sys.executable, '-m', 'cinder_lite.cmd.all',
+                             '--config-file', str(conf)], stdout=log,
+                            stderr=subprocess.STDOUT, env=env,
+                            cwd=str(workdir))
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if requests.get('http://127.0.0.1:%d/' % port,
+                            timeout=1).status_code == 300:
+                return proc, port, log
+        except requests.ConnectionError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            log.close()
+            raise AssertionError('no API after 30 s:\n%s' % (
+                workdir / 'all.log').read_text())
+        time.sleep(0.1)

@@ -1,4 +1,4 @@
-"""tempest.conf for a running ``NovaStack`` (tests/integration/openstack.py),
+"""tempest.conf for a running ``NovaStack`` (tests/harness/openstack.py),
 and the few things Tempest expects an operator to have made first.
 
 ``prepare(stack)`` makes, as the cloud's administrator, what Tempest's
@@ -13,7 +13,7 @@ imports no pytest.
 """
 import collections
 
-from tests.integration import openstack
+from tests.harness import openstack
 
 # the sizes Tempest's own defaults assume (a volume of 1 GiB, servers
 # booted from an image need a root disk)

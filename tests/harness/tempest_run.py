@@ -31,9 +31,9 @@ import sys
 import tempfile
 import time
 
-from tests.integration import cluster as cluster_mod
-from tests.integration import openstack
-from tests.integration import tempest_conf
+from tests.harness import cluster as cluster_mod
+from tests.harness import openstack
+from tests.harness import tempest_conf
 
 ROOT = openstack.ROOT
 TOOLS = os.path.join(ROOT, 'tools')
@@ -263,7 +263,7 @@ def summarize(chosen, selected, excluded, outcome, broken, missing, out):
         ids = [t for t in selected if any(re.search(r, t) for r in regexes)]
         counts = collections.Counter(outcome[t][0] for t in ids)
         ex = sum(1 for t in excluded if any(re.search(r, t)
-                                           for r in regexes))
+                                            for r in regexes))
         label = INTEROP_GUIDELINE if name == 'interop' else name
         write('%-32s %3d tests: %3d passed, %3d failed, %3d skipped%s\n' % (
             label, len(ids), counts['passed'], counts['failed'],

@@ -1,5 +1,5 @@
 """The network service of a cloud that has no networks, for the Nova test
-deployment (tests/integration/openstack.py).
+deployment (tests/harness/openstack.py).
 
 Nova 34 cannot run without a ``network`` endpoint in the catalog, even
 for servers booted with ``"networks": "none"``: showing a server looks up
@@ -15,7 +15,7 @@ another item, an unknown collection -- gets 501, so a Nova code path
 that needs a real network fails loudly instead of being told it worked.
 Every request is logged.
 
-    python -m tests.integration.no_network --port N
+    python -m tests.harness.no_network --port N
 """
 import argparse
 import http.server

@@ -2,8 +2,8 @@
 import threading
 import time
 
-from tests import stack
-from tests.integration import cluster as cluster_mod
+from tests.harness import stack
+from tests.harness import cluster as cluster_mod
 
 
 class CreateLoad:

@@ -1,0 +1,217 @@
+"""Database and message-bus servers of a test's own, for the tests that
+stop and restart them (the outage tests).
+
+The machine's RabbitMQ, MariaDB and PostgreSQL are shared by every test
+that runs at the same time (pytest-xdist runs two at once) and by whoever
+else uses the machine: a test that stops one of them breaks the others.
+These servers run under the test's work directory, on free loopback
+ports, from the same Debian packages, and go when the test ends.
+
+Each has ``url`` (what a Cluster connects to), ``start()``, ``stop()``
+(as an outage: the data stays) and ``destroy()`` (stop and remove).
+"""
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import uuid
+
+from tests.harness import util
+
+START_TIMEOUT = 90.0
+
+
+def _run(argv, user=None, env=None, timeout=120):
+    if user is not None:
+        argv = ['runuser', '-u', user, '--'] + argv
+    done = subprocess.run(argv, capture_output=True, text=True, env=env,
+                          timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError('%s failed (%d): %s' % (
+            ' '.join(argv), done.returncode,
+            (done.stderr or done.stdout).strip()[-2000:]))
+    return done
+
+
+def _port_open(port, host='127.0.0.1'):
+    import socket
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def _owned_dir(path, user):
+    os.makedirs(path, exist_ok=True)
+    shutil.chown(path, user, user)
+    # the server runs as ``user``: it must reach its directory
+    parent = os.path.dirname(path)
+    while parent and parent != '/':
+        mode = os.stat(parent).st_mode
+        if not mode & 0o001:
+            os.chmod(parent, mode | 0o001)
+        parent = os.path.dirname(parent)
+    return path
+
+
+class MariaDB:
+    """A mariadbd of its own: root without a password over TCP."""
+
+    kind = 'mysql'
+
+    def __init__(self, workdir):
+        self.dir = _owned_dir(os.path.join(workdir, 'mariadb'), 'mysql')
+        self.data = os.path.join(self.dir, 'data')
+        self.socket = os.path.join(self.dir, 'mysqld.sock')
+        self.port = util.free_port()
+        self.url = 'mysql+pymysql://root@127.0.0.1:%d' % self.port
+        self._proc = None
+        _run(['mariadb-install-db', '--no-defaults', '--user=mysql',
+              '--datadir=' + self.data, '--auth-root-authentication-method'
+              '=normal', '--skip-test-db'], timeout=180)
+
+    def start(self):
+        log = open(os.path.join(self.dir, 'mariadbd.log'), 'ab')
+        self._proc = subprocess.Popen(
+            ['/usr/sbin/mariadbd', '--no-defaults', '--user=mysql',
+             '--datadir=' + self.data, '--port=%d' % self.port,
+             '--bind-address=127.0.0.1', '--socket=' + self.socket,
+             '--pid-file=' + os.path.join(self.dir, 'mariadbd.pid'),
+             '--skip-name-resolve', '--innodb-buffer-pool-size=32M',
+             '--innodb-log-file-size=16M'],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        util.wait_for(lambda: self._proc.poll() is not None or
+                      _port_open(self.port), START_TIMEOUT,
+                      interval=0.1, what='a private MariaDB listening')
+        if self._proc.poll() is not None:
+            with open(os.path.join(self.dir, 'mariadbd.log'),
+                      errors='replace') as f:
+                raise RuntimeError('mariadbd exited: %s' % f.read()[-2000:])
+        # root may connect from 127.0.0.1 without a password
+        _run(['mariadb', '--no-defaults', '-S', self.socket, '-uroot', '-e',
+              "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'; GRANT ALL ON "
+              "*.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;"])
+        return self
+
+    def stop(self):
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            self._proc.wait(timeout=120)
+        self._proc = None
+
+    def destroy(self):
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class PostgreSQL:
+    """A postgres of its own (the postgres user, trust on loopback)."""
+
+    kind = 'postgresql'
+
+    def __init__(self, workdir):
+        self.dir = _owned_dir(os.path.join(workdir, 'postgresql'),
+                              'postgres')
+        self.data = os.path.join(self.dir, 'data')
+        self.port = util.free_port()
+        self.url = 'postgresql+psycopg://postgres@127.0.0.1:%d' % self.port
+        self.bindir = sorted(glob.glob('/usr/lib/postgresql/*/bin'))[-1]
+        _run([os.path.join(self.bindir, 'initdb'), '-D', self.data,
+              '-U', 'postgres', '--auth=trust', '--no-sync'],
+             user='postgres', timeout=180)
+
+    def _ctl(self, *args):
+        return _run([os.path.join(self.bindir, 'pg_ctl'), '-D', self.data]
+                    + list(args), user='postgres')
+
+    def start(self):
+        self._ctl('-l', os.path.join(self.dir, 'postgres.log'), '-w',
+                  '-t', str(int(START_TIMEOUT)), '-o',
+                  '-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off'
+                  % (self.port, self.dir), 'start')
+        return self
+
+    def stop(self):
+        if os.path.exists(os.path.join(self.data, 'postmaster.pid')):
+            # fast: the open sessions end, as in an outage
+            self._ctl('-w', '-m', 'fast', 'stop')
+
+    def destroy(self):
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class RabbitMQ:
+    """A RabbitMQ node of its own (guest/guest on loopback).  ``stop_app``
+    and ``start_app`` take the broker away and back as an outage does,
+    the node and its users staying."""
+
+    def __init__(self, workdir):
+        self.dir = _owned_dir(os.path.join(workdir, 'rabbitmq'), 'rabbitmq')
+        self.port = util.free_port()
+        self.node = 'cl-test-%s@localhost' % uuid.uuid4().hex[:8]
+        self.url = 'rabbit://guest:guest@127.0.0.1:%d/' % self.port
+        plugins = os.path.join(self.dir, 'enabled_plugins')
+        with open(plugins, 'w') as f:
+            f.write('[].\n')
+        self.env = dict(
+            os.environ, RABBITMQ_NODENAME=self.node,
+            RABBITMQ_NODE_IP_ADDRESS='127.0.0.1',
+            RABBITMQ_NODE_PORT=str(self.port),
+            RABBITMQ_DIST_PORT=str(util.free_port()),
+            RABBITMQ_MNESIA_BASE=os.path.join(self.dir, 'mnesia'),
+            RABBITMQ_LOG_BASE=self.dir,
+            RABBITMQ_PID_FILE=os.path.join(self.dir, 'rabbitmq.pid'),
+            RABBITMQ_ENABLED_PLUGINS_FILE=plugins,
+            RABBITMQ_CONFIG_FILE=os.path.join(self.dir, 'none'))
+        self._started = False
+
+    def ctl(self, *args):
+        return _run(['rabbitmqctl', '-n', self.node] + list(args),
+                    env=self.env)
+
+    def start(self):
+        _run(['rabbitmq-server', '-detached'], env=self.env)
+        self._started = True
+        # (until the node has registered, rabbitmqctl cannot find it)
+        util.wait_for(lambda: _port_open(self.port), START_TIMEOUT,
+                      interval=0.2, what='a private RabbitMQ listening')
+        return self
+
+    def wait_app(self):
+        util.wait_for(lambda: _port_open(self.port), START_TIMEOUT,
+                      interval=0.2, what='the private RabbitMQ back')
+
+    def stop_app(self):
+        self.ctl('stop_app')
+
+    def start_app(self):
+        self.ctl('start_app')
+
+    def destroy(self):
+        if self._started:
+            try:
+                self.ctl('stop')
+            except RuntimeError:
+                pid = self._pid()
+                if pid:
+                    os.kill(pid, signal.SIGKILL)
+            self._started = False
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _pid(self):
+        try:
+            with open(os.path.join(self.dir, 'rabbitmq.pid')) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+
+DATABASES = {MariaDB.kind: MariaDB, PostgreSQL.kind: PostgreSQL}
