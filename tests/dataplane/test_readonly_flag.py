@@ -10,7 +10,7 @@ import pytest
 
 from cinder_lite.connector import iscsi
 from cinder_lite.connector import nbd
-from tests.dataplane import conftest as dp
+from tests.harness import dataplane as dp
 
 BLOCK = 4096
 PROTOCOLS = {

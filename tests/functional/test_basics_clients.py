@@ -1,29 +1,19 @@
 """The every-cloud basics through the clients people use: the
 python-cinderclient CLI (run in this process) and openstacksdk."""
+import functools
+
 import pytest
 
-from cinderclient import shell as cinder_shell
-
-from tests.functional.test_cinderclient import props, table
-from tests import stack as stack_mod
+from tests.harness import clients
+from tests.harness.clients import props
+from tests.harness.clients import table
+from tests.harness import stack as stack_mod
 
 
 @pytest.fixture
-def cinder(stack, monkeypatch, capsys):
-    """Run ``cinder <args>`` in this process against the stack; returns
-    what it printed."""
-    for key, value in (('OS_AUTH_TYPE', 'noauth'),
-                       ('CINDER_ENDPOINT', stack.url + '/v3'),
-                       ('OS_USER_ID', 'admin'),
-                       ('OS_PROJECT_ID', stack_mod.PROJECT),
-                       ('OS_VOLUME_API_VERSION', '3.71')):
-        monkeypatch.setenv(key, value)
-
-    def run(*args):
-        capsys.readouterr()
-        cinder_shell.OpenStackCinderShell().main(list(args))
-        return capsys.readouterr().out
-    return run
+def cinder(stack):
+    """``cinder ARGS`` against the stack; returns what it printed."""
+    return functools.partial(clients.cinder, stack)
 
 
 def test_cli_zones_extensions_hosts_summary(cinder, stack):

@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
-from tests.functional.test_attachments import I1, I2, connector, create
-from tests import stack as stack_mod
+from tests.harness.attach import I1, I2, connector, create
+from tests.harness import stack as stack_mod
 
 
 

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from tests import stack as stack_mod
+from tests.harness import stack as stack_mod
 
 
 def meta_path(vid, key=None):
