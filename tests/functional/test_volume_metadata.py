@@ -253,3 +253,19 @@ def test_summary(stack, api):
         'total_count': 0, 'total_size': 0, 'metadata': {}}}
     for bad in ('bogus=1', 'all_tenants=maybe'):
         assert api.get('/volumes/summary?' + bad).status_code == 400
+
+
+def test_keys_with_every_allowed_character(api, vol):
+    """Keys may hold ``-_:. `` (and ``/``, which a URL cannot carry in
+    one segment): each is reachable as /metadata/{key}."""
+    vid = vol['id']
+    keys = ['a.b', 'a:b', 'a b', 'x-y_z', 'v1.json']
+    api.post(meta_path(vid), json={'metadata': {k: k for k in keys}})
+    for key in keys:
+        path = meta_path(vid, key.replace(' ', '%20'))
+        assert api.get(path).json() == {'meta': {key: key}}, key
+        assert api.put(path, json={'meta': {key: 'new'}}).status_code == 200
+        assert api.delete(path).status_code == 200, key
+    assert metadata(api, vid) == {'a': '1', 'b': '2'}
+    api.post(meta_path(vid), json={'metadata': {'p/q': 'slash'}})
+    assert metadata(api, vid)['p/q'] == 'slash'
