@@ -43,9 +43,9 @@ from cinder_lite.common import exception  # noqa: E402
 from cinder_lite.db import api as db_api  # noqa: E402
 from cinder_lite.db import migration  # noqa: E402
 from cinder_lite.db import models  # noqa: E402
-from cinder_lite import opts  # noqa: E402
+from cinder_lite import conf as cl_conf  # noqa: E402
 from cinder_lite.scheduler import manager  # noqa: E402
-from cinder_lite.volume.flows import api_create  # noqa: E402
+from cinder_lite.volume import admission  # noqa: E402
 
 
 pct = vc.pct
@@ -85,7 +85,7 @@ def seed(engine, n, rng):
 
 def conf_for(path):
     conf = cfg.ConfigOpts()
-    opts.register_all(conf)
+    cl_conf.register_opts(conf)
     conf([], project='cinder-lite', default_config_files=[])
     conf.set_override('connection', 'sqlite:///%s' % path, 'database')
     # the seeded heartbeats stay fresh for the whole run
@@ -150,8 +150,8 @@ def run(n, samples, rng):
 
         def api_check():
             with db_api.reader() as session:
-                api_create.check_backends(session, {'size': 1}, vtype,
-                                          conf)
+                admission.check_backends(session, {'size': 1}, vtype,
+                                         conf)
         results['api check: a live backend for the type?'] = timed(
             api_check, samples)
 

@@ -3,7 +3,6 @@ its own: the API is healthy when its database answers.  Other checks
 (``disable_by_file`` …) are added with ``[healthcheck] backends``."""
 from oslo_middleware.healthcheck import opts as healthcheck_opts
 from oslo_middleware.healthcheck import pluginbase
-import sqlalchemy as sa
 
 from cinder_lite.db import api as db_api
 
@@ -22,7 +21,7 @@ class DatabaseCheck(pluginbase.HealthcheckBaseExtension):
     def healthcheck(self, server_port):
         try:
             with db_api.reader() as session:
-                session.execute(sa.text('SELECT 1'))
+                db_api.ping(session)
         except Exception as e:
             return pluginbase.HealthcheckResult(
                 available=False, reason='database unreachable: %s'

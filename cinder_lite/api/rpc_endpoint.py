@@ -7,8 +7,9 @@ import oslo_messaging as messaging
 
 from cinder_lite.api import rpcapi
 from cinder_lite.api.views import attachments as views
+from cinder_lite.common import constants
 from cinder_lite.common import exception
-from cinder_lite.common import service
+from cinder_lite import service
 
 
 def _uuid(value, name, nullable=False):
@@ -77,6 +78,6 @@ def build_service(conf, attachments):
     """The RPC server of this API process on topic ``cinder-lite-api``
     (no services row: it is part of the API service)."""
     return service.RPCService(
-        conf, 'cinder-lite-api', rpcapi.TOPIC, conf.host,
+        conf, constants.API_BINARY, rpcapi.TOPIC, conf.host,
         [AttachmentEndpoint(attachments)], conf.storage_availability_zone,
         register=False)

@@ -16,24 +16,6 @@ from cinder_lite.common import rpc
 TOPIC = 'cinder-lite-api'
 RPC_API_VERSION = '1.1'
 
-rpcapi_opts = [
-    cfg.StrOpt('api_version_cap',
-               help='Highest API-service RPC version clients send, for '
-                    'rolling upgrades.'),
-    cfg.IntOpt('api_rpc_timeout', default=60, min=1,
-               help='Seconds a compute node waits for the API service to '
-                    'answer an attach request on the bus.'),
-]
-
-
-def register_opts(conf):
-    conf.register_opts(rpcapi_opts, group='upgrade_levels')
-
-
-def list_opts():
-    return [('upgrade_levels', rpcapi_opts)]
-
-
 class AttachmentAPI:
 
     def __init__(self, conf=None):

@@ -17,9 +17,10 @@ from oslo_config import cfg
 
 from cinder_lite.api import deploy
 from cinder_lite.api import rpc_endpoint
+from cinder_lite.common import constants
 from cinder_lite.common import exception
-from cinder_lite.common import service
 from cinder_lite.db import api as db_api
+from cinder_lite import service
 
 LOG = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ class APIServer:
             (self.conf.osapi_volume_listen,
              self.conf.osapi_volume_listen_port), app,
             numthreads=self.conf.osapi_volume_threads,
-            server_name='cinder-lite-api', reuse_port=self.reuse_port,
+            server_name=constants.API_BINARY, reuse_port=self.reuse_port,
             request_queue_size=128)
         # cheroot's connection loop looks at a stop request once per
         # select() timeout, half a second by default: every stop waited

@@ -9,13 +9,13 @@ import sys
 from oslo_config import cfg
 
 from cinder_lite.api import server
-from cinder_lite.common import config
+from cinder_lite.cmd import config
 from cinder_lite.common import exception
 from cinder_lite.common import inproc_bus
-from cinder_lite.common import service
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
 from cinder_lite.scheduler import service as scheduler_service
+from cinder_lite import service
 from cinder_lite.volume import service as volume_service
 
 EMBEDDED_TRANSPORT = inproc_bus.URL

@@ -4,9 +4,9 @@ import sys
 from oslo_config import cfg
 
 from cinder_lite.api import server
-from cinder_lite.common import config
+from cinder_lite.cmd import config
 from cinder_lite.common import exception
-from cinder_lite.common import service
+from cinder_lite import service
 
 DESCRIPTION = """\
 Serves the Block Storage v3 REST API (and the dashboard at /dashboard/)

@@ -23,9 +23,9 @@ import json
 import os
 
 from cinder_lite.common import exception
+from cinder_lite.conf import volume as volume_conf
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
-from cinder_lite.volume import conf as volume_conf
 
 # Targets that keep per-attachment records, and the process serving them.
 PROTOCOLS = {'nbd': 'nbdkit', 'iscsi': 'tgtd'}

@@ -24,15 +24,15 @@ import sys
 
 from oslo_config import cfg
 
+from cinder_lite.cmd import config
 from cinder_lite.cmd import exports_report
-from cinder_lite.common import config
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import migration
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.scheduler import host_state
 from cinder_lite.volume import quota
 from cinder_lite.volume import quota_api
 from cinder_lite import version
@@ -83,8 +83,8 @@ def db_version(conf):
 
 # -- services and backends ---------------------------------------------------
 def _state(row, conf):
-    return 'up' if db_services.is_up(row, conf.service_down_time) \
-        else 'down'
+    up = db_services.is_up(row.heartbeat_at, conf.service_down_time)
+    return 'up' if up else 'down'
 
 
 def service_list(conf):
@@ -132,13 +132,13 @@ def service_remove(conf):
         except exception.ServiceNotFound:
             _error('%s not found; nothing removed.' % what)
             return NOT_FOUND
-        if db_services.is_up(row, conf.service_down_time):
+        if db_services.is_up(row.heartbeat_at, conf.service_down_time):
             _error('%s is up (last heartbeat %s, within service_down_time '
                    '= %d s); not removed. Stop the service and wait until '
                    '"service list" shows it down.'
                    % (what, _cell(row.heartbeat_at), conf.service_down_time))
             return REFUSED
-        if binary == host_state.VOLUME_BINARY:
+        if binary == constants.VOLUME_BINARY:
             volumes = _live_volumes_on(session, host)
             if row.cluster_name and len(db_services.backend_members(
                     session, row.cluster_name, binary)) == 1:
@@ -172,7 +172,7 @@ def backend_list(conf):
     db_api.configure(conf)
     with db_api.reader() as session:
         rows = db_services.list_services(session,
-                                         binary=host_state.VOLUME_BINARY)
+                                         binary=constants.VOLUME_BINARY)
         if conf.command.format == 'json':
             print(json.dumps([{'backend': r.host, 'state': _state(r, conf),
                                'capabilities': r.capabilities}
@@ -268,8 +268,8 @@ def attachment_reconcile(conf):
     db_api.configure(conf)
     with db_api.reader() as session:
         hosts = [s.host for s in db_services.list_services(
-            session, binary=host_state.VOLUME_BINARY)
-            if db_services.is_up(s, conf.service_down_time)
+            session, binary=constants.VOLUME_BINARY)
+            if db_services.is_up(s.heartbeat_at, conf.service_down_time)
             and conf.command.reconcile_host in (None, s.host)]
     if not hosts:
         _error('No volume service%s is up.' % (

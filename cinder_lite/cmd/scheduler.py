@@ -1,10 +1,10 @@
 """cinder-lite-scheduler: places new volumes on backends."""
 import sys
 
-from cinder_lite.common import config
-from cinder_lite.common import service
+from cinder_lite.cmd import config
 from cinder_lite.db import api as db_api
 from cinder_lite.scheduler import service as scheduler_service
+from cinder_lite import service
 
 DESCRIPTION = """\
 Places new volumes on backends: keeps what each volume service reports

@@ -21,13 +21,13 @@ import oslo_messaging
 from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
-from cinder_lite.common import config
+from cinder_lite.cmd import config
 from cinder_lite.common import exception
 from cinder_lite.common import iscsi_name
+from cinder_lite import conf as cl_conf
+from cinder_lite.conf import volume as volume_conf
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
-from cinder_lite import opts
-from cinder_lite.volume import conf as volume_conf
 from cinder_lite.volume.targets import nbd as nbd_target
 
 Code = upgradecheck.Code
@@ -255,7 +255,7 @@ warning; 2: a failure; 255: a check crashed."""
 
 def main(argv=None):
     conf = cfg.CONF
-    opts.register_all(conf)
+    cl_conf.register_opts(conf)
     checks = Checks(conf)
 
     def add_parsers(subparsers):

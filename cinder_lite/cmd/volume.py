@@ -1,10 +1,10 @@
 """cinder-lite-volume: one manager per enabled backend on this node."""
 import sys
 
-from cinder_lite.common import config
-from cinder_lite.common import service
+from cinder_lite.cmd import config
+from cinder_lite.conf import volume as volume_conf
 from cinder_lite.db import api as db_api
-from cinder_lite.volume import conf as volume_conf
+from cinder_lite import service
 from cinder_lite.volume import service as volume_service
 
 DESCRIPTION = """\

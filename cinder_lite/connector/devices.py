@@ -4,8 +4,8 @@
 import os
 
 from cinder_lite.common import exception
-from cinder_lite.connector import iscsi
 from cinder_lite.connector import nbd
+from cinder_lite import iscsi
 
 
 class LocalDevice:
@@ -59,7 +59,8 @@ class NbdDevice:
 
 class IscsiDevice:
     """LUN ``target_lun`` of ``target_iqn`` at ``target_portal``, through
-    this package's userspace initiator, logged in as ``initiator``."""
+    cinder_lite's userspace initiator (``cinder_lite.iscsi``), logged in
+    as ``initiator``."""
 
     def __init__(self, info, source_address=None, initiator=None):
         if not initiator:

@@ -5,27 +5,12 @@ served as they are."""
 import mimetypes
 import os
 
-from oslo_config import cfg
 import webob
-
-dashboard_opts = [
-    cfg.BoolOpt('enabled', default=True,
-                help='Serve the dashboard at /dashboard/ from the API '
-                     'process.'),
-]
 
 PREFIX = '/dashboard'
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'static')
 TYPES = {'.html': 'text/html', '.js': 'text/javascript',
          '.css': 'text/css', '.svg': 'image/svg+xml'}
-
-
-def register_opts(conf):
-    conf.register_opts(dashboard_opts, group='dashboard')
-
-
-def list_opts():
-    return [('dashboard', dashboard_opts)]
 
 
 def _files():

@@ -141,6 +141,11 @@ def dispose():
         _engine = None
 
 
+def ping(session):
+    """Whether the database answers: ``SELECT 1`` (raises if not)."""
+    session.execute(sa.text('SELECT 1'))
+
+
 @contextlib.contextmanager
 def writer():
     """One read-write transaction, committed on success."""

@@ -411,6 +411,26 @@ def exported_by(service_host):
                                               autoescape=True)))
 
 
+def stale(session, service_host, cutoff):
+    """(attachment, volume) of the transitional attachments exported by
+    volume service ``service_host`` and unchanged since ``cutoff``:
+    attaching, detaching, error_detaching, or attached and marked taking
+    over."""
+    V = models.Volume
+    changed = sa.func.coalesce(A.updated_at, A.created_at)
+    return session.execute(
+        sa.select(A, V).join(V, V.id == A.volume_id).where(
+            V.deleted.is_(False), A.deleted.is_(False),
+            exported_by(service_host),
+            changed <= cutoff,
+            sa.or_(A.attach_status.in_((states.ATTACH_ATTACHING,
+                                        states.ATTACH_DETACHING,
+                                        states.ERROR_DETACHING)),
+                   sa.and_(A.attach_status == states.ATTACHED,
+                           A.status_reason == TAKING_OVER)
+                   ))).all()
+
+
 def held_by(session, service_host):
     """Live attachments whose export volume service ``service_host``
     holds or may be making: what it must disconnect before it goes."""

@@ -1,5 +1,7 @@
 """SQL for the services table: registration, heartbeats, enable/disable,
-freeze/thaw, and what the availability-zone and host listings read."""
+freeze/thaw, what the availability-zone and host listings read, and the
+one definition of a service that is up (``is_up``, and ``up_clause``, the
+same test in SQL)."""
 import datetime
 import uuid
 
@@ -50,6 +52,57 @@ def record_stopped(session, service_id):
                     .where(models.Service.id == service_id)
                     .values(heartbeat_at=None)
                     .execution_options(synchronize_session=False))
+
+
+def liveness(session, binary):
+    """(host, cluster_name, disabled, heartbeat_at, availability_zone) of
+    every service of ``binary``: whether each is up, without the
+    capabilities (a cloud of 10,000 backends reads this often)."""
+    S = models.Service
+    return session.execute(
+        sa.select(S.host, S.cluster_name, S.disabled, S.heartbeat_at,
+                  S.availability_zone)
+        .where(S.binary == binary)).all()
+
+
+# names per IN (...) list: a statement stays small however many backends
+NAMES_PER_READ = 500
+
+
+def capabilities_of(session, binary, names):
+    """(host, cluster_name, heartbeat_at, capabilities) of the services of
+    ``binary`` named ``names`` or serving a cluster of those names."""
+    S = models.Service
+    rows = []
+    for i in range(0, len(names), NAMES_PER_READ):
+        chunk = names[i:i + NAMES_PER_READ]
+        rows.extend(session.execute(
+            sa.select(S.host, S.cluster_name, S.heartbeat_at,
+                      S.capabilities)
+            .where(S.binary == binary,
+                   sa.or_(S.host.in_(chunk), S.cluster_name.in_(chunk)))))
+    return rows
+
+
+def with_capabilities(session, binary):
+    """(host, availability_zone, disabled, heartbeat_at, capabilities) of
+    every service of ``binary``."""
+    S = models.Service
+    return session.execute(
+        sa.select(S.host, S.availability_zone, S.disabled,
+                  S.heartbeat_at, S.capabilities)
+        .where(S.binary == binary)).all()
+
+
+def any_enabled_and_up(session, hosts, binary, down_time):
+    """Whether one of the services ``hosts`` of ``binary`` is enabled and
+    up now: one indexed read."""
+    S = models.Service
+    return session.execute(
+        sa.select(S.id).where(S.binary == binary, S.host.in_(hosts),
+                              S.disabled == sa.false(),
+                              up_clause(down_time)).limit(1)
+    ).first() is not None
 
 
 def list_services(session, host=None, binary=None):
@@ -204,24 +257,33 @@ def freshest(services):
                datetime.datetime.min)
 
 
-def is_up(service, down_time):
-    """A service is up while its last heartbeat is younger than
-    ``down_time`` seconds."""
-    if service.heartbeat_at is None:
+def is_up(heard_at, down_time, now=None):
+    """What "up" means, everywhere: a service is up while the last time
+    it was heard of (its heartbeat; for the scheduler, the newer of a
+    backend's report and its heartbeat) is at most ``down_time`` seconds
+    before ``now`` (default: the clock).  ``up_clause`` is the same test
+    in SQL; whether a service is disabled is a separate question."""
+    if heard_at is None:
         return False
-    age = models.utcnow() - service.heartbeat_at
-    return age <= datetime.timedelta(seconds=down_time)
+    now = models.utcnow() if now is None else now
+    return now - heard_at <= datetime.timedelta(seconds=down_time)
+
+
+def up_clause(down_time, now=None):
+    """``is_up`` of a services row, in SQL."""
+    now = models.utcnow() if now is None else now
+    cutoff = now - datetime.timedelta(seconds=down_time)
+    return sa.and_(models.Service.heartbeat_at.isnot(None),
+                   models.Service.heartbeat_at >= cutoff)
 
 
 def remove_if_down(session, service_id, down_time):
     """Delete the service row unless it sent a heartbeat within
     ``down_time`` seconds; the condition is in the DELETE, so a service
     that comes back meanwhile keeps its row.  True when the row went."""
-    cutoff = models.utcnow() - datetime.timedelta(seconds=down_time)
     result = session.execute(
         sa.delete(models.Service)
         .where(models.Service.id == service_id,
-               sa.or_(models.Service.heartbeat_at.is_(None),
-                      models.Service.heartbeat_at < cutoff))
+               sa.not_(up_clause(down_time)))
         .execution_options(synchronize_session=False))
     return result.rowcount == 1

@@ -326,6 +326,20 @@ def unscheduled(session, max_age):
     ).scalars().all()
 
 
+def stale(session, backend, cutoff):
+    """Volumes of ``backend`` (the volume service, or its cluster) in a
+    transition (creating, deleting, extending) unchanged since
+    ``cutoff``."""
+    V = models.Volume
+    on_backend = V.host.startswith(backend + '#', autoescape=True)
+    return session.execute(
+        sa.select(V).where(
+            on_backend, V.deleted.is_(False),
+            sa.func.coalesce(V.updated_at, V.created_at) <= cutoff,
+            V.status.in_((states.CREATING, states.DELETING,
+                          states.EXTENDING)))).scalars().all()
+
+
 def join_cluster(session, service_host, cluster_name):
     """Move the volumes of volume service ``service_host``
     (``node@section``) to its cluster ``cluster_name``

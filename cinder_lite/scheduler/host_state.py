@@ -22,48 +22,14 @@ however many report.  A report or a placement pushes the backend again
 """
 import datetime
 import heapq
-import json
 import threading
 
-import sqlalchemy as sa
-
+from cinder_lite.common import capabilities as cap
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.db import models
 from cinder_lite.db import services as db_services
-from cinder_lite.scheduler.filters import capabilities_filter
 from cinder_lite.scheduler.filters import capacity_filter
-from cinder_lite.scheduler.filters import extra_specs_ops
-
-VOLUME_BINARY = 'cinder-volume'
-# What differs between backends that are otherwise alike: capacity (it
-# changes with every report) and the backend's name.  Everything else a
-# backend reports is the same for every backend of a group.
-CAPACITY_KEYS = frozenset(['total_capacity_gb', 'free_capacity_gb',
-                           'provisioned_capacity_gb',
-                           'allocated_capacity_gb'])
-NAME_KEY = 'volume_backend_name'
-PER_BACKEND_KEYS = CAPACITY_KEYS | {NAME_KEY}
-
-
-def signature(capabilities):
-    """What backends of one group report alike: everything but capacity
-    and name."""
-    return json.dumps({k: v for k, v in (capabilities or {}).items()
-                       if k not in PER_BACKEND_KEYS},
-                      sort_keys=True, default=str)
-
-
-def pinned_name(required):
-    """The backend name capability ``required`` (as
-    ``capability_requirements`` gives it) asks for as a plain value,
-    compared as a string; None when it asks for none or with an
-    operator."""
-    name = required.get(NAME_KEY)
-    words = str(name).split() if name is not None else ()
-    if words and words[0] not in extra_specs_ops.OPERATORS:
-        return str(name)
-    return None
-
 
 class BackendState:
 
@@ -93,11 +59,11 @@ class BackendState:
             self.capabilities.get('provisioned_capacity_gb') or 0)
         self.max_over_subscription_ratio = float(
             self.capabilities.get('max_over_subscription_ratio') or 1)
-        self.signature = signature(self.capabilities)
+        self.signature = cap.signature(self.capabilities)
 
     @property
     def backend_name(self):
-        return self.capabilities.get(NAME_KEY)
+        return self.capabilities.get(cap.NAME_KEY)
 
     @property
     def pool(self):
@@ -127,8 +93,7 @@ class BackendState:
             return False
         last = max(filter(None, (self.reported_at, self.heartbeat_at)),
                    default=None)
-        return last is not None and \
-            now - last <= datetime.timedelta(seconds=down_time)
+        return db_services.is_up(last, down_time, now)
 
 
 _CAPACITY = capacity_filter.CapacityFilter()
@@ -230,11 +195,11 @@ class BackendIndex:
         wanted_az = request_spec.get('availability_zone')
         specs = request_spec.get('extra_specs')
         size = request_spec['size']
-        required = capabilities_filter.capability_requirements(specs)
+        required = cap.capability_requirements(specs)
         # a requirement on a capacity key or the name differs between the
         # members of a group: check it per backend
-        per_backend = bool(PER_BACKEND_KEYS.intersection(required))
-        name = pinned_name(required)
+        per_backend = bool(cap.PER_BACKEND_KEYS.intersection(required))
+        name = cap.pinned_name(required)
         if name is not None:
             # a type pinned to the backends of one name (Cinder's usual
             # way)
@@ -248,7 +213,7 @@ class BackendIndex:
         def passes(state):
             if state.host in exclude or not is_live(state):
                 return False
-            return not per_backend or capabilities_filter.satisfies(
+            return not per_backend or cap.satisfies(
                 state.capabilities, specs)
 
         def fits(state, size):
@@ -258,7 +223,7 @@ class BackendIndex:
         for (az, _), group in self._groups.items():
             if wanted_az and wanted_az != az:
                 continue
-            if not per_backend and not capabilities_filter.satisfies(
+            if not per_backend and not cap.satisfies(
                     group.capabilities, specs):
                 continue
             state = group.best(size, fits, passes)
@@ -299,11 +264,7 @@ class HostManager:
         """Read the services table: heartbeats, disabled flags, clusters,
         and the capabilities of backends no report told this scheduler
         about yet (or told less recently than the table)."""
-        S = models.Service
-        rows = session.execute(
-            sa.select(S.host, S.cluster_name, S.disabled, S.heartbeat_at,
-                      S.availability_zone)
-            .where(S.binary == VOLUME_BINARY)).all()
+        rows = db_services.liveness(session, constants.VOLUME_BINARY)
         members = {}
         for row in rows:
             members.setdefault(row.cluster_name or row.host, []).append(row)
@@ -314,19 +275,13 @@ class HostManager:
                      known[name].reported_at is None
                      or _newest(rows) > known[name].reported_at)]
         caps = {}
-        for i in range(0, len(stale), 500):
-            chunk = stale[i:i + 500]
-            for row in session.execute(
-                    sa.select(S.host, S.cluster_name, S.heartbeat_at,
-                              S.capabilities)
-                    .where(S.binary == VOLUME_BINARY,
-                           sa.or_(S.host.in_(chunk),
-                                  S.cluster_name.in_(chunk)))):
-                name = row.cluster_name or row.host
-                if row.capabilities and (
-                        name not in caps or (row.heartbeat_at or _MIN)
-                        > (caps[name][0] or _MIN)):
-                    caps[name] = (row.heartbeat_at, row.capabilities)
+        for row in db_services.capabilities_of(
+                session, constants.VOLUME_BINARY, stale):
+            name = row.cluster_name or row.host
+            if row.capabilities and (
+                    name not in caps or (row.heartbeat_at or _MIN)
+                    > (caps[name][0] or _MIN)):
+                caps[name] = (row.heartbeat_at, row.capabilities)
         with self._lock:
             # (a backend without rows here may have reported after this
             # read and registered meanwhile: a decision confirms rows)
@@ -383,11 +338,12 @@ class HostManager:
                     [s for s in self._live(now) if s.host not in set_aside],
                     request_spec)
             rows = db_services.backend_members(session, chosen.host,
-                                               VOLUME_BINARY)
+                                               constants.VOLUME_BINARY)
             if rows:
                 with self._lock:
                     self._note_members(chosen.host, rows)
-            if rows and any(not r.disabled and db_services.is_up(r, down)
+            if rows and any(not r.disabled and
+                            db_services.is_up(r.heartbeat_at, down)
                             for r in rows):
                 return chosen
             set_aside.add(chosen.host)

@@ -7,7 +7,6 @@ import oslo_messaging as messaging
 
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
-from cinder_lite.common import service
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import messages as db_messages
@@ -19,6 +18,7 @@ from cinder_lite.scheduler.filters import capacity_filter
 from cinder_lite.scheduler import host_state
 from cinder_lite.scheduler import rpcapi
 from cinder_lite.scheduler import weighers
+from cinder_lite import service
 from cinder_lite.volume import rpcapi as volume_rpcapi
 
 LOG = logging.getLogger(__name__)

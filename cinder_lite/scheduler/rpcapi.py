@@ -10,22 +10,6 @@ from cinder_lite.common import rpc
 TOPIC = 'cinder-lite-scheduler'
 RPC_API_VERSION = '1.0'
 
-rpcapi_opts = [
-    cfg.StrOpt('scheduler_version_cap',
-               help='Highest scheduler RPC API version clients send, for '
-                    'rolling upgrades. Unset means the newest this code '
-                    'knows.'),
-]
-
-
-def register_opts(conf):
-    conf.register_opts(rpcapi_opts, group='upgrade_levels')
-
-
-def list_opts():
-    return [('upgrade_levels', rpcapi_opts)]
-
-
 class SchedulerAPI:
 
     def __init__(self, conf=None):

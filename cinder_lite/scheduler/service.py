@@ -1,15 +1,14 @@
 """Builds the scheduler service."""
-from cinder_lite.common import service
+from cinder_lite.common import constants
 from cinder_lite.scheduler import manager
 from cinder_lite.scheduler import rpcapi
-
-SCHEDULER_BINARY = 'cinder-scheduler'
+from cinder_lite import service
 
 
 def build(conf):
     mgr = manager.SchedulerManager(conf)
     return [service.RPCService(
-        conf, SCHEDULER_BINARY, rpcapi.TOPIC, conf.host, [mgr],
+        conf, constants.SCHEDULER_BINARY, rpcapi.TOPIC, conf.host, [mgr],
         conf.storage_availability_zone,
         rpc_version=rpcapi.RPC_API_VERSION,
         on_registered=lambda svc: mgr.start_reconciling(),

@@ -8,6 +8,8 @@ derived the same way whichever API a client uses.
 """
 import logging
 
+from cinder_lite.common import capabilities
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.common import states
@@ -18,10 +20,7 @@ from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.scheduler.filters import capabilities_filter
-from cinder_lite.scheduler import host_state
 from cinder_lite.volume import attachment_api
-from cinder_lite.volume.flows import api_create
 from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
 from cinder_lite.volume import types as volume_types
@@ -459,7 +458,7 @@ class VolumeActions:
         with db_api.reader() as session:
             members = [m for m in db_services.backend_members(
                 session, volume_rpcapi.backend_host(volume.host or ''),
-                host_state.VOLUME_BINARY) if m.capabilities]
+                constants.VOLUME_BINARY) if m.capabilities]
             return db_services.freshest(members).capabilities \
                 if members else {}
 
@@ -470,7 +469,7 @@ class VolumeActions:
         caps = self._backend_caps(volume)
         if not caps:
             return
-        limit = api_create.capacity_limit(caps)
+        limit = capabilities.capacity_limit(caps)
         if new_size > limit:
             raise exception.InvalidInput(
                 reason='New size %d GiB exceeds the capacity of the '
@@ -480,7 +479,7 @@ class VolumeActions:
 
     def _check_backend_holds(self, volume, target, migration_policy):
         caps = self._backend_caps(volume)
-        if not capabilities_filter.satisfies(caps, target['extra_specs']):
+        if not capabilities.satisfies(caps, target['extra_specs']):
             if migration_policy == 'on-demand':
                 reason = ('its backend %s cannot hold type %s and '
                           'migration is not supported' % (volume.host,

@@ -19,6 +19,7 @@ import logging
 import random
 import uuid
 
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.common import iscsi_name
 from cinder_lite.common import notify
@@ -30,7 +31,6 @@ from cinder_lite.db import models
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.scheduler import host_state
 from cinder_lite.volume import rpcapi as volume_rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ class AttachmentService:
                 reason='Volume %s has no backend.' % volume.id)
         backend = volume_rpcapi.backend_host(volume.host)
         members = db_services.backend_members(session, backend,
-                                              host_state.VOLUME_BINARY)
+                                              constants.VOLUME_BINARY)
         if service_host is not None:
             members = [m for m in members if m.host == service_host]
         who = service_host or backend
@@ -156,7 +156,8 @@ class AttachmentService:
             raise exception.ServiceUnavailable(
                 host=who, reason='no such volume service')
         live = [m for m in members
-                if db_services.is_up(m, self.conf.service_down_time)]
+                if db_services.is_up(m.heartbeat_at,
+                                     self.conf.service_down_time)]
         if not live:
             raise exception.ServiceUnavailable(
                 host=who, reason='%s heartbeat is older than %d s' % (

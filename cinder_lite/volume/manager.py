@@ -10,14 +10,14 @@ import oslo_messaging as messaging
 
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
-from cinder_lite.common import service
 from cinder_lite.common import notify
 from cinder_lite.common import states
+from cinder_lite.conf import volume as volume_conf
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import messages as db_messages
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.volume import conf as volume_conf
+from cinder_lite import service
 from cinder_lite.volume import quota
 from cinder_lite.volume.flows import connect as connect_flow
 from cinder_lite.volume.flows import create as create_flow

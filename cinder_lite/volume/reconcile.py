@@ -56,8 +56,6 @@ attachments again after each attachment change.
 import datetime
 import logging
 
-import sqlalchemy as sa
-
 from cinder_lite.common import exception
 from cinder_lite.common import notify
 from cinder_lite.common import states
@@ -77,27 +75,8 @@ def _stale(session, service_host, backend, max_age):
     transitional volumes of ``backend`` (the service, or its cluster)
     unchanged for ``max_age`` seconds."""
     cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
-    V, A = models.Volume, models.VolumeAttachment
-    on_backend = V.host.startswith(backend + '#', autoescape=True)
-    changed = sa.func.coalesce(A.updated_at, A.created_at)
-    attachments = session.execute(
-        sa.select(A, V).join(V, V.id == A.volume_id).where(
-            V.deleted.is_(False), A.deleted.is_(False),
-            db_attachments.exported_by(service_host),
-            changed <= cutoff,
-            sa.or_(A.attach_status.in_((states.ATTACH_ATTACHING,
-                                        states.ATTACH_DETACHING,
-                                        states.ERROR_DETACHING)),
-                   sa.and_(A.attach_status == states.ATTACHED,
-                           A.status_reason == db_attachments.TAKING_OVER)
-                   ))).all()
-    volumes = session.execute(
-        sa.select(V).where(
-            on_backend, V.deleted.is_(False),
-            sa.func.coalesce(V.updated_at, V.created_at) <= cutoff,
-            V.status.in_((states.CREATING, states.DELETING,
-                          states.EXTENDING)))).scalars().all()
-    return attachments, volumes
+    return (db_attachments.stale(session, service_host, cutoff),
+            db_volumes.stale(session, backend, cutoff))
 
 
 def run(manager, max_age, busy=()):

@@ -17,22 +17,6 @@ from cinder_lite.common import rpc
 TOPIC = 'cinder-lite-volume'
 RPC_API_VERSION = '1.4'
 
-rpcapi_opts = [
-    cfg.StrOpt('volume_version_cap',
-               help='Highest volume RPC API version clients send, for '
-                    'rolling upgrades. Unset means the newest this code '
-                    'knows.'),
-]
-
-
-def register_opts(conf):
-    conf.register_opts(rpcapi_opts, group='upgrade_levels')
-
-
-def list_opts():
-    return [('upgrade_levels', rpcapi_opts)]
-
-
 def backend_host(host):
     """``node@backend#pool`` -> ``node@backend``, the RPC server name."""
     return host.partition('#')[0]

@@ -2,11 +2,11 @@
 each an RPC server ``host@backend`` reporting its capabilities."""
 import logging
 
+from cinder_lite.common import constants
 from cinder_lite.common import context as cl_context
-from cinder_lite.common import service
 from cinder_lite.db import models
-from cinder_lite.scheduler import host_state
 from cinder_lite.scheduler import rpcapi as scheduler_rpcapi
+from cinder_lite import service
 from cinder_lite.volume import manager
 from cinder_lite.volume import rpcapi
 
@@ -39,7 +39,7 @@ def build(conf):
             mgr.start_reconciling()
 
         services.append(service.RPCService(
-            conf, host_state.VOLUME_BINARY, rpcapi.TOPIC, mgr.host, [mgr],
+            conf, constants.VOLUME_BINARY, rpcapi.TOPIC, mgr.host, [mgr],
             conf.storage_availability_zone, backend=section, report=report,
             rpc_version=rpcapi.RPC_API_VERSION, on_registered=registered,
             on_stopped=mgr.cleanup, cluster_name=mgr.cluster_name))

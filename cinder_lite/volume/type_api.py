@@ -1,22 +1,21 @@
 """The service layer for volume types, extra specs and type access."""
 import logging
 
+from cinder_lite.common import capabilities
 from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.scheduler.filters import capabilities_filter
-from cinder_lite.scheduler.filters import extra_specs_ops
 
 LOG = logging.getLogger(__name__)
 
 
 def _check_specs(specs):
     for key, value in specs.items():
-        if key in capabilities_filter.capability_requirements({key: value}):
-            extra_specs_ops.validate(value)
+        if key in capabilities.capability_requirements({key: value}):
+            capabilities.validate(value)
     mode = specs.get('mode')
     if mode is not None and str(mode).upper() not in ('RO', 'RW'):
         raise exception.InvalidInput(reason="mode must be RO or RW")

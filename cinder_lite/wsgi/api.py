@@ -18,9 +18,9 @@ import threading
 
 from cinder_lite.api import deploy
 from cinder_lite.api import rpc_endpoint
-from cinder_lite.common import config
-from cinder_lite.common import service
+from cinder_lite.cmd import config
 from cinder_lite.db import api as db_api
+from cinder_lite import service
 
 CONFIG_ENV = 'CINDER_LITE_CONFIG_FILES'
 

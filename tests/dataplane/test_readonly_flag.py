@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from cinder_lite.connector import iscsi
 from cinder_lite.connector import nbd
+from cinder_lite import iscsi
 from tests.harness import dataplane as dp
 
 BLOCK = 4096

@@ -12,11 +12,11 @@ import sqlalchemy as sa
 
 from cinder_lite.connector import client
 from cinder_lite.connector import host as host_connector
-from cinder_lite.connector import iscsi
 from cinder_lite.connector import nbd
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
+from cinder_lite import iscsi
 from tests.harness import dataplane as dp
 from tests.harness import stack as stack_mod
 

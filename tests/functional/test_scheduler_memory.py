@@ -12,7 +12,7 @@ from cinder_lite.common import exception
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
 from cinder_lite.db import models
-from cinder_lite import opts
+from cinder_lite import conf as cl_conf
 from cinder_lite.scheduler import host_state
 from cinder_lite.scheduler import manager
 
@@ -26,7 +26,7 @@ SPEC = {'size': 1, 'availability_zone': None, 'extra_specs': {}}
 @pytest.fixture
 def hosts(tmp_path):
     conf = cfg.ConfigOpts()
-    opts.register_all(conf)
+    cl_conf.register_opts(conf)
     conf([], project='cinder-lite', default_config_files=[])
     conf.set_override('connection', 'sqlite:///%s' % (tmp_path / 'db'),
                       'database')
@@ -92,37 +92,37 @@ def test_down_backend_is_not_chosen(hosts):
 def test_api_check_reads_the_database_it_is_given(tmp_path, hosts):
     """The API's copy of the services table belongs to one database: a
     process that configured another one does not answer from it."""
-    from cinder_lite.volume.flows import api_create
+    from cinder_lite.volume import admission
     register('a@b')
     vtype = {'name': 't', 'extra_specs': {}}
     conf = hosts.conf
     with db_api.reader() as session:
-        assert api_create.check_backends(session, {'size': 1}, vtype,
-                                         conf) == 'nova'
+        assert admission.check_backends(session, {'size': 1}, vtype,
+                                        conf) == 'nova'
     conf.set_override('connection', 'sqlite:///%s' % (tmp_path / 'other'),
                       'database')
     db_api.configure(conf)
     migration.upgrade()
     with db_api.reader() as session, pytest.raises(
             exception.ServiceUnavailable):
-        api_create.check_backends(session, {'size': 1}, vtype, conf)
+        admission.check_backends(session, {'size': 1}, vtype, conf)
 
 
 def test_api_check_does_not_accept_on_a_stale_copy(hosts):
     """The copy says the backend is enabled; the table, a moment later,
     says it is not: the create is refused at once, not recorded to fail
     in the scheduler."""
-    from cinder_lite.volume.flows import api_create
+    from cinder_lite.volume import admission
     register('a@b')
     vtype = {'name': 't', 'extra_specs': {}}
     with db_api.reader() as session:
-        assert api_create.check_backends(session, {'size': 1}, vtype,
-                                         hosts.conf) == 'nova'
+        assert admission.check_backends(session, {'size': 1}, vtype,
+                                        hosts.conf) == 'nova'
     set_disabled('a@b', True)
     with db_api.reader() as session, pytest.raises(
             exception.ServiceUnavailable):
-        api_create.check_backends(session, {'size': 1}, vtype, hosts.conf)
+        admission.check_backends(session, {'size': 1}, vtype, hosts.conf)
     set_disabled('a@b', False)
     with db_api.reader() as session:
-        assert api_create.check_backends(session, {'size': 1}, vtype,
-                                         hosts.conf) == 'nova'
+        assert admission.check_backends(session, {'size': 1}, vtype,
+                                        hosts.conf) == 'nova'

@@ -17,13 +17,13 @@ import requests
 
 from cinder_lite.api import server
 from cinder_lite.cmd import all as cmd_all
-from cinder_lite.common import config
+from cinder_lite.cmd import config
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import policy
-from cinder_lite.common import service
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
 from cinder_lite.scheduler import service as scheduler_service
+from cinder_lite import service
 from cinder_lite.volume import service as volume_service
 from tests.harness import util
 

@@ -41,7 +41,7 @@ VENV = os.environ.get('CINDER_LITE_TEMPEST_VENV') or os.path.join(
     os.path.expanduser('~'), '.cache', 'cinder_lite', 'tempest-venv')
 INTEROP_LIST = os.path.join(TOOLS, 'tempest-interop-volume.txt')
 EXCLUDE_LIST = os.path.join(TOOLS, 'tempest-exclude.txt')
-RESULTS_READER = os.path.join(ROOT, 'tests', 'integration',
+RESULTS_READER = os.path.join(ROOT, 'tests', 'harness',
                               'tempest_results.py')
 INTEROP_GUIDELINE = 'interop 2020.06 volume tests'
 SELECTIONS = {

@@ -16,7 +16,7 @@ import pytest
 
 from cinder_lite.connector import client
 from cinder_lite.connector import host as host_connector
-from cinder_lite.connector import iscsi
+from cinder_lite import iscsi
 from tests.harness import dataplane as dp
 from tests.harness import cluster as cluster_mod
 from tests.harness import util

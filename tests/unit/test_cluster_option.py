@@ -3,7 +3,7 @@ it becomes the node part of ``cluster@backend#pool``."""
 import pytest
 from oslo_config import cfg
 
-from cinder_lite.volume import conf as volume_conf
+from cinder_lite.conf import volume as volume_conf
 
 
 def _conf(tmp_path, value):

@@ -1,8 +1,7 @@
 import pytest
 
+from cinder_lite.common import capabilities
 from cinder_lite.common import exception
-from cinder_lite.scheduler.filters import capabilities_filter
-from cinder_lite.scheduler.filters import extra_specs_ops as ops
 
 
 @pytest.mark.parametrize('value,req,expected', [
@@ -31,32 +30,32 @@ from cinder_lite.scheduler.filters import extra_specs_ops as ops
     ('text', '>= 3', False),
 ])
 def test_match(value, req, expected):
-    assert ops.match(value, req) is expected
+    assert capabilities.match(value, req) is expected
 
 
 @pytest.mark.parametrize('req', ['<is> maybe', '>= many', '== x'])
 def test_validate_refuses(req):
     with pytest.raises(exception.InvalidInput):
-        ops.validate(req)
+        capabilities.validate(req)
 
 
 def test_validate_accepts():
     for req in ('<is> True', '>= 10', 'plain', '<in> x', 's== y', ''):
-        ops.validate(req)
+        capabilities.validate(req)
 
 
 def test_capability_requirements_skip_other_scopes():
     specs = {'multiattach': '<is> True', 'capabilities:dedup': '<is> True',
              'qos:iops': '100', 'mode': 'RO', 'os:thing': 'x'}
-    assert capabilities_filter.capability_requirements(specs) == {
+    assert capabilities.capability_requirements(specs) == {
         'multiattach': '<is> True', 'dedup': '<is> True'}
 
 
 def test_satisfies():
     caps = {'multiattach': False, 'volume_backend_name': 'noma'}
-    assert capabilities_filter.satisfies(caps, {})
-    assert not capabilities_filter.satisfies(caps,
-                                             {'multiattach': '<is> True'})
-    assert capabilities_filter.satisfies(caps,
-                                         {'volume_backend_name': 'noma'})
-    assert not capabilities_filter.satisfies(caps, {'missing': 'x'})
+    assert capabilities.satisfies(caps, {})
+    assert not capabilities.satisfies(caps,
+                                      {'multiattach': '<is> True'})
+    assert capabilities.satisfies(caps,
+                                  {'volume_backend_name': 'noma'})
+    assert not capabilities.satisfies(caps, {'missing': 'x'})

@@ -10,6 +10,8 @@ import webob.exc
 
 from cinder_lite.api import validation
 from cinder_lite.api import wsgi
+from cinder_lite.common import capabilities
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.common import states
@@ -17,8 +19,6 @@ from cinder_lite.db import api as db_api
 from cinder_lite.db import models
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
-from cinder_lite.scheduler.filters import capabilities_filter
-from cinder_lite.scheduler import host_state
 
 LOG = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def _conf(req):
 
 
 def _service_view(req, row, conf):
-    up = db_services.is_up(row, conf.service_down_time)
+    up = db_services.is_up(row.heartbeat_at, conf.service_down_time)
     view = {
         'binary': row.binary,
         'host': row.host,
@@ -69,9 +69,9 @@ def _service_view(req, row, conf):
     }
     if req.version >= (3, 7):
         view['cluster'] = row.cluster_name
-    if req.version >= (3, 49) and row.binary == host_state.VOLUME_BINARY:
+    if req.version >= (3, 49) and row.binary == constants.VOLUME_BINARY:
         view['backend_state'] = 'up' if up else 'down'
-    if row.binary == host_state.VOLUME_BINARY:
+    if row.binary == constants.VOLUME_BINARY:
         # Cinder's extended services fields of volume services
         # (cinder_lite does not replicate)
         view['replication_status'] = 'disabled'
@@ -117,7 +117,7 @@ def _freeze_or_thaw(req, action):
     with db_api.writer() as session:
         hosts = db_services.set_frozen(session, host, cluster,
                                        action == 'freeze',
-                                       host_state.VOLUME_BINARY)
+                                       constants.VOLUME_BINARY)
     LOG.warning('volume backend %s %s by os-services/%s',
                 ', '.join(hosts), 'frozen' if action == 'freeze'
                 else 'thawed', action)
@@ -135,7 +135,7 @@ def update_service(req):
             explanation='Unknown os-services action: %s' % action)
     body = req.json_body()
     validation.validate(_service_update, body)
-    binary = body.get('binary', host_state.VOLUME_BINARY)
+    binary = body.get('binary', constants.VOLUME_BINARY)
     disabled = action != 'enable'
     reason = body.get('disabled_reason') if action == \
         'disable-log-reason' else None
@@ -168,7 +168,7 @@ def get_pools(req):
     conf = _conf(req)
     with db_api.reader() as session:
         rows = db_services.list_services(session,
-                                         binary=host_state.VOLUME_BINARY)
+                                         binary=constants.VOLUME_BINARY)
         specs = None
         if 'volume_type' in params:
             specs = db_types.get_by_name_or_id(
@@ -179,7 +179,7 @@ def get_pools(req):
     rows = sorted(rows, key=lambda r: r.heartbeat_at or datetime.datetime.min,
                   reverse=True)
     for row in rows:
-        if not db_services.is_up(row, conf.service_down_time):
+        if not db_services.is_up(row.heartbeat_at, conf.service_down_time):
             continue
         caps = dict(row.capabilities or {})
         name = '%s#%s' % (row.cluster_name or row.host,
@@ -189,8 +189,7 @@ def get_pools(req):
         seen.add(name)
         if params.get('name') and params['name'] != name:
             continue
-        if specs is not None and not capabilities_filter.satisfies(caps,
-                                                                   specs):
+        if specs is not None and not capabilities.satisfies(caps, specs):
             continue
         pool = {'name': name}
         if detail:
@@ -209,11 +208,11 @@ def show_capabilities(req):
     with db_api.reader() as session:
         # a volume service, or a cluster (asked through a live member)
         members = db_services.backend_members(
-            session, host.partition('#')[0], host_state.VOLUME_BINARY)
+            session, host.partition('#')[0], constants.VOLUME_BINARY)
     if not members:
         raise exception.HostNotFound(host=host)
     row = db_services.freshest(members)
-    if not db_services.is_up(row, conf.service_down_time):
+    if not db_services.is_up(row.heartbeat_at, conf.service_down_time):
         if row.heartbeat_at is None:
             # it stopped cleanly (or never beat)
             reason = 'no heartbeat since it stopped'

@@ -5,12 +5,12 @@ Success codes: all 200, every microversion.
 import webob.exc
 
 from cinder_lite.api import wsgi
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.scheduler import host_state
 
 
 def _conf(req):
@@ -24,7 +24,7 @@ def list_availability_zones(req):
     count)."""
     with db_api.reader() as session:
         zones = db_services.availability_zones(session,
-                                               host_state.VOLUME_BINARY)
+                                               constants.VOLUME_BINARY)
     return wsgi.json_response({'availabilityZoneInfo': [
         {'zoneName': zone, 'zoneState': {'available': available}}
         for zone, available in zones.items()]})
@@ -47,7 +47,7 @@ def list_hosts(req):
         'service': row.binary,
         'zone': row.availability_zone,
         'service-status': ('available' if db_services.is_up(
-            row, conf.service_down_time) else 'unavailable'),
+            row.heartbeat_at, conf.service_down_time) else 'unavailable'),
         'service-state': 'disabled' if row.disabled else 'enabled',
         'last-update': wsgi.isotime(row.heartbeat_at),
     } for row in rows]})
@@ -62,7 +62,7 @@ def show_host(req):
     host = req.urlvars['host_name']
     with db_api.reader() as session:
         row = db_services.get_by_host(session, host,
-                                      host_state.VOLUME_BINARY)
+                                      constants.VOLUME_BINARY)
         if row.disabled:
             # as Cinder: a disabled service is not a host to show
             raise exception.ServiceNotFound(binary=row.binary, host=host)

@@ -31,7 +31,9 @@ import time
 
 from cinder_lite.common import exception
 from cinder_lite.common import iscsi_name
-from cinder_lite.connector import iscsi as initiator_mod
+from cinder_lite.iscsi import pr
+from cinder_lite.iscsi import scsi
+from cinder_lite.iscsi import session as iscsi_session
 
 LOG = logging.getLogger(__name__)
 
@@ -464,7 +466,7 @@ class IscsiTarget:
         if the departed host had unregistered itself.  tgt cannot say which
         key belongs to whom (no READ FULL STATUS), so a registration under
         any other key stays; a failure is logged, the detach goes on."""
-        key = initiator_mod.attachment_key(attachment_id)
+        key = pr.attachment_key(attachment_id)
         fencer = self.prefix + FENCER_NAME
         try:
             removed = self._preempt_as_fencer(iqn, fencer, key)
@@ -494,8 +496,8 @@ class IscsiTarget:
         if target is None:
             return None
         self._bind(target['tid'], fencer)
-        ask = initiator_mod.settled
-        with initiator_mod.IscsiSession(self.portal, iqn, LUN, fencer,
+        ask = scsi.settled
+        with iscsi_session.IscsiSession(self.portal, iqn, LUN, fencer,
                                         timeout=FENCER_TIMEOUT_S) as session:
             if key not in ask(session.read_keys)[1]:
                 return None
@@ -567,8 +569,7 @@ class IscsiTarget:
                 # the key to register with, so that the registration
                 # ends with the attachment (see _drop_registration)
                 'reservation_key': '0x%016x'
-                                   % initiator_mod.attachment_key(
-                                       attachment_id)}
+                                   % pr.attachment_key(attachment_id)}
 
 
 def _comm(pid):

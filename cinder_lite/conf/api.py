@@ -1,4 +1,4 @@
-"""Options of the API service."""
+"""Options of the API service ([DEFAULT])."""
 from oslo_config import cfg
 
 api_opts = [

@@ -1,4 +1,5 @@
-"""Options of a volume backend section.
+"""Options of the volume service ([DEFAULT]) and of a volume backend
+section, and how a backend section is read.
 
 Each name in ``[DEFAULT] enabled_backends`` is a config section holding
 these options; a value missing there falls back to ``[backend_defaults]``.

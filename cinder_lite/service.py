@@ -1,5 +1,8 @@
 """Running services: RPC servers with heartbeats, signals, readiness.
 
+A floor above the database (each service is a row of the services
+table that its heartbeat refreshes) and below the services it runs.
+
 Every long-running process builds a list of ``Service`` objects and hands
 it to ``run``, which starts them, tells systemd it is ready, and stops them
 gracefully on SIGTERM/SIGINT; SIGHUP reloads the mutable options (log

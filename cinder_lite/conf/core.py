@@ -1,14 +1,10 @@
-"""Options every cinder_lite service reads, and the one place that parses
-the global configuration (entry points only)."""
+"""Options every cinder_lite service reads ([DEFAULT]), and the defaults
+cinder_lite gives oslo.db's [database] options."""
 import os
 import socket
 
 from oslo_config import cfg
 from oslo_db import options as db_options
-from oslo_log import log as logging
-import oslo_messaging
-
-from cinder_lite import version
 
 core_opts = [
     cfg.StrOpt('state_path',
@@ -57,41 +53,3 @@ def register_opts(conf):
 
 def list_opts():
     return [('DEFAULT', core_opts)]
-
-
-def parse_args(argv, conf=None, default_transport_url=None,
-               description=None):
-    """Register every option, parse the command line and config files and
-    set up logging.  Called by the console scripts only."""
-    from cinder_lite import opts
-    conf = conf or cfg.CONF
-    logging.register_options(conf)
-    opts.register_all(conf)
-    oslo_messaging.set_transport_defaults('cinder-lite')
-    conf(argv, project='cinder-lite', version=version.VERSION,
-         description=description)
-    # Parsing a URL registers oslo.messaging's [DEFAULT] options here.
-    oslo_messaging.TransportURL.parse(conf)
-    if default_transport_url:
-        location = conf.get_location('transport_url')
-        if location is None or location.location in (
-                cfg.Locations.opt_default, cfg.Locations.set_default):
-            conf.set_default('transport_url', default_transport_url)
-    from cinder_lite.common import inproc_bus
-    if conf.transport_url == inproc_bus.URL:
-        inproc_bus.quiet(conf)
-    logging.setup(conf, 'cinder-lite')
-    return conf
-
-
-def embedded(conf):
-    """Whether ``conf`` describes the embedded mode (cinder-lite-all on its
-    in-process bus): the in-process transport, or no transport_url set at
-    all next to a SQLite database (cinder-lite-all's defaults)."""
-    from cinder_lite.common import inproc_bus
-    if conf.transport_url == inproc_bus.URL:
-        return True
-    location = conf.get_location('transport_url')
-    unset = location is None or location.location in (
-        cfg.Locations.opt_default, cfg.Locations.set_default)
-    return unset and conf.database.connection.startswith('sqlite')

@@ -1,0 +1,181 @@
+"""Admission of a new volume: refuse at once what no live backend could
+ever hold, instead of recording a volume that is bound to fail.
+
+The scheduler places a volume after the API has answered (the create is a
+cast), so the API cannot ask it.  What the API can know before it records
+the volume is whether some live, enabled backend in the zone asked for
+reports the capabilities the type requires and is large enough at all;
+else the request is refused at once and leaves nothing behind.  This
+chooses no backend; placement is the scheduler's.  It matches types
+as the scheduler does (``cinder_lite.common.capabilities``) and reads the
+services table through ``cinder_lite.db.services``.
+"""
+import threading
+import time
+
+from cinder_lite.common import capabilities
+from cinder_lite.common import constants
+from cinder_lite.common import exception
+from cinder_lite.db import api as db_api
+from cinder_lite.db import models
+from cinder_lite.db import services as db_services
+
+
+class _Backend:
+    __slots__ = ('host', 'availability_zone', 'disabled', 'heartbeat_at',
+                 'capabilities', 'limit')
+
+    def __init__(self, row):
+        self.host = row.host
+        self.availability_zone = row.availability_zone
+        self.disabled = row.disabled
+        self.heartbeat_at = row.heartbeat_at
+        self.capabilities = row.capabilities
+        self.limit = capabilities.capacity_limit(row.capabilities or {})
+
+
+class ServicesView:
+    """The volume services as ``check_backends`` needs them, read from the
+    services table at most every ``report_interval`` seconds (a cloud of
+    10,000 backends made every create read 10,000 rows).  Backends that
+    report the same capabilities but for capacity and name form one
+    group, matched against a type once.  A refusal is never made on a
+    copy (the table is read again first), and an acceptance is confirmed
+    by the rows of a few of the backends it counted on."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._read_at = None
+        self._engine = None
+        self._groups = None
+        self._named = None
+
+    def snapshot(self, session, conf, fresh=False):
+        # (a process that configured another database meanwhile)
+        engine = db_api.get_engine()
+        with self._lock:
+            if not (fresh or self._read_at is None
+                    or self._engine is not engine
+                    or time.monotonic() - self._read_at
+                    > conf.report_interval):
+                return self._groups, self._named
+        # read outside the lock: requests that need the table read it side
+        # by side, none waits behind another's read
+        rows = db_services.with_capabilities(session,
+                                             constants.VOLUME_BINARY)
+        groups, named = {}, {}
+        for row in rows:
+            backend = _Backend(row)
+            caps = backend.capabilities or {}
+            key = (backend.availability_zone, capabilities.signature(caps))
+            groups.setdefault(key, []).append(backend)
+            named.setdefault(str(caps.get(capabilities.NAME_KEY)),
+                             []).append(backend)
+        with self._lock:
+            self._groups, self._named = groups, named
+            self._read_at = time.monotonic()
+            self._engine = engine
+        return groups, named
+
+
+SERVICES = ServicesView()
+
+
+def check_backends(session, request, volume_type, conf):
+    """Refuse at once what no live backend could ever hold, instead of
+    recording a volume that is bound to fail; returns the AZ."""
+    try:
+        az, able = _check_backends(session, request, volume_type, conf,
+                                   False)
+    except (exception.InvalidInput, exception.ServiceUnavailable,
+            exception.NoValidBackend):
+        # the copy may be older than a service that just came up
+        return _check_backends(session, request, volume_type, conf,
+                               True)[0]
+    if _still_up(session, able, conf):
+        return az
+    # the copy is older than an outage or a disable: the table decides
+    return _check_backends(session, request, volume_type, conf, True)[0]
+
+
+CONFIRM_AT_MOST = 20
+
+
+def _still_up(session, backends, conf):
+    """Whether one of (the first few of) ``backends`` is up and enabled
+    by the table now, not only by the copy: one indexed read."""
+    hosts = [b.host for b in backends[:CONFIRM_AT_MOST]]
+    return db_services.any_enabled_and_up(session, hosts,
+                                          constants.VOLUME_BINARY,
+                                          conf.service_down_time)
+
+
+def _capable(groups, named, az, specs):
+    """The backends of ``az`` whose capabilities satisfy ``specs``."""
+    required = capabilities.capability_requirements(specs)
+    name = capabilities.pinned_name(required)
+    if name is not None:
+        # only the backends of that name can match
+        pool = [b for b in named.get(name, ())
+                if b.availability_zone == az]
+    elif capabilities.PER_BACKEND_KEYS.intersection(required):
+        # capacity or name: each backend answers for itself
+        pool = [b for (zone, _), members in groups.items() if zone == az
+                for b in members]
+    else:
+        # the members of a group answer alike
+        return [b for (zone, _), members in groups.items()
+                if zone == az and capabilities.satisfies(
+                    members[0].capabilities or {}, specs)
+                for b in members]
+    return [b for b in pool
+            if capabilities.satisfies(b.capabilities or {}, specs)]
+
+
+def _check_backends(session, request, volume_type, conf, fresh):
+    groups, named = SERVICES.snapshot(session, conf, fresh)
+    az = (request.get('availability_zone')
+          or conf.default_availability_zone
+          or conf.storage_availability_zone)
+    now = models.utcnow()
+
+    def up(b):
+        return not b.disabled and db_services.is_up(
+            b.heartbeat_at, conf.service_down_time, now)
+    zones = {zone for (zone, _), members in groups.items()
+             if any(up(b) for b in members)}
+    if request.get('availability_zone') and az not in zones:
+        raise exception.InvalidInput(
+            reason="Availability zone '%s' is invalid." % az)
+    if az not in zones:
+        # transient (services restarting, heartbeats late): retry later
+        raise exception.ServiceUnavailable(
+            host=constants.VOLUME_BINARY,
+            reason='no volume service in availability zone %s has '
+                   'reported within service_down_time; retry later' % az)
+    capable = [b for b in _capable(groups, named, az,
+                                   volume_type['extra_specs']) if up(b)]
+    if not capable:
+        silent = sorted(b.host for (zone, _), members in groups.items()
+                        if zone == az for b in members
+                        if up(b) and not b.capabilities)
+        if silent:
+            # up, but its first report is not in yet: it may hold this
+            raise exception.ServiceUnavailable(
+                host=', '.join(silent),
+                reason='it has not reported its capabilities yet; retry '
+                       'later')
+        wanted = capabilities.capability_requirements(
+            volume_type['extra_specs'])
+        raise exception.NoValidBackend(
+            reason='No live backend in availability zone %s reports the '
+                   'capabilities volume type %s asks for: %s.' % (
+                       az, volume_type['name'], wanted or '{}'))
+    largest = max(b.limit for b in capable)
+    if request['size'] > largest:
+        raise exception.NoValidBackend(
+            reason='Requested size %d GiB exceeds the capacity of every '
+                   'backend that can hold volume type %s (largest: %.0f '
+                   'GiB).' % (request['size'], volume_type['name'],
+                              largest))
+    return az, [b for b in capable if b.limit >= request['size']]
