@@ -1,6 +1,64 @@
+"""The whole suite: the embedded stack fixtures, and how pytest-xdist
+shares the modules out (README.rst's command runs two workers with
+``--dist loadfile``: each module runs whole on one worker, so its
+module-scoped cluster starts once)."""
 import pytest
 
 from tests.harness import stack as stack_mod
+
+# The modules that take longest, started first so that the workers end
+# together (longest first is the classic rule for sharing jobs between
+# machines).  Measured with --durations; order only, nothing else.
+SLOW_FIRST = (
+    'tests/integration/test_tempest.py',
+    'tests/integration/test_nova.py',
+    'tests/integration/test_crash.py',
+    'tests/integration/test_stateful_fuzz.py',
+    'tests/integration/test_quotas.py',
+    'tests/integration/test_db_outage.py',
+    'tests/integration/test_active_active.py',
+    'tests/integration/test_two_schedulers.py',
+    'tests/integration/test_manage.py',
+    'tests/functional/test_readme.py',
+    'tests/functional/test_fuzz.py',
+    'tests/functional/test_dashboard.py',
+)
+
+
+# Modules that must run on the same worker, because they share what a
+# session-scoped fixture starts: the OpenStack deployment of
+# tests/integration/conftest.py.
+SHARED_WORKER = {
+    'tests/integration/test_nova.py': 'openstack',
+    'tests/integration/test_tempest.py': 'openstack',
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow modules first (the order of the collection is the order in
+    which the workers are given the modules)."""
+    rank = {path: i for i, path in enumerate(SLOW_FIRST)}
+    order = {item: (rank.get(item.nodeid.split('::', 1)[0], len(rank)),
+                    index) for index, item in enumerate(items)}
+    items.sort(key=order.__getitem__)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, with the modules of SHARED_WORKER kept
+    together.  (pytest-xdist's own way, ``--dist loadgroup`` and the
+    ``xdist_group`` mark, rewrites node ids in a way pytest 9.2 no longer
+    honours.)"""
+    if config.getvalue('dist') != 'loadfile':
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedWorkerScheduling(LoadFileScheduling):
+
+        def _split_scope(self, nodeid):
+            path = super()._split_scope(nodeid)
+            return SHARED_WORKER.get(path, path)
+
+    return SharedWorkerScheduling(config, log)
 
 
 @pytest.fixture

@@ -9,8 +9,10 @@ import tempfile
 import pytest
 
 from tests.harness import cluster as cluster_mod
+from tests.harness import openstack
 from tests.harness import servers
 from tests.harness import stack
+from tests.harness import util
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -88,3 +90,31 @@ def api(cluster):
     client = stack.Client(cluster.url, project=cluster_mod.PROJECT)
     yield client
     client.session.close()
+
+
+@pytest.fixture(scope='session')
+def openstack_cloud():
+    """Keystone, Glance, Placement, Nova and cinder_lite in keystone mode
+    (tests/harness/openstack.py), started once for the modules that need
+    them (test_nova.py, test_tempest.py: tests/conftest.py gives both to one
+    pytest-xdist worker).  Skipped without the OpenStack
+    virtualenv (tools/openstack-venv), failed instead under
+    CINDER_LITE_REQUIRE_SERVICES=1."""
+    try:
+        openstack.check_available()
+    except cluster_mod.ServiceUnavailable as e:
+        util.skip_or_fail('Nova and Keystone: %s' % e)
+    cloud = openstack.NovaStack(
+        keep_workdir=os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1')
+    try:
+        cloud.start()
+    except cluster_mod.ClusterError as e:
+        pytest.fail('the OpenStack deployment did not start: %s' % e,
+                    pytrace=False)
+    try:
+        yield cloud
+    finally:
+        codes = cloud.stop()
+    bad = {name: rc for name, rc in codes.items()
+           if rc not in (0, -15, None)}
+    assert not bad, 'processes that did not stop cleanly: %r' % bad

@@ -1,6 +1,7 @@
 """OpenStack Nova drives cinder_lite, with a real Keystone (issue 16).
 
-One deployment per module (tests/harness/openstack.py): Keystone,
+One deployment per test run, shared with test_tempest.py
+(tests/harness/openstack.py, the ``openstack_cloud`` fixture): Keystone,
 Glance, Placement, nova-api, -conductor, -scheduler and two nova-compute
 hosts with the fake virt driver, and cinder_lite in keystone mode, over
 RabbitMQ and MariaDB.  Every step goes through Nova's compute API at
@@ -23,7 +24,6 @@ import time
 import pytest
 import requests
 
-from tests.harness import cluster as cluster_mod
 from tests.harness import openstack
 from tests.harness import tokens
 from tests.harness import util
@@ -37,34 +37,20 @@ IN_BETWEEN = ('reserved', 'attaching', 'detaching', 'error_attaching',
 
 
 @pytest.fixture(scope='module')
-def cloud():
-    try:
-        openstack.check_available()
-    except cluster_mod.ServiceUnavailable as e:
-        util.skip_or_fail('Nova and Keystone: %s' % e)
-    stack = openstack.NovaStack(
-        keep_workdir=os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1')
-    try:
-        stack.start()
-    except cluster_mod.ClusterError as e:
-        pytest.fail('the Nova deployment did not start: %s' % e,
-                    pytrace=False)
-    try:
-        admin = stack.admin()
-        stack.make_project('demo', {'demo-member': ['member', 'reader'],
-                                    'demo-reader': ['reader']})
-        stack.flavor = admin.compute('POST', '/flavors', {'flavor': {
-            'name': 'bfv', 'ram': 64, 'vcpus': 1, 'disk': 0}},
-            expect=200).json()['flavor']['id']
-        admin.volume('POST', '/types', {'volume_type': {
-            'name': SHARED_TYPE, 'extra_specs': {'multiattach': '<is> True'}}},
-            expect=200)
-        yield stack
-    finally:
-        codes = stack.stop()
-    bad = {name: rc for name, rc in codes.items()
-           if rc not in (0, -15, None)}
-    assert not bad, 'processes that did not stop cleanly: %r' % bad
+def cloud(openstack_cloud):
+    """The session's OpenStack (tests/integration/conftest.py) with this
+    module's project ``demo``, flavor and shareable type."""
+    stack = openstack_cloud
+    admin = stack.admin()
+    stack.make_project('demo', {'demo-member': ['member', 'reader'],
+                                'demo-reader': ['reader']})
+    stack.flavor = admin.compute('POST', '/flavors', {'flavor': {
+        'name': 'bfv', 'ram': 64, 'vcpus': 1, 'disk': 0}},
+        expect=200).json()['flavor']['id']
+    admin.volume('POST', '/types', {'volume_type': {
+        'name': SHARED_TYPE, 'extra_specs': {'multiattach': '<is> True'}}},
+        expect=200)
+    return stack
 
 
 @pytest.fixture(scope='module')
