@@ -314,7 +314,7 @@ def _seed_rows(engine, kind, args, n_rows, state):
                 'host': POOL, 'cluster_name': None,
                 'availability_zone': 'nova', 'multiattach': multi,
                 'bootable': i % 7 == 0, 'shared_targets': False,
-                'service_uuid': None, 'metadata': {},
+                'service_uuid': None,
                 'attach_seq': 0, 'readonly': False, 'deleted': False,
                 'deleted_at': None, 'created_at': created,
                 'updated_at': created})

@@ -8,9 +8,14 @@ resources served here look like or accept:
 * 3.0   - the v3 API: volumes, types, extra specs, type access, services
 * 3.3   - user messages (``/messages``)
 * 3.7   - ``cluster`` in os-services entries
+* 3.12  - ``GET /volumes/summary``
 * 3.13  - ``group_id`` in the volume view
+* 3.15  - ETags on volume metadata (``ETag``, ``If-Match``)
 * 3.21  - ``provider_id`` in the volume view (admin)
+* 3.23  - ``DELETE /volumes/{id}?force=true`` (admin)
+* 3.26  - ``cluster`` in os-services/freeze and thaw
 * 3.34  - ``name~`` style like-filters on volume lists
+* 3.36  - ``metadata`` in the volume summary
 * 3.45  - ``with_count`` on volume lists
 * 3.48  - ``shared_targets`` and ``service_uuid`` in the volume view
 * 3.49  - ``backend_state`` in os-services entries of volume services

@@ -14,12 +14,15 @@ import webob.exc
 from cinder_lite.api.handlers import admin
 from cinder_lite.api.handlers import attachment_events
 from cinder_lite.api.handlers import attachments
+from cinder_lite.api.handlers import extensions
+from cinder_lite.api.handlers import hosts
 from cinder_lite.api.handlers import messages
 from cinder_lite.api.handlers import qos_specs
 from cinder_lite.api.handlers import quotas
 from cinder_lite.api.handlers import transfers
 from cinder_lite.api.handlers import types
 from cinder_lite.api.handlers import volume_actions
+from cinder_lite.api.handlers import volume_metadata
 from cinder_lite.api.handlers import volumes
 from cinder_lite.api import wsgi
 
@@ -29,10 +32,19 @@ ROUTE_DECLARATIONS = (
     ('/volumes', {'GET': volumes.list_volumes,
                   'POST': volumes.create_volume}),
     ('/volumes/detail', {'GET': volumes.list_volumes_detail}),
+    ('/volumes/summary', {'GET': volumes.volume_summary}),
     ('/volumes/{volume_id}', {'GET': volumes.show_volume,
                               'PUT': volumes.update_volume,
                               'DELETE': volumes.delete_volume}),
     ('/volumes/{volume_id}/action', {'POST': volume_actions.volume_action}),
+    ('/volumes/{volume_id}/metadata', {
+        'GET': volume_metadata.list_metadata,
+        'POST': volume_metadata.create_metadata,
+        'PUT': volume_metadata.replace_metadata}),
+    ('/volumes/{volume_id}/metadata/{key}', {
+        'GET': volume_metadata.show_metadata_item,
+        'PUT': volume_metadata.update_metadata_item,
+        'DELETE': volume_metadata.delete_metadata_item}),
     ('/attachments', {'GET': attachments.list_attachments,
                       'POST': attachments.create_attachment}),
     ('/attachments/detail', {'GET': attachments.list_attachments_detail}),
@@ -54,6 +66,12 @@ ROUTE_DECLARATIONS = (
     ('/types/{type_id}/os-volume-type-access', {
         'GET': types.list_type_access}),
     ('/types/{type_id}/action', {'POST': types.type_action}),
+    ('/os-availability-zone', {
+        'GET': hosts.list_availability_zones}),
+    ('/os-hosts', {'GET': hosts.list_hosts}),
+    ('/os-hosts/{host_name}', {'GET': hosts.show_host}),
+    ('/extensions', {'GET': extensions.list_extensions}),
+    ('/extensions/{alias}', {'GET': extensions.show_extension}),
     ('/os-services', {'GET': admin.list_services}),
     ('/os-services/{action}', {'PUT': admin.update_service}),
     ('/scheduler-stats/get_pools', {'GET': admin.get_pools}),

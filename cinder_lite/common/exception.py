@@ -42,6 +42,14 @@ class ExtraSpecNotFound(NotFound):
     msg_fmt = 'Volume type %(type_id)s has no extra spec with key %(key)s.'
 
 
+class VolumeMetadataNotFound(NotFound):
+    msg_fmt = 'Volume %(volume_id)s has no metadata with key %(key)s.'
+
+
+class ExtensionNotFound(NotFound):
+    msg_fmt = 'Extension %(alias)s could not be found.'
+
+
 class TypeAccessNotFound(NotFound):
     msg_fmt = ('Volume type access not found for %(type_id)s / '
                '%(project_id)s combination.')
@@ -78,9 +86,20 @@ class QoSSpecsKeyNotFound(NotFound):
     msg_fmt = 'QoS spec %(specs_id)s has no spec with key %(specs_key)s.'
 
 
+class MetadataChanged(CinderLiteError):
+    """An ``If-Match`` ETag names metadata that has changed since."""
+
+    msg_fmt = 'The metadata of volume %(volume_id)s changed since.'
+
+
 # -- invalid input or state -----------------------------------------------
 class Invalid(CinderLiteError):
     msg_fmt = 'Unacceptable parameters.'
+
+
+class BackendFrozen(Invalid):
+    msg_fmt = ('Invalid input received: Modification operations are not '
+               'allowed on frozen storage backends (%(backend)s).')
 
 
 class InvalidInput(Invalid):

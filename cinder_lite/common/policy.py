@@ -63,7 +63,16 @@ ATTACHMENT_GET = 'volume:attachment_get'
 ATTACHMENT_GET_ALL = 'volume:attachment_get_all'
 ATTACHMENT_ALL_TENANTS = 'volume:attachment_get_all_tenants'
 ATTACH_ACTIONS = 'volume_extension:volume_actions:attach'
-READONLY_FLAG = 'volume_extension:volume_actions:update_readonly_flag'
+READONLY_FLAG = 'volume:update_readonly_flag'
+METADATA_GET = 'volume:get_volume_metadata'
+METADATA_CREATE = 'volume:create_volume_metadata'
+METADATA_UPDATE = 'volume:update_volume_metadata'
+METADATA_DELETE = 'volume:delete_volume_metadata'
+FORCE_DELETE = 'volume_extension:volume_admin_actions:force_delete'
+VOLUME_FORCE_DELETE = 'volume:force_delete'
+HOSTS = 'volume_extension:hosts'
+FREEZE = 'volume:freeze_host'
+THAW = 'volume:thaw_host'
 RETYPE = 'volume:retype'
 EXTEND = 'volume:extend'
 FORCE_DETACH = 'volume_extension:volume_admin_actions:force_detach'
@@ -95,11 +104,28 @@ _RULES = [
     _op(VOLUME_GET, ADMIN_OR_OWNER, 'Show a volume.',
         ('GET', '/volumes/{volume_id}')),
     _op(VOLUME_GET_ALL, ADMIN_OR_OWNER, 'List volumes.',
-        ('GET', '/volumes'), ('GET', '/volumes/detail')),
+        ('GET', '/volumes'), ('GET', '/volumes/detail'),
+        ('GET', '/volumes/summary')),
     _op(VOLUME_UPDATE, ADMIN_OR_MEMBER, 'Update a volume.',
         ('PUT', '/volumes/{volume_id}')),
     _op(VOLUME_DELETE, ADMIN_OR_MEMBER, 'Delete a volume.',
         ('DELETE', '/volumes/{volume_id}')),
+    _op(VOLUME_FORCE_DELETE, 'rule:admin_api',
+        'Delete a volume whatever its status (``?force=true``, 3.23).',
+        ('DELETE', '/volumes/{volume_id}')),
+    _op(METADATA_GET, ADMIN_OR_OWNER, "Show a volume's metadata.",
+        ('GET', '/volumes/{volume_id}/metadata'),
+        ('GET', '/volumes/{volume_id}/metadata/{key}')),
+    _op(METADATA_CREATE, ADMIN_OR_MEMBER,
+        "Add keys to a volume's metadata.",
+        ('POST', '/volumes/{volume_id}/metadata')),
+    _op(METADATA_UPDATE, ADMIN_OR_MEMBER,
+        "Replace a volume's metadata, or set one key.",
+        ('PUT', '/volumes/{volume_id}/metadata'),
+        ('PUT', '/volumes/{volume_id}/metadata/{key}')),
+    _op(METADATA_DELETE, ADMIN_OR_MEMBER,
+        "Delete a key of a volume's metadata.",
+        ('DELETE', '/volumes/{volume_id}/metadata/{key}')),
     _op(VOLUME_ALL_TENANTS, 'rule:admin_api',
         'List volumes of every project (all_tenants=1).',
         ('GET', '/volumes?all_tenants=1')),
@@ -131,8 +157,18 @@ _RULES = [
         ('POST', '/types/{type_id}/action')),
     _op(SERVICES, 'rule:admin_api', 'List services.',
         ('GET', '/os-services')),
-    _op(SERVICES_UPDATE, 'rule:admin_api', 'Enable or disable a service.',
+    _op(SERVICES_UPDATE, 'rule:admin_api',
+        'Enable, disable, freeze or thaw a service.',
         ('PUT', '/os-services/{action}')),
+    _op(FREEZE, 'rule:admin_api',
+        'Freeze a volume backend: no volume there is created or deleted.',
+        ('PUT', '/os-services/freeze')),
+    _op(THAW, 'rule:admin_api', 'Thaw a frozen volume backend.',
+        ('PUT', '/os-services/thaw')),
+    _op(HOSTS, 'rule:admin_api',
+        'List the enabled services (os-hosts) and show the volumes of a '
+        'volume service.',
+        ('GET', '/os-hosts'), ('GET', '/os-hosts/{host_name}')),
     _op(POOLS, 'rule:admin_api', 'List backend pools and capabilities.',
         ('GET', '/scheduler-stats/get_pools')),
     _op(CAPABILITIES, 'rule:admin_api', 'Show the capabilities of a host.',
@@ -165,7 +201,11 @@ _RULES = [
         'os-detach, os-begin_detaching, os-roll_detaching, '
         'os-initialize_connection, os-terminate_connection.',
         ('POST', '/volumes/{volume_id}/action')),
-    _op(READONLY_FLAG, ADMIN_OR_MEMBER, 'Set the read-only flag.',
+    _op(READONLY_FLAG, ADMIN_OR_MEMBER,
+        'Set the read-only flag (os-update_readonly_flag).',
+        ('POST', '/volumes/{volume_id}/action')),
+    _op(FORCE_DELETE, 'rule:admin_api',
+        'Delete a volume whatever its status (os-force_delete).',
         ('POST', '/volumes/{volume_id}/action')),
     _op(RETYPE, ADMIN_OR_MEMBER, 'Change the type of a volume.',
         ('POST', '/volumes/{volume_id}/action')),

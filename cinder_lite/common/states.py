@@ -51,6 +51,17 @@ VOLUME_TRANSITIONS = {
 # leaves them alone while that service is up).
 VOLUME_BUSY_STATUSES = frozenset([CREATING, DELETING, EXTENDING])
 
+# Set only by an operator (os-reset_status): the volume is being worked
+# on outside cinder_lite.  As in Cinder, its metadata and its fields do
+# not change meanwhile.
+MAINTENANCE = 'maintenance'
+VOLUME_UNCHANGEABLE_STATUSES = frozenset([MAINTENANCE])
+
+# Statuses a forced delete (os-force_delete) starts from: any, as in
+# Cinder (a delete already under way is sent again).
+VOLUME_FORCE_DELETE_STATUSES = tuple(sorted(
+    (VOLUME_STATUSES | {MAINTENANCE}) - {DELETED}))
+
 # Statuses an operator may force with os-reset_status.
 VOLUME_RESET_STATUSES = frozenset([
     AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING, ERROR_DELETING])

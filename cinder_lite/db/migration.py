@@ -1,5 +1,6 @@
 """Schema migrations (alembic), run by ``cinder-lite-manage db sync`` and at
 the start of the embedded service."""
+import contextlib
 import os
 
 import sqlalchemy as sa
@@ -20,16 +21,44 @@ def _config(connection=None):
     return cfg
 
 
+@contextlib.contextmanager
+def _migrating(engine):
+    """A connection in a transaction for the migrations.  On SQLite the
+    migrations that change a column rebuild the table (copy, drop,
+    rename), and dropping a table that other rows refer to fails while
+    foreign keys are enforced: they are off while the migrations run
+    (set outside the transaction, where SQLite takes the pragma), checked
+    before the commit, and on again after."""
+    with engine.connect() as conn:
+        sqlite = conn.dialect.name == 'sqlite'
+        raw = conn.connection.dbapi_connection
+        if sqlite:
+            raw.execute('PRAGMA foreign_keys=OFF')
+        try:
+            with conn.begin():
+                yield conn
+                if sqlite:
+                    broken = conn.exec_driver_sql(
+                        'PRAGMA foreign_key_check').all()
+                    if broken:
+                        raise RuntimeError(
+                            'the migration broke foreign keys: %s'
+                            % broken[:5])
+        finally:
+            if sqlite:
+                raw.execute('PRAGMA foreign_keys=ON')
+
+
 def upgrade(revision='head', engine=None):
     engine = engine or db_api.get_engine()
-    with engine.begin() as conn:
+    with _migrating(engine) as conn:
         command.upgrade(_config(conn), revision)
 
 
 def downgrade(revision, engine=None):
     """Undo migrations down to ``revision`` ('base': all of them)."""
     engine = engine or db_api.get_engine()
-    with engine.begin() as conn:
+    with _migrating(engine) as conn:
         command.downgrade(_config(conn), revision)
 
 

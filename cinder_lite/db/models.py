@@ -9,6 +9,11 @@ from sqlalchemy import orm
 # MySQL/MariaDB DATETIME drops fractions of a second unless asked.
 DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
                                       'mariadb')
+# Compared exactly on every database (MySQL's default collation would make
+# "Type" and "type" one key).
+Text255 = sa.String(255).with_variant(
+    mysql.VARCHAR(255, charset='utf8mb4', collation='utf8mb4_bin'),
+    'mysql', 'mariadb')
 
 
 def utcnow():
@@ -97,18 +102,34 @@ class Volume(TimestampMixin, Base):
     # volume (null: made before cinder_lite recorded it)
     persistent_reservations = sa.Column(sa.Boolean)
     service_uuid = sa.Column(sa.String(36))
-    meta = sa.Column('metadata', sa.JSON, nullable=False, default=dict)
     # Bumped by every attachment change: the UPDATE takes the volume's row
     # lock, so changes to one volume's attachments happen one at a time.
     attach_seq = sa.Column(sa.Integer, nullable=False, default=0,
                            server_default='0')
-    readonly = sa.Column(sa.Boolean, nullable=False, default=False,
-                         server_default=sa.false())
+    # os-update_readonly_flag; None while it was never set (the view then
+    # shows no ``readonly`` metadata, as Cinder's admin metadata)
+    readonly = sa.Column(sa.Boolean)
     # The size an extend under way grows the volume to (only while it is
     # ``extending``): the growth counts as reserved quota until then.
     pending_size = sa.Column(sa.Integer)
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
+
+
+class VolumeMetadata(TimestampMixin, Base):
+    """One key of a volume's (user) metadata (migration 0010)."""
+    __tablename__ = 'volume_metadata'
+    __table_args__ = (
+        sa.UniqueConstraint('volume_id', 'key',
+                            name='uniq_volume_metadata_key'),
+        # the ``metadata`` list filter
+        sa.Index('ix_volume_metadata_key_value', 'key', 'value'),
+    )
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    volume_id = sa.Column(sa.String(36), sa.ForeignKey('volumes.id'),
+                          nullable=False)
+    key = sa.Column(Text255, nullable=False)
+    value = sa.Column(Text255, nullable=False)
 
 
 class VolumeAttachment(TimestampMixin, Base):
@@ -173,6 +194,10 @@ class Service(TimestampMixin, Base):
     availability_zone = sa.Column(sa.String(255), nullable=False)
     disabled = sa.Column(sa.Boolean, nullable=False, default=False)
     disabled_reason = sa.Column(sa.String(255))
+    # os-services/freeze: no volume of this backend is created or deleted
+    # until os-services/thaw (a frozen service is disabled too)
+    frozen = sa.Column(sa.Boolean, nullable=False, default=False,
+                       server_default=sa.false())
     report_count = sa.Column(sa.Integer, nullable=False, default=0)
     heartbeat_at = sa.Column(DateTime)
     capabilities = sa.Column(sa.JSON)

@@ -1,6 +1,7 @@
 """SQL for the services table: registration, heartbeats, enable/disable,
-and the one definition of a service that is up (``is_up``, and
-``up_clause``, the same test in SQL)."""
+freeze/thaw, what the availability-zone and host listings read, and the
+one definition of a service that is up (``is_up``, and ``up_clause``, the
+same test in SQL)."""
 import datetime
 import uuid
 
@@ -136,6 +137,15 @@ def get_by_host(session, host, binary):
 
 
 def set_disabled(session, host, binary, disabled, reason=None):
+    if not disabled and session.execute(sa.select(models.Service.id).where(
+            models.Service.host == host, models.Service.binary == binary,
+            models.Service.frozen == sa.true())).first() is not None:
+        # a frozen service is disabled until it is thawed (Cinder's
+        # scheduler skips frozen services whatever their flag; here the
+        # flag is the one thing schedulers read)
+        raise exception.InvalidInput(
+            reason='Service %s on host %s is frozen: thaw it '
+                   '(os-services/thaw) to enable it.' % (binary, host))
     result = session.execute(
         sa.update(models.Service)
         .where(models.Service.host == host, models.Service.binary == binary)
@@ -145,6 +155,98 @@ def set_disabled(session, host, binary, disabled, reason=None):
     if result.rowcount == 0:
         raise exception.ServiceNotFound(host=host, binary=binary)
     return get_by_host(session, host, binary)
+
+
+def _host_matches(column, value):
+    """Cinder's host matching: ``node`` names every backend of the node
+    (``node``, ``node@…``, ``node#…``), ``node@section`` the backend and
+    its pools, ``node@section#pool`` that pool only."""
+    conditions = [column == value]
+    if '#' not in value:
+        conditions.append(column.startswith(value + '#', autoescape=True))
+        if '@' not in value:
+            conditions.append(column.startswith(value + '@',
+                                                autoescape=True))
+    return sa.or_(*conditions)
+
+
+def set_frozen(session, host, cluster_name, frozen, binary):
+    """Freeze (or thaw) one volume backend: the services ``host`` names,
+    or the members of cluster ``cluster_name``; a service in a cluster
+    takes its whole cluster along, as in Cinder.  A frozen service is
+    also disabled (reason ``frozen``); a thawed one enabled.  Returns the
+    hosts changed.  InvalidInput when none matches, when ``host`` names
+    several backends, or when they are all frozen (thawed) already."""
+    S = models.Service
+    where = [S.binary == binary]
+    if host:
+        where.append(_host_matches(S.host, host))
+    else:
+        where.append(_host_matches(S.cluster_name, cluster_name))
+    rows = session.execute(sa.select(S).where(*where)
+                           .order_by(S.host)).scalars().all()
+    if not rows:
+        raise exception.InvalidInput(
+            reason='No service found with %s=%s' % (
+                ('host', host) if host else ('cluster', cluster_name)))
+    if len({r.host if host else r.cluster_name for r in rows}) > 1:
+        raise exception.InvalidInput(
+            reason='Services from different clusters found: %s names %s.'
+                   % (host or cluster_name,
+                      ', '.join(sorted({r.host for r in rows}))))
+    cluster = rows[0].cluster_name
+    if host and cluster:
+        rows = backend_members(session, cluster, binary)
+    ids = [r.id for r in rows]
+    values = {'frozen': frozen, 'disabled': frozen,
+              'disabled_reason': 'frozen' if frozen else None,
+              'updated_at': models.utcnow()}
+    # compare-and-swap: a concurrent freeze of the same backend changes
+    # each row once
+    changed = session.execute(
+        sa.update(S).where(S.id.in_(ids), S.frozen == (not frozen))
+        .values(**values).execution_options(synchronize_session=False)
+    ).rowcount
+    if not changed:
+        raise exception.InvalidInput(
+            reason='No service could be changed: frozen of %s must be %s '
+                   '(it is %s already).' % (
+                       ', '.join(r.host for r in rows), not frozen,
+                       'frozen' if frozen else 'thawed'))
+    return [r.host for r in rows]
+
+
+def backend_frozen(session, backend, binary):
+    """Whether ``backend`` (``node@section`` or a cluster's
+    ``cluster@section``) is frozen: a volume there is not deleted."""
+    S = models.Service
+    return session.execute(sa.select(S.id).where(
+        S.binary == binary, S.frozen == sa.true(),
+        sa.or_(S.cluster_name == backend, S.host == backend)).limit(1)
+    ).first() is not None
+
+
+def availability_zones(session, binary):
+    """Zone -> whether any service of ``binary`` there is enabled."""
+    zones = {}
+    for zone, disabled in session.execute(
+            sa.select(models.Service.availability_zone,
+                      models.Service.disabled)
+            .where(models.Service.binary == binary)
+            .order_by(models.Service.availability_zone)):
+        zones[zone] = zones.get(zone, False) or not disabled
+    return zones
+
+
+def enabled_services(session, zone=None):
+    """The enabled services of every binary (of ``zone``), for
+    os-hosts."""
+    S = models.Service
+    stmt = sa.select(S).where(S.disabled == sa.false()).order_by(S.binary,
+                                                                 S.host)
+    if zone:
+        stmt = stmt.where(S.availability_zone == zone)
+    return session.execute(stmt).scalars().all()
 
 
 def freshest(services):

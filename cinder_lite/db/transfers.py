@@ -77,13 +77,16 @@ def end(session, transfer_id, accepted, destination_project_id=None):
         raise exception.TransferNotFound(transfer_id=transfer_id)
 
 
-def end_others(session, volume_id, keep):
-    """End the other live transfers of a volume that changed hands (there
-    is one only if an operator reset the volume's status while it was
-    offered, and the owner offered it again)."""
+def end_for_volume(session, volume_id, keep=None):
+    """End the live transfers of a volume (but ``keep``): it changed
+    hands, or it is being deleted.  A volume that changed hands has
+    another live transfer only if an operator reset its status while it
+    was offered, and the owner offered it again."""
     now = models.utcnow()
+    stmt = sa.update(T).where(T.volume_id == volume_id,
+                              T.deleted == sa.false())
+    if keep is not None:
+        stmt = stmt.where(T.id != keep)
     return session.execute(
-        sa.update(T).where(T.volume_id == volume_id, T.id != keep,
-                           T.deleted == sa.false())
-        .values(deleted=True, deleted_at=now, updated_at=now)
+        stmt.values(deleted=True, deleted_at=now, updated_at=now)
         .execution_options(synchronize_session=False)).rowcount

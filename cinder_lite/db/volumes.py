@@ -15,6 +15,7 @@ from cinder_lite.common import states
 from cinder_lite.db import models
 from cinder_lite.db import query
 from cinder_lite.db import quotas as db_quotas
+from cinder_lite.db import volume_metadata as db_metadata
 
 SORT_KEYS = ('id', 'name', 'status', 'size', 'created_at', 'updated_at',
              'availability_zone', 'bootable', 'host', 'project_id')
@@ -28,13 +29,27 @@ def _counts(row):
                                row.pending_size)
 
 
-def create(session, values, check=None):
+def create(session, values, check=None, metadata=None):
     volume = models.Volume(**values)
     db_quotas.change(session, volume.project_id,
                      db_quotas.footprint(volume.volume_type_id, volume.size),
                      check)
     session.add(volume)
     session.flush()
+    db_metadata.add(session, volume.id, metadata)
+    return volume
+
+
+def lock(session, volume_id, project_id=None):
+    """Take the row lock of a live volume (of ``project_id``, when
+    given) and return it as it is under the lock; VolumeNotFound."""
+    stmt = _live(sa.select(models.Volume).where(
+        models.Volume.id == volume_id)).with_for_update()
+    if project_id is not None:
+        stmt = stmt.where(models.Volume.project_id == project_id)
+    volume = session.execute(stmt).scalar_one_or_none()
+    if volume is None:
+        raise exception.VolumeNotFound(volume_id=volume_id)
     return volume
 
 
@@ -54,6 +69,7 @@ def remove(session, volume_id):
     row = _lock_counted(session, volume_id)
     if row is None:
         return
+    db_metadata.purge(session, volume_id)
     session.execute(models.Volume.__table__.delete().where(
         models.Volume.id == volume_id))
     db_quotas.change(session, row.project_id,
@@ -94,17 +110,15 @@ def get(session, volume_id, project_id=None):
     return volume
 
 
-def list_volumes(session, project_id=None, filters=None, sort_keys=('created_at',),
-                 sort_dirs=('desc',), limit=None, marker=None):
-    """Volumes matching ``filters`` (column -> value; ``name~`` is a
-    substring match; ``metadata`` a dict that must be contained)."""
-    stmt = _live(sa.select(models.Volume))
+def _filtered(stmt, project_id, filters):
+    """``filters``: column -> value (a list: any of them); ``name~`` is a
+    substring match; ``metadata`` a dict whose every key the volume has
+    with that value."""
     if project_id is not None:
         stmt = stmt.where(models.Volume.project_id == project_id)
-    meta_filter = None
     for key, value in (filters or {}).items():
         if key == 'metadata':
-            meta_filter = value
+            stmt = stmt.where(*db_metadata.matching(value))
         elif key.endswith('~'):
             stmt = stmt.where(getattr(models.Volume, key[:-1]).contains(
                 value, autoescape=True))
@@ -112,6 +126,13 @@ def list_volumes(session, project_id=None, filters=None, sort_keys=('created_at'
             stmt = stmt.where(getattr(models.Volume, key).in_(value))
         else:
             stmt = stmt.where(getattr(models.Volume, key) == value)
+    return stmt
+
+
+def list_volumes(session, project_id=None, filters=None, sort_keys=('created_at',),
+                 sort_dirs=('desc',), limit=None, marker=None):
+    """Volumes matching ``filters`` (see ``_filtered``)."""
+    stmt = _filtered(_live(sa.select(models.Volume)), project_id, filters)
     marker_row = None
     if marker is not None:
         marker_row = session.execute(_live(sa.select(models.Volume).where(
@@ -119,27 +140,42 @@ def list_volumes(session, project_id=None, filters=None, sort_keys=('created_at'
         if marker_row is None:
             raise exception.InvalidInput(
                 reason='Marker %s could not be found.' % marker)
-    # metadata is a JSON column: filter in Python before the limit.
     stmt = query.paginate(stmt, models.Volume, sort_keys, sort_dirs,
-                          None if meta_filter else limit, marker_row)
-    rows = session.execute(stmt).scalars().all()
-    if meta_filter:
-        rows = [r for r in rows
-                if all((r.meta or {}).get(k) == v
-                       for k, v in meta_filter.items())]
-        if limit is not None:
-            rows = rows[:limit]
-    return rows
+                          limit, marker_row)
+    return session.execute(stmt).scalars().all()
 
 
 def count(session, project_id=None, filters=None):
     stmt = _live(sa.select(sa.func.count()).select_from(models.Volume))
+    return session.execute(_filtered(stmt, project_id,
+                                     filters)).scalar_one()
+
+
+def totals(session, project_id=None):
+    """(count, GiB) of the live volumes (of ``project_id``; None:
+    all)."""
+    V = models.Volume
+    stmt = _live(sa.select(sa.func.count(V.id),
+                           sa.func.coalesce(sa.func.sum(V.size), 0)))
     if project_id is not None:
-        stmt = stmt.where(models.Volume.project_id == project_id)
-    for key, value in (filters or {}).items():
-        if key != 'metadata' and not key.endswith('~'):
-            stmt = stmt.where(getattr(models.Volume, key) == value)
-    return session.execute(stmt).scalar_one()
+        stmt = stmt.where(V.project_id == project_id)
+    count, size = session.execute(stmt).one()
+    return count, int(size)
+
+
+def usage_on_backends(session, backends):
+    """project id -> (count, GiB) of the live volumes whose host is one
+    of ``backends`` (``node@section``, or a cluster's ``cluster@section``),
+    any pool."""
+    V = models.Volume
+    on = sa.or_(*[sa.or_(V.host == b, V.host.startswith(b + '#',
+                                                        autoescape=True))
+                  for b in backends])
+    rows = session.execute(_live(
+        sa.select(V.project_id, sa.func.count(V.id),
+                  sa.func.coalesce(sa.func.sum(V.size), 0))
+        .where(on).group_by(V.project_id).order_by(V.project_id))).all()
+    return {project: (count, int(size)) for project, count, size in rows}
 
 
 def transition(session, volume_id, target, expected=None, values=None,
@@ -198,6 +234,8 @@ def transition(session, volume_id, target, expected=None, values=None,
         raise exception.InvalidTransition(
             resource='volume', id=volume_id, target=target, actual=current,
             expected=', '.join(allowed))
+    if target == states.DELETED:
+        db_metadata.purge(session, volume_id)
     if counted is not None:
         after = {} if target == states.DELETED else db_quotas.footprint(
             counted.volume_type_id, values.get('size', counted.size),
@@ -209,7 +247,7 @@ def transition(session, volume_id, target, expected=None, values=None,
 
 def update(session, volume_id, values):
     """Change fields that are not the status (name, description,
-    metadata)."""
+    flags)."""
     values = dict(values, updated_at=models.utcnow())
     result = session.execute(
         sa.update(models.Volume)

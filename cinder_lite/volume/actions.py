@@ -31,9 +31,10 @@ LOG = logging.getLogger(__name__)
 
 class VolumeActions:
 
-    def __init__(self, conf, attachments):
+    def __init__(self, conf, attachments, volumes):
         self.conf = conf
         self.attachments = attachments
+        self.volumes = volumes
         self.volume_rpcapi = attachments.volume_rpcapi
 
     def _volume(self, context, volume_id, rule):
@@ -333,12 +334,53 @@ class VolumeActions:
                     volume.status, status)
 
     def update_readonly_flag(self, context, volume_id, readonly):
+        """Cinder's read-only flag: attachments made while it is set are
+        read-only (the target refuses writes), and a read-write one is
+        refused.  As in Cinder it changes only on an ``available``
+        volume; here also only without any live attachment (a failed
+        detach may still hold a read-write export), so no read-write
+        attachment outlives the flag."""
         volume = self._volume(context, volume_id, policy.READONLY_FLAG)
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume.id,
-                                       allowed=(states.AVAILABLE,),
-                                       load=False)
+            try:
+                db_attachments.lock_volume(session, volume.id,
+                                           allowed=(states.AVAILABLE,),
+                                           load=False)
+            except exception.InvalidVolume:
+                raise exception.InvalidVolume(
+                    reason='Volume %s status must be available to update '
+                           'readonly flag, but current status is: %s.' % (
+                               volume.id, db_volumes.get(
+                                   session, volume.id).status))
+            live = db_attachments.live_for_volume(session, volume.id)
+            if live:
+                raise exception.InvalidVolume(
+                    reason='Volume %s still has attachments (%s); the '
+                           'readonly flag changes only without any.' % (
+                               volume.id, ', '.join(
+                                   '%s %s' % (a.id, a.attach_status)
+                                   for a in live)))
             db_volumes.update(session, volume.id, {'readonly': readonly})
+        LOG.info('volume %s: readonly flag %s', volume.id, readonly)
+
+    def force_delete(self, context, volume_id, rule=policy.FORCE_DELETE):
+        """os-force_delete (and ``DELETE ?force=true``, ``rule``
+        ``volume:force_delete``): delete whatever the status, as Cinder,
+        but not an attached volume (400, as Cinder).  Attachments that
+        are not attached (reserved, connecting, failed) are detached
+        first, through the backend where they hold an export, so none
+        outlives the volume."""
+        volume = self._volume(context, volume_id, rule)
+        self.volumes.check_not_frozen(volume)
+        live = self._live(volume.id)
+        if not any(a.attach_status == states.ATTACHED for a in live):
+            for att in live:
+                LOG.warning('volume %s: force delete detaches attachment '
+                            '%s (%s)', volume.id, att.id,
+                            att.attach_status)
+                self.attachments.delete(context, att.id, force=True)
+        # refuses a volume attached meanwhile, or a frozen backend
+        self.volumes.delete(context, volume.id, force=True)
 
     def set_bootable(self, context, volume_id, bootable):
         """Mark a volume as one a server may boot from (Nova refuses a

@@ -15,6 +15,7 @@ engines.
 import logging
 import uuid
 
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.common import notify
 from cinder_lite.common import policy
@@ -23,6 +24,9 @@ from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
 from cinder_lite.db import quotas as db_quotas
+from cinder_lite.db import services as db_services
+from cinder_lite.db import transfers as db_transfers
+from cinder_lite.db import volume_metadata as db_metadata
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler import rpcapi as scheduler_rpcapi
@@ -63,7 +67,6 @@ def record_volume(context, request, volume_type, availability_zone, conf):
         'availability_zone': availability_zone,
         'multiattach': volume_types.is_multiattach(volume_type),
         'bootable': False,
-        'meta': request.get('metadata') or {},
         'deleted': False,
         'created_at': models.utcnow(),
     }
@@ -75,7 +78,8 @@ def record_volume(context, request, volume_type, availability_zone, conf):
             # use
             db_types.lock_live(session, volume_type['id'])
             return db_volumes.create(session, values, quota.Checker(
-                conf, session, size=values['size']))
+                conf, session, size=values['size']),
+                metadata=request.get('metadata'))
     volume = quota.ensuring_rows(record)
     LOG.info('volume %s: recorded as creating', volume.id)
     return volume
@@ -147,7 +151,7 @@ class VolumeService:
 
     def show(self, context, volume_id):
         """The volume with what its view needs (type name, attached
-        attachments), read in one transaction."""
+        attachments, metadata), read in one transaction."""
         with db_api.reader() as session:
             volume = db_volumes.get(session, volume_id,
                                     self._scope(context))
@@ -156,7 +160,9 @@ class VolumeService:
             type_name = db_types.names(session, [volume.volume_type_id])
             attached = db_attachments.for_volumes(session, [volume.id],
                                                   (states.ATTACHED,))
-        return volume, type_name, {volume.id: attached}
+            metadata = db_metadata.get(session, volume.id)
+        return volume, type_name, {volume.id: attached}, {
+            volume.id: metadata}
 
     def list(self, context, filters, sort_keys, sort_dirs, limit, marker,
              all_tenants=False, with_count=False):
@@ -172,16 +178,31 @@ class VolumeService:
         return rows, total
 
     def update(self, context, volume_id, values):
+        """Name, description and (replacing all of it) metadata."""
         volume = self.get(context, volume_id)
         policy.authorize(context, policy.VOLUME_UPDATE,
                          {'project_id': volume.project_id})
-        if 'metadata' in values:
-            values['meta'] = values.pop('metadata')
+        metadata = values.pop('metadata', None)
         with db_api.writer() as session:
-            db_volumes.update(session, volume_id, values)
+            locked = db_volumes.lock(session, volume_id)
+            if locked.status in states.VOLUME_UNCHANGEABLE_STATUSES:
+                raise exception.InvalidVolume(
+                    reason='The volume cannot be updated during %s.'
+                           % locked.status)
+            if values:
+                db_volumes.update(session, volume_id, values)
+            if metadata is not None:
+                db_metadata.update(session, volume_id, metadata,
+                                   delete=True)
         return self.get(context, volume_id)
 
-    def delete(self, context, volume_id):
+    def delete(self, context, volume_id, force=False):
+        """Delete a volume (``available``, ``error``, ``error_deleting``,
+        ``error_extending``, no attachments).  ``force`` (the caller
+        checked the force-delete policy and detached what it may, see
+        ``VolumeActions.force_delete``): whatever its status, as in
+        Cinder, but not while it is attached.  Never on a frozen
+        backend."""
         volume = self.get(context, volume_id)
         policy.authorize(context, policy.VOLUME_DELETE,
                          {'project_id': volume.project_id})
@@ -191,14 +212,30 @@ class VolumeService:
                 # the check and the status change
                 db_attachments.lock_volume(session, volume_id, load=False)
                 live = db_attachments.live_for_volume(session, volume_id)
+                if force and any(a.attach_status == states.ATTACHED
+                                 for a in live):
+                    # Cinder's rule, forced or not
+                    raise exception.InvalidVolume(
+                        reason='Volume %s must not be attached to be '
+                               'deleted; attached: %s.' % (
+                                   volume_id, ', '.join(
+                                       a.id for a in live if a.attach_status
+                                       == states.ATTACHED)))
                 if live:
                     raise exception.InvalidVolume(
                         reason='Volume %s still has attachments (%s); '
                                'delete them first.' % (volume_id, ', '.join(
                                    '%s %s' % (a.id, a.attach_status)
                                    for a in live)))
-                db_volumes.transition(session, volume_id, states.DELETING)
-                if not volume.host:
+                current = db_volumes.get(session, volume_id)
+                self._check_not_frozen(session, current)
+                db_volumes.transition(
+                    session, volume_id, states.DELETING,
+                    expected=states.VOLUME_FORCE_DELETE_STATUSES
+                    if force else None)
+                # a forced delete of a volume on offer withdraws the offer
+                db_transfers.end_for_volume(session, volume_id)
+                if not current.host:
                     # never scheduled: no storage to remove
                     db_volumes.transition(session, volume_id,
                                           states.DELETED)
@@ -208,6 +245,7 @@ class VolumeService:
                        'error_deleting or error_extending, but current '
                        'status is: %s.'
                        % e.kwargs['actual'])
+        volume = current
         payload = notify.volume_payload(volume)
         payload['status'] = states.DELETING
         notify.info(context, self.conf.host, 'volume.delete.start', payload)
@@ -219,6 +257,36 @@ class VolumeService:
             notify.info(context, self.conf.host, 'volume.delete.end',
                         payload)
         LOG.info('volume %s: %s -> deleting', volume_id, volume.status)
+
+    @staticmethod
+    def _check_not_frozen(session, volume):
+        """As Cinder: no volume of a frozen backend is deleted."""
+        if not volume.host:
+            return
+        backend = volume_rpcapi.backend_host(volume.host)
+        if db_services.backend_frozen(session, backend,
+                                      constants.VOLUME_BINARY):
+            raise exception.BackendFrozen(backend=backend)
+
+    def check_not_frozen(self, volume):
+        with db_api.reader() as session:
+            self._check_not_frozen(session, volume)
+
+    def metadata_of(self, volumes):
+        """Volume id -> its metadata, for the views."""
+        with db_api.reader() as session:
+            return db_metadata.for_volumes(session, [v.id for v in volumes])
+
+    def summary(self, context, all_tenants=False):
+        """(count, GiB, key -> distinct values) of the caller's live
+        volumes (of every project: admins with ``all_tenants``)."""
+        project = policy.list_scope(context, policy.VOLUME_GET_ALL,
+                                    policy.VOLUME_ALL_TENANTS, {},
+                                    all_tenants)
+        with db_api.reader() as session:
+            count, size = db_volumes.totals(session, project)
+            metadata = db_metadata.distinct(session, project)
+        return count, size, metadata
 
     def attachments_of(self, volumes):
         """Volume id -> its attached attachments, for the views."""

@@ -187,7 +187,7 @@ class TransferService:
                                 context.user_id,
                                 quota.Checker(self.conf, session,
                                               size=vol.size))
-                db_transfers.end_others(session, volume_id, transfer_id)
+                db_transfers.end_for_volume(session, volume_id, keep=transfer_id)
                 return donor
         donor = quota.ensuring_rows(take)
         LOG.info('volume %s: awaiting-transfer -> available, project %s -> '

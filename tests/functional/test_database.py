@@ -56,7 +56,7 @@ def test_concurrent_read_modify_write_never_locks(tmp_path):
         conn.execute(sa.insert(models.Volume).values(
             id=vid, project_id='p', size=1, status='available',
             volume_type_id=type_id, multiattach=False, bootable=False,
-            meta={}, deleted=False, created_at=models.utcnow()))
+            deleted=False, created_at=models.utcnow()))
     errors = []
     barrier = threading.Barrier(16)
 
@@ -82,4 +82,70 @@ def test_concurrent_read_modify_write_never_locks(tmp_path):
     with engine.connect() as conn:
         assert conn.execute(sa.select(models.Volume.attach_seq)).scalar() \
             == 16 * 20
+    engine.dispose()
+
+
+def check_0010_moves_metadata(engine):
+    """Migration 0010: the JSON metadata of live volumes becomes rows of
+    volume_metadata (and comes back on downgrade); readonly may be null
+    after it; services get frozen = false."""
+    migration.upgrade('0009', engine=engine)
+    volumes = sa.table('volumes', sa.column('id'), sa.column('project_id'),
+                       sa.column('size'), sa.column('status'),
+                       sa.column('volume_type_id'),
+                       sa.column('multiattach'), sa.column('bootable'),
+                       sa.column('metadata', sa.JSON),
+                       sa.column('readonly', sa.Boolean),
+                       sa.column('deleted'),
+                       sa.column('created_at'))
+    live, gone, bare = (str(uuid.uuid4()) for _ in range(3))
+    # (an attachment refers to a volume: the rebuild of the volumes
+    # table must keep it)
+    attachments = sa.table('volume_attachments', sa.column('id'),
+                           sa.column('volume_id'), sa.column('project_id'),
+                           sa.column('attach_status'),
+                           sa.column('service_owned', sa.Boolean),
+                           sa.column('deleted', sa.Boolean),
+                           sa.column('created_at'))
+    with engine.begin() as conn:
+        type_id = conn.execute(sa.select(models.VolumeType.id)).scalar()
+        for vid, meta, deleted in ((live, {'a': '1', 'Type': 'x'}, False),
+                                   (gone, {'old': 'y'}, True),
+                                   (bare, {}, False)):
+            conn.execute(sa.insert(volumes).values(
+                id=vid, project_id='p', size=1, status='available',
+                volume_type_id=type_id, multiattach=False, bootable=False,
+                metadata=meta, readonly=vid == bare, deleted=deleted,
+                created_at=models.utcnow()))
+        conn.execute(sa.insert(attachments).values(
+            id=str(uuid.uuid4()), volume_id=live, project_id='p',
+            attach_status='attached', service_owned=False, deleted=False,
+            created_at=models.utcnow()))
+    migration.upgrade(engine=engine)
+    M = models.VolumeMetadata
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(M.volume_id, M.key, M.value)
+                            .order_by(M.key)).all()
+        assert [tuple(r) for r in rows] == [(live, 'Type', 'x'),
+                                            (live, 'a', '1')]
+        assert dict(conn.execute(sa.select(models.Volume.id,
+                                           models.Volume.readonly)).all()
+                    ) == {live: False, gone: False, bare: True}
+    with engine.begin() as conn:
+        conn.execute(sa.update(models.Volume).where(
+            models.Volume.id == live).values(readonly=None))
+    migration.downgrade('0009', engine=engine)
+    with engine.connect() as conn:
+        found = dict(conn.execute(sa.select(volumes.c.id,
+                                            volumes.c.metadata)).all())
+        assert found == {live: {'a': '1', 'Type': 'x'}, gone: {},
+                         bare: {}}
+        assert conn.execute(sa.select(volumes.c.readonly).where(
+            volumes.c.id == live)).scalar() is False
+    migration.upgrade(engine=engine)
+
+
+def test_0010_moves_metadata(tmp_path):
+    engine = _engine(tmp_path)
+    check_0010_moves_metadata(engine)
     engine.dispose()

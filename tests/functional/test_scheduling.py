@@ -169,7 +169,8 @@ def test_services_view_and_bad_input(two):
     assert api.get('/os-services?zone=x').status_code == 400
     assert api.put('/os-services/enable', json={
         'host': 'nope'}).status_code == 404
-    assert api.put('/os-services/freeze', json={
+    # (no replication here)
+    assert api.put('/os-services/failover_host', json={
         'host': 'testnode@ma'}).status_code == 404
     assert api.put('/os-services/disable', json={}).status_code == 400
     assert api.put('/os-services/disable-log-reason', json={

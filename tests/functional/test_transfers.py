@@ -556,3 +556,22 @@ def test_cinderclient_cli(stack):
     again = props(cinder(stack, 'transfer-create', vol['id']))
     cinder(stack, 'transfer-delete', again['id'])
     assert status(stack.client(), vol['id']) == 'available'
+
+
+@pytest.mark.parametrize('how', ['os-force_delete', 'DELETE ?force'])
+def test_forced_delete_of_an_offered_volume_withdraws_it(stack, how):
+    api = stack.client()
+    vol = api.create_volume()
+    transfer = offer(api, vol['id'])
+    if how == 'os-force_delete':
+        resp = api.post('/volumes/%s/action' % vol['id'],
+                        json={'os-force_delete': {}})
+    else:
+        resp = api.delete('/volumes/%s?force=true' % vol['id'])
+    assert resp.status_code == 202, resp.text
+    api.wait_deleted(vol['id'])
+    assert api.get('/volume-transfers/%s' % transfer['id']).status_code \
+        == 404
+    assert api.get('/volume-transfers').json() == {'transfers': []}
+    accept(member(stack), transfer, expect=404)
+    exact()

@@ -283,7 +283,7 @@ def test_both_members_reconcile_each_volume_once(cluster, api):
                 user_id='admin', size=1, status='creating',
                 volume_type_id=vtype['id'], host=POOL, cluster_name=POOL,
                 availability_zone='nova', multiattach=False,
-                bootable=False, meta={}, attach_seq=0, readonly=False,
+                bootable=False, attach_seq=0, readonly=False,
                 deleted=False, created_at=old, updated_at=old)
                 for volume_id in lost])
             conn.execute(

@@ -46,3 +46,8 @@ def test_migrations_match_models_and_go_down(engine):
     assert migration.current_revision(engine) == '0004'
     migration.upgrade(engine=engine)
     assert _diff(engine) == []
+
+
+def test_0010_moves_metadata(engine):
+    from tests.functional import test_database
+    test_database.check_0010_moves_metadata(engine)

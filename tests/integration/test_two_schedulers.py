@@ -49,7 +49,7 @@ def test_two_schedulers_never_schedule_a_volume_twice(cluster, api):
                 user_id='admin', size=1, status='creating',
                 volume_type_id=_default_type(conn),
                 availability_zone='nova', multiattach=False,
-                bootable=False, meta={}, attach_seq=0, readonly=False,
+                bootable=False, attach_seq=0, readonly=False,
                 deleted=False, created_at=old) for vol in lost])
     finally:
         engine.dispose()

@@ -1,9 +1,10 @@
-"""Handlers for what operators look at: os-services, pools and backend
-capabilities.
+"""Handlers for what operators look at: os-services (list, enable,
+disable, freeze, thaw), pools and backend capabilities.
 
-Success codes: all 200.
+Success codes: all 200 (freeze and thaw with an empty body, as Cinder).
 """
 import datetime
+import logging
 
 import webob.exc
 
@@ -19,6 +20,8 @@ from cinder_lite.db import models
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
 
+LOG = logging.getLogger(__name__)
+
 POOL_FILTERS = ('name', 'volume_type')
 
 _service_update = {
@@ -31,6 +34,21 @@ _service_update = {
     'required': ['host'],
     'additionalProperties': False,
 }
+
+
+# PUT /os-services/freeze and /thaw: a volume backend by ``host``, or
+# from 3.26 by ``cluster`` (one of the two)
+_freeze_and_thaw = {
+    'type': 'object',
+    'properties': {
+        'cluster': {'type': ['string', 'null'], 'maxLength': 255},
+        'host': {'type': ['string', 'null'], 'minLength': 1,
+                 'maxLength': 255,
+                 'pattern': r'^[a-zA-Z0-9-._#@:/+\[\]]*$'},
+    },
+    'additionalProperties': False,
+}
+REPLICATION_CLUSTER = (3, 26)
 
 
 def _conf(req):
@@ -53,6 +71,12 @@ def _service_view(req, row, conf):
         view['cluster'] = row.cluster_name
     if req.version >= (3, 49) and row.binary == constants.VOLUME_BINARY:
         view['backend_state'] = 'up' if up else 'down'
+    if row.binary == constants.VOLUME_BINARY:
+        # Cinder's extended services fields of volume services
+        # (cinder_lite does not replicate)
+        view['replication_status'] = 'disabled'
+        view['active_backend_id'] = None
+        view['frozen'] = bool(row.frozen)
     return view
 
 
@@ -72,10 +96,40 @@ def list_services(req):
         {'services': [_service_view(req, r, conf) for r in rows]})
 
 
+def _freeze_or_thaw(req, action):
+    """Freeze (thaw) a volume backend: no volume there is created or
+    deleted until it is thawed.  The backend is recorded frozen and
+    disabled (reason ``frozen``) in one transaction; cinder_lite's
+    drivers have nothing to do, so no volume service is asked (Cinder
+    calls the driver's freeze_backend, then disables the service)."""
+    policy.authorize(req.context, policy.FREEZE if action == 'freeze'
+                     else policy.THAW)
+    body = req.json_body()
+    validation.validate(_freeze_and_thaw, body)
+    host = body.get('host')
+    cluster = (body.get('cluster') if req.version >= REPLICATION_CLUSTER
+               else None)
+    if bool(host) == bool(cluster):
+        raise webob.exc.HTTPBadRequest(
+            explanation='One and only one of cluster and host must be set.'
+            if req.version >= REPLICATION_CLUSTER
+            else 'Host field is missing.')
+    with db_api.writer() as session:
+        hosts = db_services.set_frozen(session, host, cluster,
+                                       action == 'freeze',
+                                       constants.VOLUME_BINARY)
+    LOG.warning('volume backend %s %s by os-services/%s',
+                ', '.join(hosts), 'frozen' if action == 'freeze'
+                else 'thawed', action)
+    return wsgi.empty_response(200)
+
+
 @wsgi.expected_errors(400, 403, 404)
 def update_service(req):
     policy.authorize(req.context, policy.SERVICES_UPDATE)
     action = req.urlvars['action']
+    if action in ('freeze', 'thaw'):
+        return _freeze_or_thaw(req, action)
     if action not in ('enable', 'disable', 'disable-log-reason'):
         raise webob.exc.HTTPNotFound(
             explanation='Unknown os-services action: %s' % action)

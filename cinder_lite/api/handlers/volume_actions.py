@@ -67,6 +67,10 @@ def _reset_status(req, vid, body):
                                body.get('attach_status'))
 
 
+def _force_delete(req, vid, body):
+    _actions(req).force_delete(req.context, vid)
+
+
 def _update_readonly_flag(req, vid, body):
     _actions(req).update_readonly_flag(
         req.context, vid, schema_common.to_bool(body['readonly']))
@@ -103,6 +107,7 @@ DISPATCH = {
     'os-terminate_connection': _terminate_connection,
     'os-force_detach': _force_detach,
     'os-reset_status': _reset_status,
+    'os-force_delete': _force_delete,
     'os-update_readonly_flag': _update_readonly_flag,
     'os-set_bootable': _set_bootable,
     'os-retype': _retype,

@@ -1,7 +1,7 @@
 """Handlers for /volumes.
 
 Success codes: create 202, list/detail/show 200, update 200, delete 202
-(all microversions).
+(all microversions); summary 200 (3.12 and later, 404 before).
 """
 import ast
 
@@ -15,12 +15,15 @@ from cinder_lite.api.views import attachments as attachment_views
 from cinder_lite.api.views import links
 from cinder_lite.api.views import volumes as views
 from cinder_lite.api import wsgi
+from cinder_lite.common import policy
 from cinder_lite.db import query
 from cinder_lite.db import volumes as db_volumes
 
 FILTERS = ('name', 'status', 'metadata', 'bootable', 'availability_zone',
            'size', 'project_id', 'volume_type')
 LIKE_FILTERS = ('name', 'status', 'availability_zone')  # 3.34
+SUMMARY = (3, 12)
+FORCE_DELETE = (3, 23)
 NOT_FILTERS = ('sort', 'sort_key', 'sort_dir', 'limit', 'marker', 'offset',
                'with_count', 'all_tenants')
 
@@ -33,15 +36,19 @@ def _conf(req):
     return req.environ['cinder_lite.conf']
 
 
-def _detail(req, volume, type_names=None, attached=None, extended=True):
+def _detail(req, volume, type_names=None, attached=None, metadata=None,
+            extended=True):
     svc = _service(req)
     names = type_names or svc.type_names([volume])
     if attached is None:
         attached = svc.attachments_of([volume])
+    if metadata is None:
+        metadata = svc.metadata_of([volume])
     return views.detail(req, _conf(req), volume,
                         names.get(volume.volume_type_id),
                         [attachment_views.in_volume(req, a)
-                         for a in attached.get(volume.id, [])], extended)
+                         for a in attached.get(volume.id, [])],
+                        metadata.get(volume.id), extended)
 
 
 @wsgi.expected_errors(400, 403, 404, 413, 503)
@@ -74,8 +81,8 @@ def create_volume(req):
                               or request.get('display_description'))
     volume, vtype = _service(req).create(req.context, request)
     return wsgi.json_response({'volume': _detail(
-        req, volume, {vtype['id']: vtype['name']}, {}, extended=False)},
-        202)
+        req, volume, {vtype['id']: vtype['name']}, {},
+        {volume.id: request.get('metadata') or {}}, extended=False)}, 202)
 
 
 def _list_params(req):
@@ -133,7 +140,8 @@ def _list(req, detailed):
     if detailed:
         names = _service(req).type_names(rows)
         attached = _service(req).attachments_of(rows)
-        items = [_detail(req, v, names, attached) for v in rows]
+        metadata = _service(req).metadata_of(rows)
+        items = [_detail(req, v, names, attached, metadata) for v in rows]
     else:
         items = [views.summary(req, conf, v) for v in rows]
     body = links.page(req, conf, 'volumes', rows, items, limit)
@@ -152,12 +160,31 @@ def list_volumes_detail(req):
     return _list(req, detailed=True)
 
 
+@wsgi.expected_errors(400, 403, 404)
+def volume_summary(req):
+    """Count, size and distinct metadata of the caller's volumes (admins:
+    every project's with ``all_tenants``)."""
+    if req.version < SUMMARY:
+        raise webob.exc.HTTPNotFound(
+            explanation='The volume summary is served from microversion '
+                        '3.12.')
+    unknown = set(req.GET) - {'all_tenants'}
+    if unknown:
+        raise webob.exc.HTTPBadRequest(
+            explanation='Invalid filters %s are found in query options.'
+                        % ','.join(sorted(unknown)))
+    count, size, metadata = _service(req).summary(
+        req.context, all_tenants=req.bool_param('all_tenants'))
+    return wsgi.json_response(views.summary_of_volumes(req, count, size,
+                                                       metadata))
+
+
 @wsgi.expected_errors(403, 404)
 def show_volume(req):
-    volume, names, attached = _service(req).show(req.context,
-                                                 req.urlvars['volume_id'])
+    volume, names, attached, metadata = _service(req).show(
+        req.context, req.urlvars['volume_id'])
     return wsgi.json_response({'volume': _detail(req, volume, names,
-                                                 attached)})
+                                                 attached, metadata)})
 
 
 @wsgi.expected_errors(400, 403, 404)
@@ -182,7 +209,16 @@ def update_volume(req):
                                                  extended=False)})
 
 
-@wsgi.expected_errors(400, 403, 404)
+@wsgi.expected_errors(400, 403, 404, 409, 503)
 def delete_volume(req):
-    _service(req).delete(req.context, req.urlvars['volume_id'])
+    """``?force=true`` (3.23): an admin's delete whatever the status, as
+    os-force_delete; ``cascade`` (the volume's snapshots) has nothing to
+    delete here."""
+    req.bool_param('cascade')
+    if req.version >= FORCE_DELETE and req.bool_param('force'):
+        req.environ['cinder_lite.services'].actions.force_delete(
+            req.context, req.urlvars['volume_id'],
+            rule=policy.VOLUME_FORCE_DELETE)
+    else:
+        _service(req).delete(req.context, req.urlvars['volume_id'])
     return wsgi.empty_response(202)

@@ -61,6 +61,9 @@ ACTIONS = {
         'minProperties': 1,
         'additionalProperties': False,
     },
+    # Cinder accepts any body here ({} from Tempest, null from
+    # cinderclient)
+    'os-force_delete': {'type': ['object', 'null']},
     'os-update_readonly_flag': {
         'type': 'object',
         'properties': {'readonly': common.boolean},

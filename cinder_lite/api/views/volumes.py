@@ -10,7 +10,28 @@ def summary(req, conf, volume):
                                           volume.project_id)}
 
 
-def detail(req, conf, volume, type_name, attachments=(), extended=True):
+def visible_metadata(volume, metadata):
+    """The volume's metadata as its view shows it: the user's keys, and
+    the read-only flag as Cinder shows its admin metadata (``readonly``:
+    "True"/"False" once os-update_readonly_flag has set it, winning over
+    a user key of that name)."""
+    shown = dict(metadata or {})
+    if volume.readonly is not None:
+        shown['readonly'] = str(bool(volume.readonly))
+    return shown
+
+
+def summary_of_volumes(req, count, size, metadata):
+    """GET /volumes/summary: ``metadata`` (every key with its distinct
+    values) from 3.36."""
+    body = {'total_count': count, 'total_size': size}
+    if req.version >= (3, 36):
+        body['metadata'] = metadata
+    return {'volume-summary': body}
+
+
+def detail(req, conf, volume, type_name, attachments=(), metadata=None,
+           extended=True):
     """``extended``: a show or list view, which (as in Cinder) tells the
     volume's own project readers ``os-vol-tenant-attr:tenant_id`` too;
     create and update responses do not."""
@@ -30,7 +51,7 @@ def detail(req, conf, volume, type_name, attachments=(), extended=True):
         'encrypted': False,
         'links': links.resource_links(req, conf, 'volumes', volume.id,
                                       volume.project_id),
-        'metadata': dict(volume.meta or {}),
+        'metadata': visible_metadata(volume, metadata),
         'multiattach': bool(volume.multiattach),
         'replication_status': None,
         'snapshot_id': None,

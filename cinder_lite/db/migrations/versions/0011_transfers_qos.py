@@ -7,14 +7,14 @@ back-end or both) and key/value pairs; ``volume_types.qos_specs_id``
 associates a type with one of them.
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 """
 from alembic import op
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 revision = '0011'
-down_revision = '0009'
+down_revision = '0010'
 
 DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
                                       'mariadb')
