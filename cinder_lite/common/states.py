@@ -62,9 +62,11 @@ VOLUME_UNCHANGEABLE_STATUSES = frozenset([MAINTENANCE])
 VOLUME_FORCE_DELETE_STATUSES = tuple(sorted(
     (VOLUME_STATUSES | {MAINTENANCE}) - {DELETED}))
 
-# Statuses an operator may force with os-reset_status.
+# Statuses an operator may force with os-reset_status (Cinder's list:
+# ``creating`` and ``maintenance`` included).
 VOLUME_RESET_STATUSES = frozenset([
-    AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING, ERROR_DELETING])
+    AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING, ERROR_DELETING,
+    CREATING, MAINTENANCE])
 
 # -- attachment ----------------------------------------------------------------
 ATTACH_RESERVED = 'reserved'
@@ -92,6 +94,12 @@ ATTACHMENT_TRANSITIONS = {
     ERROR_DETACHING: (ATTACH_DETACHING,),
 }
 
+# Not stored: how ``derive_volume_status`` names a reservation that
+# Cinder's legacy os-reserve made (an ``reserved`` attachment marked so),
+# which shows its volume ``attaching`` as Cinder's legacy flow does; the
+# attachments API's reservations show it ``reserved``.
+ATTACH_LEGACY_RESERVED = 'reserved (os-reserve)'
+
 # -- service -----------------------------------------------------------------
 SERVICE_UP = 'up'
 SERVICE_DOWN = 'down'
@@ -114,6 +122,7 @@ def derive_volume_status(attach_statuses):
     for attach_status, volume_status in ((ATTACHED, IN_USE),
                                          (ATTACH_ATTACHING, ATTACHING),
                                          (ATTACH_DETACHING, DETACHING),
+                                         (ATTACH_LEGACY_RESERVED, ATTACHING),
                                          (ATTACH_RESERVED, RESERVED)):
         if attach_status in present:
             return volume_status
