@@ -412,7 +412,10 @@ class NovaStack:
             extra_default={'auth_strategy': 'keystone',
                            'allow_multiattach': 'true'},
             extra_sections={
-                'keystone_authtoken': self.authtoken_section('cinder-lite')})
+                'keystone_authtoken': self.authtoken_section('cinder-lite'),
+                # Nova is told when an attached volume grows (its
+                # endpoint from the catalog, once Nova is registered)
+                'nova': self.auth_section('cinder-lite')})
         self.cinder.start()
         url = self.cinder.url + '/v3/%(project_id)s'
         self.identity.register('volumev3', 'cinder-lite-v3', url)
