@@ -80,6 +80,9 @@ def test_capability_nobody_has_fails_with_a_message(two):
         assert [m['event_id'] for m in messages] == [
             'VOLUME_VOLUME_001_003'], messages
         assert 'No valid backend' in messages[0]['user_message'], messages
+        # every key Tempest's schema asks for is a string
+        assert messages[0]['request_id'].startswith('req-')
+        assert messages[0]['guaranteed_until'] > messages[0]['created_at']
 
 
 def test_unknown_availability_zone_is_400(two):
