@@ -23,10 +23,15 @@ RETYPING = 'retyping'
 AWAITING_TRANSFER = 'awaiting-transfer'
 DELETED = 'deleted'
 
+# Set only by an operator (os-reset_status): the volume is being worked
+# on outside cinder_lite.  As in Cinder, its metadata and its fields do
+# not change meanwhile.
+MAINTENANCE = 'maintenance'
+
 VOLUME_STATUSES = frozenset([
     CREATING, AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING,
     DELETING, ERROR_DELETING, EXTENDING, ERROR_EXTENDING, RETYPING,
-    AWAITING_TRANSFER, DELETED])
+    AWAITING_TRANSFER, MAINTENANCE, DELETED])
 
 # target -> statuses a volume may be in when it moves there
 VOLUME_TRANSITIONS = {
@@ -51,16 +56,12 @@ VOLUME_TRANSITIONS = {
 # leaves them alone while that service is up).
 VOLUME_BUSY_STATUSES = frozenset([CREATING, DELETING, EXTENDING])
 
-# Set only by an operator (os-reset_status): the volume is being worked
-# on outside cinder_lite.  As in Cinder, its metadata and its fields do
-# not change meanwhile.
-MAINTENANCE = 'maintenance'
 VOLUME_UNCHANGEABLE_STATUSES = frozenset([MAINTENANCE])
 
 # Statuses a forced delete (os-force_delete) starts from: any, as in
 # Cinder (a delete already under way is sent again).
 VOLUME_FORCE_DELETE_STATUSES = tuple(sorted(
-    (VOLUME_STATUSES | {MAINTENANCE}) - {DELETED}))
+    VOLUME_STATUSES - {DELETED}))
 
 # Statuses an operator may force with os-reset_status (Cinder's list:
 # ``creating`` and ``maintenance`` included).

@@ -327,9 +327,7 @@ class VolumeActions:
         if status is None:
             return
         with db_api.writer() as session:
-            resettable = (states.VOLUME_STATUSES
-                          | states.VOLUME_UNCHANGEABLE_STATUSES) - {
-                              states.DELETED}
+            resettable = states.VOLUME_STATUSES - {states.DELETED}
             # read in this transaction: a volume read earlier may have had
             # no host yet
             current = db_volumes.get(session, volume.id)
