@@ -74,10 +74,14 @@ class NovaNotifier:
                         'events: %s %s', volume_id, resp.status_code,
                         resp.text[:300])
             return []
-        taken = [e['server_uuid'] for e in resp.json().get('events', [])
-                 if e.get('code') == 200]
-        refused = sorted(set(servers) - set(taken))
-        LOG.info('volume %s grew; Nova told for server(s) %s%s', volume_id,
-                 ', '.join(taken) or 'none',
-                 '; refused for %s' % ', '.join(refused) if refused else '')
+        answered = resp.json().get('events', [])
+        taken = [e['server_uuid'] for e in answered if e.get('code') == 200]
+        refused = ['%s (%s)' % (e['server_uuid'], e.get('code'))
+                   for e in answered if e.get('code') != 200]
+        # 404: Nova does not know the server, or the [nova] user may not
+        # see it (Nova looks servers up in every project only for admins)
+        (LOG.warning if refused else LOG.info)(
+            'volume %s grew; Nova told for server(s) %s%s', volume_id,
+            ', '.join(taken) or 'none',
+            '; refused for %s' % ', '.join(refused) if refused else '')
         return taken

@@ -354,9 +354,11 @@ class NovaStack:
         for name in SERVICE_USERS:
             user_id = self.identity.user(name, SERVICE_PASSWORD, service)
             self.identity.grant(service, user_id, 'service')
-            if name in ('nova', 'placement'):
+            if name in ('nova', 'placement', 'cinder-lite'):
                 # Nova and Placement act as administrators of each other
-                # (Placement's policy, Nova's admin context towards it)
+                # (Placement's policy, Nova's admin context towards it);
+                # Nova finds the servers of an external event (cinder_lite's
+                # volume-extended) in any project only for an admin
                 self.identity.grant(service, user_id, 'admin')
 
     # -- Glance ---------------------------------------------------------------
