@@ -73,7 +73,12 @@ class VolumeDriver(metaclass=abc.ABCMeta):
     def remove_export(self, volume, connector, attachment_id, shared):
         """Undo ``create_export``.  ``shared`` is True while other
         attachments of the volume are connected from the same host (a
-        per-host export must then stay)."""
+        per-host export must then stay).
+
+        A cut-off drains before it returns: once this returns, nothing
+        the host had in flight through this export can land any more.
+        Returns the seconds the drain took (None when nothing was cut);
+        raises when the target could not confirm the drain in time."""
 
     def list_exports(self):
         """Ids of the attachments this backend exports now."""

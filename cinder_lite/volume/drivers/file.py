@@ -107,7 +107,7 @@ class FileDriver(base.VolumeDriver):
 
     def remove_export(self, volume, connector, attachment_id, shared):
         # every target here exports per attachment
-        self.target.remove_export(attachment_id)
+        return self.target.remove_export(attachment_id)
 
     def list_exports(self):
         return list(self.target.exports())
