@@ -95,6 +95,15 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         for ``connector``; False when it cannot."""
         return True
 
+    def reach(self, volume_id, attachment_ids, initiators):
+        """What the target says of a host on ``volume_id``: ``exports``
+        (those of ``attachment_ids`` that run now), ``acl`` (entries
+        naming one of ``initiators``), ``sessions`` (their sessions) and
+        ``reachable`` (whether the host may still do I/O through the
+        target; None when the target cannot tell)."""
+        return {'exports': [], 'acl': [], 'sessions': 0,
+                'reachable': None}
+
     def prune_exports(self):
         """Remove what the backend exports beyond ``list_exports`` (target
         state no attachment accounts for)."""

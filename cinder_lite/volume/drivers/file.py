@@ -121,6 +121,9 @@ class FileDriver(base.VolumeDriver):
             self.path(volume['id']), volume['id'], attachment_id, mode,
             connection_info, connector, volume.get('qos_specs'))
 
+    def reach(self, volume_id, attachment_ids, initiators):
+        return self.target.reach(volume_id, attachment_ids, initiators)
+
     def prune_exports(self):
         self.target.prune()
 

@@ -669,6 +669,27 @@ class IscsiTarget:
                     # the next prune tries again; the others go on
                     LOG.error('pruning %s: %s', iqn, e)
 
+    def reach(self, volume_id, attachment_ids, initiators):
+        """From tgt: the ACL entries and the sessions of ``initiators``
+        on the volume's targets; the host can reach the volume while it
+        has either."""
+        with self._lock:
+            running = [a for a in attachment_ids if self._load(a)]
+            acl, sessions = [], 0
+            pid = self._daemon_pid()
+            if pid and _comm(pid) == 'tgtd':
+                targets = self._show()
+                for mode in ('rw', 'ro'):
+                    target = targets.get(self.iqn(volume_id, mode))
+                    if target is None:
+                        continue
+                    acl += ['%s %s' % (mode, e) for e in target['acl']
+                            if e in initiators]
+                    sessions += sum(1 for n in target['nexus']
+                                    if n['initiator'] in initiators)
+        return {'exports': running, 'acl': acl, 'sessions': sessions,
+                'reachable': bool(acl or sessions)}
+
     def connection_data(self, path, volume_id, attachment_id, mode):
         record = self._load(attachment_id)
         if record is None:

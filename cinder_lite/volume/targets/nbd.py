@@ -288,6 +288,19 @@ class NbdTarget:
                 killed = True
             time.sleep(0.001 if not killed else 0.002)
 
+    def reach(self, volume_id, attachment_ids, initiators):
+        """An NBD export serves whoever connects to its port: a host can
+        reach the volume while an nbdkit of one of its attachments runs
+        (and, still, until its clients hang up)."""
+        running = []
+        for attachment_id in attachment_ids:
+            record = self._load(attachment_id)
+            if record and record.get('volume_id') == volume_id and \
+                    _is_nbdkit(record['pid']) and not _exited(record['pid']):
+                running.append(attachment_id)
+        return {'exports': running, 'acl': [], 'sessions': 0,
+                'reachable': bool(running)}
+
     def connection_data(self, path, volume_id, attachment_id, mode):
         record = self._load(attachment_id)
         if record is None:
