@@ -442,8 +442,14 @@ class VolumeManager:
                 fenced = [a.id for a in db_attachments.fenced_of(
                     session, volume_id, attachment_ids)]
             for attachment_id in fenced:
-                drained[attachment_id] = self.driver.remove_export(
-                    volume, None, attachment_id, False)
+                try:
+                    drained[attachment_id] = self.driver.remove_export(
+                        volume, None, attachment_id, False)
+                except Exception as e:
+                    LOG.exception('fence: attachment %s of volume %s '
+                                  'not cut', attachment_id, volume_id)
+                    raise exception.DisconnectFailed(
+                        reason='attachment %s: %s' % (attachment_id, e))
         LOG.info('volume %s: exports of attachments %s cut off and '
                  'drained (%s)', volume_id, ', '.join(attachment_ids),
                  ', '.join('%.1f ms' % (d * 1000) for d in drained.values()
@@ -467,10 +473,16 @@ class VolumeManager:
                                                            self.host)
                           if a.id in set(attachment_ids)}
             for attachment_id, a in wanted.items():
-                if self.driver.ensure_export(volume, attachment_id,
-                                             a.attach_mode,
-                                             a.connection_info or {},
-                                             a.connector):
+                try:
+                    made = self.driver.ensure_export(
+                        volume, attachment_id, a.attach_mode,
+                        a.connection_info or {}, a.connector)
+                except Exception as e:
+                    LOG.exception('unfence: attachment %s of volume %s',
+                                  attachment_id, volume_id)
+                    raise exception.ConnectFailed(
+                        reason='attachment %s: %s' % (attachment_id, e))
+                if made:
                     restored.append(attachment_id)
                 else:
                     LOG.error('unfence: could not export attachment %s of '

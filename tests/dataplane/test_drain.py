@@ -187,3 +187,36 @@ def test_a_takeover_whose_cut_cannot_be_confirmed_does_not_promote(
     dev.write(0, b'mine')
     dev.flush()
     reader.detach(att['id'], dev)
+
+
+def test_a_fence_whose_cut_cannot_be_confirmed_answers_503(
+        frozen_tgt_stack):
+    """tgtd frozen: the fence answers 503 within the drain timeout; the
+    mark is written (new connections of the host are refused); once tgtd
+    answers, fencing again cuts and drains."""
+    s = frozen_tgt_stack
+    api = s.client()
+    api.create_type('shared', {'multiattach': '<is> True'})
+    vol = api.create_volume(volume_type='shared')
+    host = dp.attacher(s, 'a')
+    att, dev = host.attach_device(vol['id'])
+    pid = dp.backend_target(s)._daemon_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        resp = api.post('/os-host-fences/host-a/action',
+                        json={'os-fence': {'volume_id': vol['id']}})
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert resp.status_code == 503, resp.text
+    assert 'cannot be confirmed' in resp.text
+    refused = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'connector': host.connector}})
+    assert refused.status_code == 409 and 'is fenced' in refused.text
+    resp = api.post('/os-host-fences/host-a/action',
+                    json={'os-fence': {'volume_id': vol['id']}})
+    assert resp.status_code == 200, resp.text
+    assert _nexus_of(s, host.connector['initiator']) == []
+    dev.close()
+    api.post('/os-host-fences/host-a/action',
+             json={'os-unfence': {'volume_id': vol['id']}})
+    host.detach(att['id'])
