@@ -92,7 +92,7 @@ class FenceService:
                 context, service_host, volume_id, ids))
         times = [d for d in drained.values() if d is not None]
         result = {'volume_id': volume_id, 'host': host, 'fenced': True,
-                  'fenced_at': since.isoformat(),
+                  'fenced_at': _at(since),
                   'attachments': sorted(drained),
                   'drained_ms': round(max(times) * 1000, 3)
                   if times else None}
@@ -204,11 +204,14 @@ def _mark_view(mark):
     return {'host': mark.host, 'volume_id': mark.volume_id,
             'project_id': mark.project_id, 'reason': mark.reason,
             'fenced_by': mark.fenced_by, 'request_id': mark.request_id,
-            'fenced_at': mark.created_at.isoformat(),
+            'fenced_at': _at(mark.created_at),
             'unfenced_by': mark.unfenced_by,
             'unfence_reason': mark.unfence_reason,
-            'unfenced_at': mark.deleted_at.isoformat()
-            if mark.deleted_at else None}
+            'unfenced_at': _at(mark.deleted_at)}
+
+
+def _at(when):
+    return when.isoformat(timespec='microseconds') if when else None
 
 
 def check_not_fenced(session, host, volume_id):
