@@ -189,3 +189,44 @@ def test_errors_are_exit_code_1(proto):
              'Connection refused')):
         code, _out, err = agent(options)
         assert code == 1 and text in err, (options, err)
+
+
+PACEMAKER_AGENT = '/usr/sbin/fence_cinder_lite'
+
+
+def test_pacemaker_reads_the_metadata_and_validates_through_stdin(
+        nbd_stack):
+    """Pacemaker's own fence library (``stonith_admin``, Debian package
+    pacemaker-cli-utils) runs the agent from its directory: it reads the
+    metadata and runs validate-all with the options on stdin.  (Fencing
+    through ``stonith_admin --fence`` needs a running pacemaker-fenced,
+    which needs corosync: not run here.)"""
+    util.need('stonith_admin')
+    if os.path.realpath(PACEMAKER_AGENT) != os.path.realpath(AGENT):
+        pytest.skip('%s must be this checkout\'s agent (ln -s %s %s)'
+                    % (PACEMAKER_AGENT, AGENT, PACEMAKER_AGENT))
+    done = subprocess.run(['stonith_admin', '--metadata', '--agent',
+                           'fence_cinder_lite'], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    actions = {a.get('name'): a.attrib for a in
+               ET.fromstring(done.stdout).find('actions')}
+    assert actions['on'].get('automatic') == '1'
+    assert {'off', 'status', 'list', 'monitor'} <= set(actions)
+    api = nbd_stack.client()
+    vid = api.create_volume()['id']
+
+    def validate(*options):
+        argv = ['stonith_admin', '--validate', '--agent',
+                'fence_cinder_lite']
+        for option in options:
+            argv += ['--option', option]
+        return subprocess.run(argv, capture_output=True, text=True,
+                              timeout=60)
+    ok = validate('endpoint=%s/v3' % nbd_stack.url, 'volume=%s' % vid,
+                  'project_id=%s' % stack_mod.PROJECT)
+    assert ok.returncode == 0 and 'succeeded' in ok.stdout, (ok.stdout,
+                                                             ok.stderr)
+    bad = validate('volume=%s' % vid)
+    assert bad.returncode != 0
+    assert 'endpoint is required' in bad.stdout + bad.stderr
