@@ -49,6 +49,6 @@ def upgrade():
 
 
 def downgrade():
-    op.drop_index('ix_host_fences_host', 'host_fences')
-    op.drop_index('ix_host_fences_volume_host', 'host_fences')
+    # the indexes go with the table (MariaDB refuses to drop the one its
+    # foreign key uses on its own)
     op.drop_table('host_fences')
