@@ -15,6 +15,11 @@ round checks that A's next write is refused.  Columns:
   distributed mode);
 * ``request``: the takeover request alone (cinder_lite's own work: the
   goal is at most 100 ms of the total);
+* ``drain``: within the request, the cut-off of the old writer at the
+  target until the target confirmed the drain (tgt shows no I_T nexus of
+  its initiator / its nbdkit has exited), as the volume service logs it
+  ("cut off at the target, drained in X ms"), and ``drain %``: its share
+  of the request;
 * ``open+write``: opening the new device and the first write;
 * floor, same run: ``http`` (GET /, one keep-alive round trip) and
   ``open+write`` of a device of an attachment that is read-write already
@@ -33,6 +38,7 @@ tests/harness/cluster.py starts them).  Protocols: ``nbd`` and
 """
 import argparse
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -101,6 +107,9 @@ class Embedded:
         return {'bench': lambda: [os.getpid()],
                 'all': attach_bench.with_children(self.proc.pid)}
 
+    def logs(self):
+        return [self.proc.log_path]
+
     def stop(self):
         self.proc.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
@@ -130,6 +139,9 @@ class Distributed:
                 continue
             groups[name] = attach_bench.with_children(proc.pid)
         return groups
+
+    def logs(self):
+        return [p.log_path for p in self.cluster.processes.values()]
 
     def stop(self):
         self.cluster.stop()
@@ -176,6 +188,24 @@ def _host(url, name, address):
         host='bench-' + name, ip=address))
 
 
+DRAINED = re.compile(r'attachment (\S+) of volume \S+: cut off at the '
+                     r'target, drained in ([0-9.]+) ms')
+
+
+def _drained(paths, attachment_id):
+    """Seconds the volume service logged for the drain of the cut-off
+    of ``attachment_id``."""
+    for _ in range(100):
+        for path in paths:
+            with open(path, errors='replace') as f:
+                for m in DRAINED.finditer(f.read()):
+                    if m.group(1) == attachment_id:
+                        return float(m.group(2)) / 1000.0
+        time.sleep(0.01)
+    raise AssertionError('no drain logged for attachment %s'
+                         % attachment_id)
+
+
 def _write(device):
     device.write(0, BLOCK)
     device.flush()
@@ -187,7 +217,7 @@ def run(deployment, protocol, backend_name, rounds):
     volume_id = _volume(session, url, backend_name)
     a, b = _host(url, 'a', '127.0.0.2'), _host(url, 'b', '127.0.0.3')
     sampler = attach_bench.Sampler(deployment.groups())
-    totals, requests_s, opens, cpu = [], [], [], {}
+    totals, requests_s, opens, drains, cpu = [], [], [], [], {}
     floor_http, floor_open = [], []
     http = attach_bench.http_for(url)
     for _ in range(rounds):
@@ -209,6 +239,7 @@ def run(deployment, protocol, backend_name, rounds):
         totals.append(t2 - t0)
         requests_s.append(t1 - t0)
         opens.append(t2 - t1)
+        drains.append(_drained(deployment.logs(), w_att['id']))
         try:
             _write(w_dev)
         except Exception:
@@ -228,7 +259,8 @@ def run(deployment, protocol, backend_name, rounds):
         assert status == 300, status
         b.detach(taken['id'], dev)
     return {'protocol': protocol, 'total': totals, 'request': requests_s,
-            'open': opens, 'floor_http': floor_http,
+            'open': opens, 'drain': drains,
+            'drain_share': [d / r for d, r in zip(drains, requests_s)], 'floor_http': floor_http,
             'floor_open': floor_open,
             'cpu': {k: statistics.mean(v) for k, v in cpu.items()}}
 
@@ -239,20 +271,30 @@ def ms(values, p=50):
     return '%.1f' % (values[index] * 1000.0)
 
 
+def pct(shares, p=50):
+    shares = sorted(shares)
+    index = min(len(shares) - 1, int(round(len(shares) * p / 100.0)))
+    return '%.0f' % (shares[index] * 100.0)
+
+
 def print_table(mode, results):
     print()
     print('%s: takeover request -> first acknowledged write (ms, p50 / '
           'p95 over %d rounds)' % (mode, len(results[0]['total'])))
     names = list(results[0]['cpu'])
-    headers = ['protocol', 'total', 'request', 'open+write',
+    headers = ['protocol', 'total', 'request', 'drain', 'drain %',
+               'open+write',
                'floor http', 'floor open+write'] + [
         'CPU ms %s' % n for n in names]
     rows = []
     for r in results:
         rows.append([r['protocol']] + [
             '%s / %s' % (ms(r[k]), ms(r[k], 95))
-            for k in ('total', 'request', 'open', 'floor_http',
-                      'floor_open')] + [
+            for k in ('total', 'request', 'drain')] + [
+            '%s / %s' % (pct(r['drain_share']),
+                         pct(r['drain_share'], 95))] + [
+            '%s / %s' % (ms(r[k]), ms(r[k], 95))
+            for k in ('open', 'floor_http', 'floor_open')] + [
             '%.1f' % (r['cpu'][n] * 1000.0) for n in names])
     vc.print_table(headers, rows)
 

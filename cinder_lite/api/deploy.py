@@ -30,6 +30,7 @@ from cinder_lite import dashboard
 from cinder_lite.volume import actions
 from cinder_lite.volume import api as volume_api
 from cinder_lite.volume import attachment_api
+from cinder_lite.volume import fence_api
 from cinder_lite.volume import metadata_api
 from cinder_lite.volume import qos_api
 from cinder_lite.volume import quota_api
@@ -51,6 +52,8 @@ class Services:
         self.quotas = quota_api.QuotaService(conf)
         self.transfers = transfer_api.TransferService(conf)
         self.qos_specs = qos_api.QosSpecsService(conf)
+        self.fences = fence_api.FenceService(conf,
+                                             self.volumes.volume_rpcapi)
 
 
 class ServiceSetup:

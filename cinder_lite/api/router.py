@@ -13,6 +13,7 @@ import webob.exc
 
 from cinder_lite.api.handlers import admin
 from cinder_lite.api.handlers import attachment_events
+from cinder_lite.api.handlers import host_fences
 from cinder_lite.api.handlers import attachments
 from cinder_lite.api.handlers import extensions
 from cinder_lite.api.handlers import hosts
@@ -78,6 +79,9 @@ ROUTE_DECLARATIONS = (
     ('/capabilities/{host}', {'GET': admin.show_capabilities}),
     ('/messages', {'GET': messages.list_messages}),
     ('/os-attachment-events', {'GET': attachment_events.list_events}),
+    ('/os-host-fences', {'GET': host_fences.list_fences}),
+    ('/os-host-fences/{host}', {'GET': host_fences.show_fence}),
+    ('/os-host-fences/{host}/action', {'POST': host_fences.fence_action}),
     ('/messages/{message_id}', {'GET': messages.show_message,
                                 'DELETE': messages.delete_message}),
     ('/os-quota-sets/{target_project_id}/defaults', {

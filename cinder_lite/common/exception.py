@@ -215,6 +215,12 @@ class DetachNeedsAttachment(Conflict):
                'one to detach with attachment_id.')
 
 
+class HostFenced(Conflict):
+    """A host fenced off a volume (os-host-fences) asks for an export of
+    it."""
+    msg_fmt = 'host %(host)s is fenced off volume %(volume_id)s'
+
+
 class AttachmentBusy(Conflict):
     msg_fmt = ('Attachment %(attachment_id)s is %(what)s by another '
                'request; try again when that has finished.')

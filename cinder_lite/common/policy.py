@@ -77,6 +77,7 @@ RETYPE = 'volume:retype'
 EXTEND = 'volume:extend'
 FORCE_DETACH = 'volume_extension:volume_admin_actions:force_detach'
 RESET_STATUS = 'volume_extension:volume_admin_actions:reset_status'
+HOST_FENCE = 'volume_extension:host_fence'
 MESSAGES = 'message:get_all'
 ATTACHMENT_EVENTS = 'volume:attachment_events'
 MESSAGE_DELETE = 'message:delete'
@@ -216,6 +217,12 @@ _RULES = [
         ('POST', '/volumes/{volume_id}/action')),
     _op(RESET_STATUS, 'rule:admin_api', 'Overwrite the status of a volume.',
         ('POST', '/volumes/{volume_id}/action')),
+    _op(HOST_FENCE, 'rule:admin_api',
+        'Fence a consumer host off volumes at the storage targets (cut '
+        'and drain its exports, refuse new ones), unfence it, and read '
+        'the fences and what the targets say.',
+        ('GET', '/os-host-fences'), ('GET', '/os-host-fences/{host}'),
+        ('POST', '/os-host-fences/{host}/action')),
     _op(ATTACHMENT_EVENTS, 'rule:admin_api',
         'Read the attachment audit trail.',
         ('GET', '/os-attachment-events')),

@@ -73,6 +73,14 @@ backend_opts = [
     cfg.StrOpt('target_prefix', default='iqn.2026-11.org.cinder-lite:',
                help='Prefix of the IQNs of iSCSI targets; the volume id '
                     'follows.'),
+    cfg.FloatOpt('target_drain_timeout', default=10.0, min=0.1,
+                 help='Seconds a cut-off (detach, takeover, fence) waits '
+                      'for the target to drain what the host had in '
+                      'flight: tgt to show no I_T nexus of its initiator, '
+                      'the nbdkit of its export to have exited. Past it '
+                      'the cut-off fails (a takeover then does not '
+                      'promote) instead of reporting a host cut that may '
+                      'still write. Keep it below volume_rpc_timeout.'),
     cfg.FloatOpt('max_over_subscription_ratio', default=20.0, min=1.0,
                  help='For thin backends: how many times the capacity may '
                       'be provisioned.'),

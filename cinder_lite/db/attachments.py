@@ -397,8 +397,46 @@ def connected_on_host(session, service_host):
               .join(models.Volume, models.Volume.id == A.volume_id)
               .where(models.Volume.deleted.is_(False),
                      exported_by(service_host),
-                     A.attach_status.in_(CONNECTED_STATUSES)))).all()
+                     A.attach_status.in_(CONNECTED_STATUSES),
+                     # a fenced host gets no export back until unfenced
+                     ~_fenced()))).all()
     return [(a, v) for a, v in rows if a.connection_info]
+
+
+def _fenced():
+    """SQL condition: the attachment's host is fenced off its volume
+    (``db.host_fences``)."""
+    F = models.HostFence
+    return sa.exists().where(F.volume_id == A.volume_id,
+                             F.host == A.attached_host,
+                             F.deleted == sa.false())
+
+
+def fenced_of(session, volume_id, attachment_ids):
+    """Those of ``attachment_ids`` (on ``volume_id``) whose host is
+    fenced off the volume now."""
+    return session.execute(sa.select(A).where(
+        A.volume_id == volume_id, A.id.in_(list(attachment_ids)),
+        _fenced())).scalars().all()
+
+
+def record_event(session, attachment, reason):
+    """An event about ``attachment`` that leaves its status as it is
+    (fenced, unfenced), for the audit trail."""
+    _record(session, attachment.id, attachment.volume_id,
+            attachment.project_id, attachment.attach_status,
+            attachment.attach_status, attachment.instance_uuid,
+            attachment.attached_host, attachment.attach_mode, reason)
+
+
+def of_host(session, volume_id, host):
+    """Live attachments of consumer ``host`` on a volume that hold, or
+    are about to hold, an export (connected or being connected)."""
+    return session.execute(_live(sa.select(A).where(
+        A.volume_id == volume_id, A.attached_host == host,
+        A.attach_status.in_(CONNECTED_STATUSES
+                            + (states.ERROR_ATTACHING,)))
+        .order_by(A.created_at, A.id))).scalars().all()
 
 
 def export_holder(session, volume_id):

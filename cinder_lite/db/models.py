@@ -333,3 +333,28 @@ class QosSpecsKey(Base):
     key = sa.Column(sa.String(255), nullable=False)
     # may be null, as in Cinder (a key set to null)
     value = sa.Column(sa.String(255))
+
+
+class HostFence(TimestampMixin, Base):
+    """A consumer host fenced off a volume (migration 0014); live while
+    ``deleted`` is false.  Unfencing ends the row (``deleted``,
+    ``unfenced_by``, ``unfence_reason``); rows are never removed."""
+    __tablename__ = 'host_fences'
+    __table_args__ = (
+        sa.Index('ix_host_fences_volume_host', 'volume_id', 'host',
+                 'deleted'),
+        sa.Index('ix_host_fences_host', 'host', 'deleted'),
+    )
+    id = sa.Column(sa.BigInteger().with_variant(sa.Integer, 'sqlite'),
+                   primary_key=True, autoincrement=True)
+    host = sa.Column(Text255, nullable=False)
+    volume_id = sa.Column(sa.String(36), sa.ForeignKey('volumes.id'),
+                          nullable=False)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    reason = sa.Column(sa.String(1024))
+    fenced_by = sa.Column(sa.String(255))
+    request_id = sa.Column(sa.String(255))
+    unfenced_by = sa.Column(sa.String(255))
+    unfence_reason = sa.Column(sa.String(1024))
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False)
+    deleted_at = sa.Column(DateTime)

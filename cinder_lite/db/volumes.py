@@ -405,3 +405,11 @@ def claim_stale(session, volume_id, status, updated_at):
         .values(updated_at=models.utcnow())
         .execution_options(synchronize_session=False))
     return result.rowcount == 1
+
+
+def ids_of_project(session, project_id, limit=10000):
+    """Ids of the live volumes of ``project_id``, oldest first."""
+    V = models.Volume
+    return session.execute(_live(sa.select(V.id)).where(
+        V.project_id == project_id).order_by(V.created_at, V.id)
+        .limit(limit)).scalars().all()

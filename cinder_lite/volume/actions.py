@@ -15,6 +15,7 @@ from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import host_fences as db_host_fences
 from cinder_lite.db import models
 from cinder_lite.db import qos_specs as db_qos
 from cinder_lite.db import quotas as db_quotas
@@ -73,6 +74,11 @@ class VolumeActions:
         a new attachment."""
         attachment_api.validate_connector(connector)
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
+        with db_api.reader() as session:
+            if db_host_fences.is_fenced(session, connector['host'],
+                                        volume.id):
+                raise exception.HostFenced(host=connector['host'],
+                                           volume_id=volume.id)
         live = self._live(volume.id)
         for att in live:
             if att.attached_host == connector['host'] and \

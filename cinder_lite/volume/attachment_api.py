@@ -27,6 +27,7 @@ from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import host_fences as db_host_fences
 from cinder_lite.db import models
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
@@ -385,6 +386,9 @@ class AttachmentService:
         the attachment ``attaching`` (inside the transaction holding the
         volume's row lock); returns (export host, mode) and sets the
         connector's mode."""
+        if db_host_fences.is_fenced(session, connector['host'], vol.id):
+            raise exception.HostFenced(host=connector['host'],
+                                       volume_id=vol.id)
         mode = self._connect_mode(session, vol, attachment, connector)
         if not vol.multiattach:
             self._check_one_connection(session, vol, attachment,
@@ -549,6 +553,10 @@ class AttachmentService:
                                           policy.ATTACHMENT_TAKEOVER)
             vol = db_attachments.lock_volume(session, attachment.volume_id)
             current = db_attachments.get(session, attachment_id)
+            if db_host_fences.is_fenced(session, current.attached_host,
+                                        vol.id):
+                raise exception.HostFenced(host=current.attached_host,
+                                           volume_id=vol.id)
             writer = self._check_takeover(session, vol, current)
             if writer is not None and writer.service_owned and \
                     writer.instance_uuid and writer.connection_info and \

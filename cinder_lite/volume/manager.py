@@ -426,6 +426,77 @@ class VolumeManager:
             return None
         return target
 
+    # -- host fences (RPC 1.5) -------------------------------------------
+    def cut_host(self, ctxt, volume_id, attachment_ids):
+        """Fence: remove the exports of these attachments (of one host,
+        on ``volume_id``) and wait for each to drain; returns {attachment
+        id: seconds the drain took, or None when it had no export}.
+        Raises when a drain cannot be confirmed: the caller must not
+        report the host fenced."""
+        drained = {}
+        # one cut or restore of a volume at a time here; each acts on the
+        # marks as they are once it runs, so the last one leaves the
+        # exports as the last fence or unfence recorded
+        with self.takeover_lock('fence:' + volume_id), \
+                self.working_on(*attachment_ids):
+            with db_api.reader() as session:
+                volume = volume_dict(db_volumes.get(session, volume_id))
+                fenced = [a.id for a in db_attachments.fenced_of(
+                    session, volume_id, attachment_ids)]
+            for attachment_id in fenced:
+                try:
+                    drained[attachment_id] = self.driver.remove_export(
+                        volume, None, attachment_id, False)
+                except Exception as e:
+                    LOG.exception('fence: attachment %s of volume %s '
+                                  'not cut', attachment_id, volume_id)
+                    raise exception.DisconnectFailed(
+                        reason='attachment %s: %s' % (attachment_id, e))
+        LOG.info('volume %s: exports of attachments %s cut off and '
+                 'drained (%s)', volume_id, ', '.join(attachment_ids),
+                 ', '.join('%.1f ms' % (d * 1000) for d in drained.values()
+                           if d is not None) or 'none had one')
+        return drained
+
+    def restore_host(self, ctxt, volume_id, attachment_ids):
+        """Unfence: make the exports of these connected attachments
+        again, as their connection info and mode say; returns the ids
+        restored.  Attachments fenced again meanwhile, or no longer
+        connected, are left alone."""
+        restored = []
+        with self.takeover_lock('fence:' + volume_id), \
+                self.working_on(*attachment_ids):
+            with db_api.reader() as session:
+                volume = with_qos(session, volume_dict(db_volumes.get(
+                    session, volume_id)))
+                # (fenced hosts' attachments are not among them)
+                wanted = {a.id: a for a, _v in
+                          db_attachments.connected_on_host(session,
+                                                           self.host)
+                          if a.id in set(attachment_ids)}
+            for attachment_id, a in wanted.items():
+                try:
+                    made = self.driver.ensure_export(
+                        volume, attachment_id, a.attach_mode,
+                        a.connection_info or {}, a.connector)
+                except Exception as e:
+                    LOG.exception('unfence: attachment %s of volume %s',
+                                  attachment_id, volume_id)
+                    raise exception.ConnectFailed(
+                        reason='attachment %s: %s' % (attachment_id, e))
+                if made:
+                    restored.append(attachment_id)
+                else:
+                    LOG.error('unfence: could not export attachment %s of '
+                              'volume %s again', attachment_id, volume_id)
+        return restored
+
+    def host_reach(self, ctxt, volume_id, attachment_ids, initiators):
+        """What the target itself says of a host on ``volume_id``: the
+        exports of its attachments that run, the ACL entries and the
+        sessions of its initiators."""
+        return self.driver.reach(volume_id, attachment_ids, initiators)
+
     def extend_volume(self, ctxt, volume_id, new_size):
         with db_api.writer() as session:
             row = db_volumes.get(session, volume_id)
@@ -518,6 +589,14 @@ class VolumeManager:
             # the flow reverted what it made; the caller learns it is gone
             LOG.warning('attachment %s: %s abandoned: %s', attachment_id,
                         what, e)
+            raise
+        except exception.HostFenced as e:
+            # fenced while connecting: the flow removed its export
+            LOG.warning('attachment %s: %s -> %s: %s', attachment_id,
+                        current, failed, e)
+            self._attachment_failed(volume, attachment_id, failed,
+                                    (current, failed),
+                                    '%s refused: %s' % (what, e))
             raise
         except exception.Invalid as e:
             LOG.warning('attachment %s: %s -> %s: %s', attachment_id,

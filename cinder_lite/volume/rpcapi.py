@@ -7,6 +7,7 @@ History:
     1.2 - create_volume carries the volume (the manager need not read it)
     1.3 - reconcile (call)
     1.4 - disconnect takes the reason to record; promote (call)
+    1.5 - cut_host, restore_host, host_reach (calls; host fences)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -15,7 +16,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.4'
+RPC_API_VERSION = '1.5'
 
 def backend_host(host):
     """``node@backend#pool`` -> ``node@backend``, the RPC server name."""
@@ -101,3 +102,19 @@ class VolumeAPI:
     def reconcile(self, ctxt, host, max_age=None):
         return self._call(ctxt, host, 'reconcile', version='1.3',
                           max_age=max_age)
+
+    def cut_host(self, ctxt, host, volume_id, attachment_ids):
+        return self._call(ctxt, host, 'cut_host', version='1.5',
+                          volume_id=volume_id,
+                          attachment_ids=attachment_ids)
+
+    def restore_host(self, ctxt, host, volume_id, attachment_ids):
+        return self._call(ctxt, host, 'restore_host', version='1.5',
+                          volume_id=volume_id,
+                          attachment_ids=attachment_ids)
+
+    def host_reach(self, ctxt, host, volume_id, attachment_ids, initiators):
+        return self._call(ctxt, host, 'host_reach', version='1.5',
+                          volume_id=volume_id,
+                          attachment_ids=attachment_ids,
+                          initiators=initiators)

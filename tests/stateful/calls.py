@@ -11,6 +11,7 @@ from tests.stateful.quotas import QuotaCalls
 from tests.stateful.world import CALLERS
 from tests.stateful.world import DEFAULT_TYPE
 from tests.stateful.world import HOSTS
+from tests.stateful.world import PROJECT
 from tests.stateful.world import TYPE_KINDS
 from tests.stateful.world import UNKNOWN_ID
 
@@ -132,7 +133,7 @@ class Resolver(QuotaCalls):
             return 'a reader may not write'
         if caller in ('member', 'compute', 'reader', 'other') and op in (
                 'force_detach', 'reset_status', 'type_create',
-                'type_delete') + QUOTA_ADMIN:
+                'type_delete', 'host_fence', 'host_unfence') + QUOTA_ADMIN:
             return 'admin only'
         return None
 
@@ -237,6 +238,20 @@ class Resolver(QuotaCalls):
         if _vt(step.version) < (3, 44):
             call.must_fail = 'os-takeover needs 3.44'
         return call
+
+    def _fence(self, args, verb):
+        vid = self.volume(args)
+        scope = {'project_id': PROJECT} if args.get('project') else \
+            {'volume_id': vid}
+        return Call('', '', 'POST', '/os-host-fences/%s/action'
+                    % args['host'], {verb: dict(scope, reason='fuzz')},
+                    volume_id=vid)
+
+    def op_host_fence(self, step, args):
+        return self._fence(args, 'os-fence')
+
+    def op_host_unfence(self, step, args):
+        return self._fence(args, 'os-unfence')
 
     def op_att_delete(self, step, args):
         aid = self.attachment(args)

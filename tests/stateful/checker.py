@@ -249,8 +249,31 @@ class Checker:
                              % aid)['attachment_events']
         return sorted(rows, key=lambda e: e['id']), True
 
-    def check_audit(self, snap, volume_ids, burst):
+    def check_fences(self, burst):
+        """No host gets a connection to a volume it is fenced off: no
+        attachment of a fenced host on that volume was connected after
+        its live mark was made."""
         found = []
+        for mark in self.get('/os-host-fences')['host_fences']:
+            rows = self.get('/os-attachment-events?volume_id=%s&limit=1000'
+                            % mark['volume_id'])['attachment_events']
+            for e in rows:
+                if e['attached_host'] == mark['host'] and \
+                        (e['reason'] or '').startswith('connected') and \
+                        e['created_at'] > mark['fenced_at']:
+                    found.append(Finding(
+                        'fenced-host-connected', 'attachment %s of volume '
+                        '%s was connected from %s at %s, which is fenced '
+                        'off it since %s' % (
+                            e['attachment_id'], mark['volume_id'],
+                            mark['host'], e['created_at'],
+                            mark['fenced_at']), burst,
+                        volume_id=mark['volume_id'],
+                        attachment_id=e['attachment_id']))
+        return found
+
+    def check_audit(self, snap, volume_ids, burst):
+        found = self.check_fences(burst)
         live = collections.defaultdict(dict)
         for a in snap['attachments'].values():
             live[a['volume_id']][a['id']] = a

@@ -85,7 +85,7 @@ class Planner(QuotaPlans):
             (self.retype_extend_attached, 2), (self.admin_mess, 2),
             (self.intruder, 2), (self.malformed, 2), (self.reads, 1),
             (self.quota_play, 2), (self.quota_misuse, 1),
-            (self.takeover, 2)]
+            (self.takeover, 2), (self.fencing, 2)]
         makers = [m for m, w in scenarios for _ in range(w)]
         out = []
         while sum(s.size() for s in out) < steps:
@@ -165,6 +165,37 @@ class Planner(QuotaPlans):
         steps.append(take)
         if self.chance(0.5):
             steps.append(Step('att_delete', who, {'att': b}))
+        return steps
+
+    def fencing(self):
+        """A host connected to a volume is fenced off it (or off every
+        volume of the project), tries to connect again, may detach, and
+        is (mostly) unfenced; now and then by a caller who may not."""
+        slot, who, a = self.vslot(), self.writer(), self.name('a')
+        host = self.host()
+        first = self.att_create(slot, who, a, True)
+        first.args['host'] = host
+        steps = [first, Step('att_complete', who, {'att': a}, '3.71')]
+        scope = {'slot': slot, 'pick': self.pick(), 'host': host}
+        if self.chance(0.15):
+            scope['project'] = True
+        fence = Step('host_fence', self.rng.choice(
+            ('admin', 'admin', 'admin', who)), scope, self.version())
+        if self.chance(0.2):
+            # a connect of the host racing the fence
+            again = self.att_create(slot, who, None, True)
+            again.args['host'] = host
+            fence.twin = again
+        steps.append(fence)
+        if self.chance(0.5):
+            again = self.att_create(slot, who, self.name('c'), True)
+            again.args['host'] = host
+            steps.append(again)
+        if self.chance(0.3):
+            steps.append(Step('att_delete', who, {'att': a}))
+        if self.chance(0.8):
+            steps.append(Step('host_unfence', 'admin', dict(scope),
+                              self.version()))
         return steps
 
     def same_instance_twice(self):

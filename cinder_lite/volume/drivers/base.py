@@ -73,7 +73,12 @@ class VolumeDriver(metaclass=abc.ABCMeta):
     def remove_export(self, volume, connector, attachment_id, shared):
         """Undo ``create_export``.  ``shared`` is True while other
         attachments of the volume are connected from the same host (a
-        per-host export must then stay)."""
+        per-host export must then stay).
+
+        A cut-off drains before it returns: once this returns, nothing
+        the host had in flight through this export can land any more.
+        Returns the seconds the drain took (None when nothing was cut);
+        raises when the target could not confirm the drain in time."""
 
     def list_exports(self):
         """Ids of the attachments this backend exports now."""
@@ -89,6 +94,15 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         """Re-create a missing export so ``connection_info`` works again
         for ``connector``; False when it cannot."""
         return True
+
+    def reach(self, volume_id, attachment_ids, initiators):
+        """What the target says of a host on ``volume_id``: ``exports``
+        (those of ``attachment_ids`` that run now), ``acl`` (entries
+        naming one of ``initiators``), ``sessions`` (their sessions) and
+        ``reachable`` (whether the host may still do I/O through the
+        target; None when the target cannot tell)."""
+        return {'exports': [], 'acl': [], 'sessions': 0,
+                'reachable': None}
 
     def prune_exports(self):
         """Remove what the backend exports beyond ``list_exports`` (target

@@ -107,7 +107,7 @@ class FileDriver(base.VolumeDriver):
 
     def remove_export(self, volume, connector, attachment_id, shared):
         # every target here exports per attachment
-        self.target.remove_export(attachment_id)
+        return self.target.remove_export(attachment_id)
 
     def list_exports(self):
         return list(self.target.exports())
@@ -120,6 +120,9 @@ class FileDriver(base.VolumeDriver):
         return self.target.ensure_export(
             self.path(volume['id']), volume['id'], attachment_id, mode,
             connection_info, connector, volume.get('qos_specs'))
+
+    def reach(self, volume_id, attachment_ids, initiators):
+        return self.target.reach(volume_id, attachment_ids, initiators)
 
     def prune_exports(self):
         self.target.prune()

@@ -8,9 +8,11 @@ import logging
 from taskflow.patterns import linear_flow
 from taskflow import task
 
+from cinder_lite.common import exception
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import host_fences as db_host_fences
 from cinder_lite.volume import flows
 
 LOG = logging.getLogger(__name__)
@@ -60,6 +62,13 @@ class RecordConnection(task.Task):
         with db_api.writer() as session:
             db_attachments.lock_volume(session, volume['id'],
                                        db_attachments.ATTACHABLE, load=False)
+            current = db_attachments.get(session, attachment_id)
+            if db_host_fences.is_fenced(session, current.attached_host,
+                                        volume['id']):
+                # fenced while this connect was under way: the revert
+                # removes the export made for it
+                raise exception.HostFenced(host=current.attached_host,
+                                           volume_id=volume['id'])
             db_attachments.transition(
                 session, attachment_id, states.ATTACH_ATTACHING,
                 expected=(states.ATTACH_ATTACHING,),

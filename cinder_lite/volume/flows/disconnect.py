@@ -21,9 +21,19 @@ class TerminateConnection(task.Task):
 
 
 class RemoveExport(task.Task):
+    """Cut the host off at the target and wait for the drain (the
+    driver's ``remove_export``): a failure leaves the attachment
+    ``error_detaching``, never detached while its writes may land."""
+
     def execute(self, driver, volume, connector, shared, attachment_id):
-        if connector:
-            driver.remove_export(volume, connector, attachment_id, shared)
+        if not connector:
+            return
+        drained = driver.remove_export(volume, connector, attachment_id,
+                                       shared)
+        if drained is not None:
+            LOG.info('attachment %s of volume %s: cut off at the target, '
+                     'drained in %.1f ms', attachment_id, volume['id'],
+                     drained * 1000)
 
 
 class RecordDetached(task.Task):

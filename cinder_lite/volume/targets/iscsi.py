@@ -129,6 +129,7 @@ class IscsiTarget:
                            % self.port)
             self.control = self.port
         self.prefix = conf.target_prefix
+        self.drain_timeout = conf.target_drain_timeout
         if not iscsi_name.valid(self.prefix + 'volume-x'):
             raise exception.InvalidInput(
                 reason='target_prefix %r does not make valid iSCSI names'
@@ -294,14 +295,18 @@ class IscsiTarget:
         return False
 
     # -- tgtadm --------------------------------------------------------------
-    def _adm(self, *args, lld=True):
+    def _adm(self, *args, lld=True, deadline=None):
+        """Run tgtadm; ``deadline`` (a time.monotonic() value) bounds the
+        wait for a tgtd that does not answer, as a cut-off must."""
         argv = [self.tgtadm, '-C', str(self.control)]
         if lld:
             argv += ['--lld', 'iscsi']
         argv += list(args)
+        timeout = TGTADM_TIMEOUT_S if deadline is None else \
+            max(0.05, deadline - time.monotonic())
         try:
             done = subprocess.run(argv, capture_output=True, text=True,
-                                  timeout=TGTADM_TIMEOUT_S)
+                                  timeout=timeout)
         except (OSError, subprocess.TimeoutExpired) as e:
             raise TargetError(reason='%s: %s' % (' '.join(args), e))
         if done.returncode != 0:
@@ -309,8 +314,9 @@ class IscsiTarget:
                 ' '.join(args), (done.stderr or done.stdout).strip()))
         return done.stdout
 
-    def _show(self):
-        return parse_show(self._adm('--mode', 'target', '--op', 'show'))
+    def _show(self, deadline=None):
+        return parse_show(self._adm('--mode', 'target', '--op', 'show',
+                                    deadline=deadline))
 
     def _new_target(self, iqn, path, mode, targets):
         tid = max([t['tid'] for t in targets.values()] + [0]) + 1
@@ -351,20 +357,90 @@ class IscsiTarget:
         self._adm('--mode', 'target', '--op', 'bind', '--tid', str(tid),
                   '--initiator-name', initiator)
 
-    def _unbind(self, target, initiator):
-        """Take ``initiator`` off the ACL and end its sessions (unbinding
-        alone leaves them running)."""
+    def _unbind(self, target, initiator, started=None):
+        """Cut ``initiator`` off ``target``: take it off the ACL (so it
+        cannot log in again), end its sessions (unbinding alone leaves
+        them running), then drain: wait until tgt shows no I_T nexus of
+        it.  tgt completes the commands it had handed to the backing
+        store after the connection is deleted, and drops the nexus only
+        once they are done, so until then a write of the host may still
+        land.  The whole cut-off is bounded by ``drain_timeout`` (a tgtd
+        that does not answer included); returns the seconds it took,
+        raises TargetError past it.  ``started``: when the cut-off began
+        (the deadline counts from it)."""
+        started = time.monotonic() if started is None else started
+        deadline = started + self.drain_timeout
         tid = str(target['tid'])
         if initiator in target['acl']:
             self._adm('--mode', 'target', '--op', 'unbind', '--tid', tid,
-                      '--initiator-name', initiator)
+                      '--initiator-name', initiator, deadline=deadline)
+        self._end_sessions(target, initiator, deadline)
+        self._drain(target, initiator, deadline)
+        return time.monotonic() - started
+
+    def _end_sessions(self, target, initiator=None, deadline=None):
+        tid = str(target['tid'])
         for nexus in target['nexus']:
-            if nexus['initiator'] != initiator:
+            if initiator is not None and nexus['initiator'] != initiator:
                 continue
             for conn in nexus['connections']:
-                self._adm('--mode', 'conn', '--op', 'delete', '--tid', tid,
-                          '--sid', str(nexus['id']), '--cid',
-                          str(conn['cid']))
+                try:
+                    self._adm('--mode', 'conn', '--op', 'delete', '--tid',
+                              tid, '--sid', str(nexus['id']), '--cid',
+                              str(conn['cid']), deadline=deadline)
+                except TargetError as e:
+                    # gone meanwhile (its host hung up), or tgtd does not
+                    # answer: the drain below is what tells
+                    LOG.info('ending session %d of %s on tid %s: %s',
+                             nexus['id'], nexus['initiator'], tid, e)
+
+    def _drain(self, target, initiator, deadline):
+        """Wait until the target named by ``target`` shows no I_T nexus
+        (of ``initiator``, or of anyone when None), until ``deadline``."""
+        pause = 0.002
+        iqn = target.get('iqn')
+        what = iqn or 'tid %d' % target['tid']
+        while True:
+            try:
+                current = self._show_tid(target['tid'], iqn, deadline)
+            except TargetError as e:
+                raise TargetError(
+                    reason='cannot confirm that %s drained the commands of '
+                           '%s: %s' % (what, initiator or 'its initiators',
+                                       e))
+            left = [n for n in (current or {}).get('nexus', ())
+                    if initiator is None or n['initiator'] == initiator]
+            if not left:
+                return
+            if time.monotonic() >= deadline:
+                raise TargetError(
+                    reason='%s still has %d I_T nexus of %s %.1fs after '
+                           'the cut-off began: commands it sent may still '
+                           'be landing' % (what, len(left),
+                                           initiator or 'its initiators',
+                                           self.drain_timeout))
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    def _remove_target(self, target, started=None):
+        """Every host off ``target`` (ACL, sessions), drained, then the
+        target itself; the seconds the cut-off took."""
+        started = time.monotonic() if started is None else started
+        deadline = started + self.drain_timeout
+        for entry in list(target['acl']):
+            self._adm('--mode', 'target', '--op', 'unbind', '--tid',
+                      str(target['tid']), '--initiator-name', entry,
+                      deadline=deadline)
+        self._end_sessions(target, None, deadline)
+        self._drain(target, None, deadline)
+        self._delete_target(target['tid'])
+        return time.monotonic() - started
+
+    def _show_tid(self, tid, iqn=None, deadline=None):
+        for name, target in self._show(deadline).items():
+            if target['tid'] == tid and (iqn is None or name == iqn):
+                return dict(target, iqn=name)
+        return None
 
     # -- exports -------------------------------------------------------------
     def _record_file(self, attachment_id):
@@ -446,21 +522,45 @@ class IscsiTarget:
                 return
             others = [r for a, r in self.exports().items()
                       if a != attachment_id and r['iqn'] == record['iqn']]
-            target = self._show().get(record['iqn']) if self._answers() \
-                else None
+            started = time.monotonic()
+            target = self._target_now(record['iqn'],
+                                      started + self.drain_timeout)
+            drained = None
             if target is not None:
                 if not others:
-                    self._delete_target(target['tid'])
+                    drained = self._remove_target(target, started)
                     LOG.info('iSCSI target %s removed', record['iqn'])
                 elif not any(r['initiator'] == record['initiator']
                              for r in others):
-                    self._unbind(target, record['initiator'])
+                    drained = self._unbind(target, record['initiator'],
+                                           started)
                     if record['mode'] == 'rw':
                         self._drop_registration(record['iqn'],
                                                 attachment_id)
+            # a drain that timed out raised above: the record stays, so
+            # a retry of the detach cuts and drains again
             os.unlink(self._record_file(attachment_id))
-            LOG.info('attachment %s: export on %s removed', attachment_id,
-                     record['iqn'])
+            LOG.info('attachment %s: export on %s removed%s', attachment_id,
+                     record['iqn'], '' if drained is None else
+                     ', %s drained in %.1f ms' % (record['initiator'],
+                                                  drained * 1000))
+            return drained
+
+    def _target_now(self, iqn, deadline):
+        """Target ``iqn`` as our tgtd shows it, None when it has none or
+        no tgtd runs (its exit ended every session); raises when a tgtd
+        runs but does not answer by ``deadline``: nobody can then say
+        whether a host is still connected."""
+        pid = self._daemon_pid()
+        if not pid or _comm(pid) != 'tgtd':
+            return None
+        try:
+            target = self._show(deadline).get(iqn)
+        except TargetError as e:
+            raise TargetError(reason='tgtd (pid %d) does not answer, so '
+                              'the cut-off of %s cannot be confirmed: %s'
+                              % (pid, iqn, e))
+        return dict(target, iqn=iqn) if target is not None else None
 
     def _drop_registration(self, iqn, attachment_id):
         """Remove the persistent-reservation registration a departed host
@@ -553,16 +653,42 @@ class IscsiTarget:
             for iqn, target in self._show().items():
                 if not iqn.startswith(self.prefix):
                     continue
-                if iqn not in wanted:
-                    LOG.warning('removing iSCSI target %s: no attachment '
-                                'uses it', iqn)
-                    self._delete_target(target['tid'])
-                    continue
-                for entry in target['acl']:
-                    if entry not in wanted[iqn]:
-                        LOG.warning('removing %s from the ACL of %s: no '
-                                    'attachment uses it', entry, iqn)
-                        self._unbind(target, entry)
+                target = dict(target, iqn=iqn)
+                try:
+                    if iqn not in wanted:
+                        LOG.warning('removing iSCSI target %s: no '
+                                    'attachment uses it', iqn)
+                        self._remove_target(target)
+                        continue
+                    for entry in target['acl']:
+                        if entry not in wanted[iqn]:
+                            LOG.warning('removing %s from the ACL of %s: '
+                                        'no attachment uses it', entry, iqn)
+                            self._unbind(target, entry)
+                except TargetError as e:
+                    # the next prune tries again; the others go on
+                    LOG.error('pruning %s: %s', iqn, e)
+
+    def reach(self, volume_id, attachment_ids, initiators):
+        """From tgt: the ACL entries and the sessions of ``initiators``
+        on the volume's targets; the host can reach the volume while it
+        has either."""
+        with self._lock:
+            running = [a for a in attachment_ids if self._load(a)]
+            acl, sessions = [], 0
+            pid = self._daemon_pid()
+            if pid and _comm(pid) == 'tgtd':
+                targets = self._show()
+                for mode in ('rw', 'ro'):
+                    target = targets.get(self.iqn(volume_id, mode))
+                    if target is None:
+                        continue
+                    acl += ['%s %s' % (mode, e) for e in target['acl']
+                            if e in initiators]
+                    sessions += sum(1 for n in target['nexus']
+                                    if n['initiator'] in initiators)
+        return {'exports': running, 'acl': acl, 'sessions': sessions,
+                'reachable': bool(acl or sessions)}
 
     def connection_data(self, path, volume_id, attachment_id, mode):
         record = self._load(attachment_id)

@@ -29,7 +29,9 @@ READY_TIMEOUT_S = 5.0
 # nbdkit answers SIGTERM by exiting at once (under 1 ms here) when no
 # client is connected, and otherwise by waiting for its clients to hang
 # up, which a host that died (or that a takeover cuts off) never does: an
-# export whose attachment ends gets this long to exit, then is killed.
+# export whose attachment ends gets this long to exit, then is killed,
+# and waited for (``drain_timeout``): a write being done when the kill
+# came finishes before the process exits, and nothing lands after.
 # Writes nbdkit acknowledged are in the file already (the file plugin
 # writes through), so nothing acknowledged is lost.
 STOP_TIMEOUT_S = 0.005
@@ -93,6 +95,7 @@ class NbdTarget:
         self.ports = parse_port_range(conf.target_port_range)
         self.state_dir = os.path.realpath(os.path.join(state_dir, 'nbd'))
         self.nbdkit = shutil.which('nbdkit') or 'nbdkit'
+        self.drain_timeout = conf.target_drain_timeout
         self._children = {}
         os.makedirs(self.state_dir, exist_ok=True)
 
@@ -147,7 +150,10 @@ class NbdTarget:
             if pid not in owned:
                 LOG.warning('ending nbdkit pid %d: no export record names '
                             'it', pid)
-                self._kill(pid)
+                try:
+                    self._kill(pid)
+                except exception.CinderLiteError as e:
+                    LOG.error('pruning: %s', e)
 
     def _ports_in_use(self):
         return {r['port'] for r in self.exports().values()}
@@ -228,38 +234,72 @@ class NbdTarget:
         return True
 
     def remove_export(self, attachment_id):
+        """End the export of an attachment and drain it: the nbdkit
+        serving it has exited (and, when it is this process's child, been
+        reaped) before this returns, so nothing its client sent lands
+        afterwards.  Returns the seconds from the signal to the exit;
+        raises (keeping the record, so a retry kills again) when the
+        process outlives ``drain_timeout``."""
         record = self._load(attachment_id)
         if record is None:
-            return
-        self._kill(record['pid'], self._children.pop(record['pid'], None))
+            return None
+        drained = self._kill(record['pid'],
+                             self._children.get(record['pid']))
+        self._children.pop(record['pid'], None)
         try:
             os.unlink(self._state_file(attachment_id))
         except FileNotFoundError:
             pass
-        LOG.info('NBD export of attachment %s removed (pid %d)',
-                 attachment_id, record['pid'])
+        LOG.info('NBD export of attachment %s removed (pid %d, drained in '
+                 '%.1f ms)', attachment_id, record['pid'], drained * 1000)
+        return drained
 
     def _kill(self, pid, proc=None):
+        """SIGTERM, a short grace, SIGKILL; then wait until the process
+        has exited (a zombie has: it runs no more code), at most
+        ``drain_timeout``.  The seconds it took."""
+        started = time.monotonic()
         if proc is None and not _is_nbdkit(pid):
-            return  # gone, or the pid now belongs to someone else
+            return 0.0  # gone, or the pid now belongs to someone else
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
-            return
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while time.monotonic() < deadline:
+            return 0.0
+        grace = started + STOP_TIMEOUT_S
+        deadline = started + self.drain_timeout
+        killed = False
+        while True:
             if proc is not None:
                 if proc.poll() is not None:
-                    return
-            elif not _alive(pid):
-                return
-            time.sleep(0.01)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if proc is not None:
-            proc.wait()
+                    return time.monotonic() - started
+            elif _exited(pid):
+                return time.monotonic() - started
+            now = time.monotonic()
+            if now >= deadline:
+                raise exception.CinderLiteError(
+                    'nbdkit pid %d has not exited %.1fs after SIGKILL: '
+                    'writes of its client may still be landing'
+                    % (pid, self.drain_timeout))
+            if not killed and now >= grace:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                killed = True
+            time.sleep(0.001 if not killed else 0.002)
+
+    def reach(self, volume_id, attachment_ids, initiators):
+        """An NBD export serves whoever connects to its port: a host can
+        reach the volume while an nbdkit of one of its attachments runs
+        (and, still, until its clients hang up)."""
+        running = []
+        for attachment_id in attachment_ids:
+            record = self._load(attachment_id)
+            if record and record.get('volume_id') == volume_id and \
+                    _is_nbdkit(record['pid']) and not _exited(record['pid']):
+                running.append(attachment_id)
+        return {'exports': running, 'acl': [], 'sessions': 0,
+                'reachable': bool(running)}
 
     def connection_data(self, path, volume_id, attachment_id, mode):
         record = self._load(attachment_id)
@@ -270,14 +310,16 @@ class NbdTarget:
                 'export_name': volume_id, 'access_mode': mode}
 
 
-def _alive(pid):
+def _exited(pid):
+    """True when ``pid`` is gone or a zombie (not our child, so not
+    ours to reap)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+        with open('/proc/%d/stat' % pid) as f:
+            stat = f.read()
+    except OSError:
         return True
-    return True
+    # the state follows the command name, which is in parentheses
+    return stat[stat.rindex(')') + 2:][:1] in ('Z', 'X')
 
 
 def _is_nbdkit(pid):

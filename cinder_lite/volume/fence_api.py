@@ -1,0 +1,221 @@
+"""Host fences: cut a consumer host off volumes at the storage targets
+(fabric fencing), and let it back.
+
+Fencing host H off a volume, under the volume's row lock: the durable
+mark (``db.host_fences``) is written and every attachment of H on the
+volume gets an audit event; then, outside the lock, each volume service
+exporting one of them removes its exports and waits for the drain
+(``cut_host``).  The fence is reported done only once every drain is
+confirmed; when a volume service cannot confirm it, the request fails
+(the mark stays: H remains refused, and fencing again retries the cut).
+
+From the mark on, nothing exports the volume to H: a connect is refused
+(409 "host H is fenced ..."), also one already under way (its connection
+is recorded under the same lock, after a check of the mark), and the
+exports a volume service restores after a restart, a tgtd restart or on
+the other member of a cluster are only those of unfenced hosts.
+
+Unfencing ends the mark and asks the volume services to export H's
+connected attachments again, with the connection info and mode they
+had; it is idempotent.  The status of a fence is read from the targets
+themselves (``host_reach``: running exports, ACL entries, sessions).
+"""
+import logging
+
+from cinder_lite.common import exception
+from cinder_lite.common import notify
+from cinder_lite.common import policy
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import host_fences as db_host_fences
+from cinder_lite.db import volumes as db_volumes
+from cinder_lite.volume import rpcapi as volume_rpcapi
+
+LOG = logging.getLogger(__name__)
+
+
+def _export_host(attachment, volume):
+    return attachment.export_host or volume_rpcapi.backend_host(
+        volume.host or '')
+
+
+def _by_export_host(attachments, volume):
+    groups = {}
+    for a in attachments:
+        if a.connection_info or a.attach_status == 'attaching':
+            groups.setdefault(_export_host(a, volume), []).append(a.id)
+    return groups
+
+
+class FenceService:
+
+    def __init__(self, conf, rpcapi=None):
+        self.conf = conf
+        self.volume_rpcapi = rpcapi or volume_rpcapi.VolumeAPI(conf)
+
+    def _volume_ids(self, volume_id=None, project_id=None):
+        with db_api.reader() as session:
+            if volume_id is not None:
+                return [db_volumes.get(session, volume_id).id]
+            return list(db_volumes.ids_of_project(session, project_id))
+
+    # -- fence ---------------------------------------------------------------
+    def fence(self, context, host, volume_id=None, project_id=None,
+              reason=None):
+        """Fence ``host`` off one volume or every volume of a project;
+        returns one result per volume, once every drain is confirmed."""
+        policy.authorize(context, policy.HOST_FENCE)
+        self.volume_rpcapi.require('1.5', 'a host fence')
+        results = [self._fence_volume(context, host, vid, reason)
+                   for vid in self._volume_ids(volume_id, project_id)]
+        return results
+
+    def _fence_volume(self, context, host, volume_id, reason):
+        why = 'host %s fenced%s' % (host, ': %s' % reason if reason else '')
+        with db_api.writer() as session:
+            vol = db_attachments.lock_volume(session, volume_id)
+            mark, created = db_host_fences.fence(session, host, vol, reason)
+            attachments = db_attachments.of_host(session, volume_id, host)
+            for a in attachments:
+                db_attachments.record_event(session, a, why)
+            groups = _by_export_host(attachments, vol)
+            since = mark.created_at
+        LOG.info('volume %s: %s (%s); cutting attachments %s', volume_id,
+                 why, 'new mark' if created else 'marked already',
+                 ', '.join(a.id for a in attachments) or 'none')
+        notify.info(context, self.conf.host, 'host_fence.fence.start',
+                    dict(notify.volume_payload(vol), host=host,
+                         reason=reason))
+        drained = {}
+        for service_host, ids in sorted(groups.items()):
+            drained.update(self.volume_rpcapi.cut_host(
+                context, service_host, volume_id, ids))
+        times = [d for d in drained.values() if d is not None]
+        result = {'volume_id': volume_id, 'host': host, 'fenced': True,
+                  'fenced_at': _at(since),
+                  'attachments': sorted(drained),
+                  'drained_ms': round(max(times) * 1000, 3)
+                  if times else None}
+        notify.info(context, self.conf.host, 'host_fence.fence.end',
+                    dict(notify.volume_payload(vol), host=host,
+                         reason=reason, attachments=result['attachments']))
+        return result
+
+    # -- unfence -------------------------------------------------------------
+    def unfence(self, context, host, volume_id=None, project_id=None,
+                reason=None):
+        """Let ``host`` back on one volume or every volume of a project:
+        its connected attachments are exported again as they were."""
+        policy.authorize(context, policy.HOST_FENCE)
+        self.volume_rpcapi.require('1.5', 'a host fence')
+        return [self._unfence_volume(context, host, vid, reason)
+                for vid in self._volume_ids(volume_id, project_id)]
+
+    def _unfence_volume(self, context, host, volume_id, reason):
+        why = 'host %s unfenced%s' % (host,
+                                      ': %s' % reason if reason else '')
+        with db_api.writer() as session:
+            vol = db_attachments.lock_volume(session, volume_id)
+            ended = db_host_fences.unfence(session, host, volume_id, reason)
+            attachments = [a for a in db_attachments.of_host(
+                session, volume_id, host)
+                if a.attach_status in db_attachments.CONNECTED_STATUSES
+                and a.connection_info]
+            if ended:
+                for a in attachments:
+                    db_attachments.record_event(session, a, why)
+            groups = _by_export_host(attachments, vol)
+        if ended:
+            LOG.info('volume %s: %s; exporting attachments %s again',
+                     volume_id, why,
+                     ', '.join(a.id for a in attachments) or 'none')
+        restored = []
+        for service_host, ids in sorted(groups.items()):
+            restored += self.volume_rpcapi.restore_host(
+                context, service_host, volume_id, ids)
+        if ended:
+            notify.info(context, self.conf.host, 'host_fence.unfence',
+                        dict(notify.volume_payload(vol), host=host,
+                             reason=reason, attachments=sorted(restored)))
+        return {'volume_id': volume_id, 'host': host, 'fenced': False,
+                'attachments': sorted(restored)}
+
+    # -- status --------------------------------------------------------------
+    def status(self, context, host, volume_id=None, project_id=None):
+        """Per volume: the mark in the database and what the targets say
+        of ``host`` (``reachable``: True / False, None when a target
+        cannot tell or its service does not answer)."""
+        policy.authorize(context, policy.HOST_FENCE)
+        self.volume_rpcapi.require('1.5', 'a host fence')
+        out = []
+        for vid in self._volume_ids(volume_id, project_id):
+            with db_api.reader() as session:
+                vol = db_volumes.get(session, vid)
+                fenced = db_host_fences.is_fenced(session, host, vid)
+                attachments = db_attachments.of_host(session, vid, host)
+                ids = [a.id for a in attachments]
+                initiators = sorted({(a.connector or {}).get('initiator')
+                                     for a in attachments
+                                     if (a.connector or {}).get(
+                                         'initiator')})
+                services = sorted({_export_host(a, vol)
+                                   for a in attachments} or
+                                  ({volume_rpcapi.backend_host(vol.host)}
+                                   if vol.host else set()))
+            entry = {'volume_id': vid, 'host': host, 'fenced': fenced,
+                     'attachments': ids, 'exports': [], 'acl': [],
+                     'sessions': 0, 'reachable': False if services
+                     else None, 'errors': []}
+            for service_host in services:
+                try:
+                    seen = self.volume_rpcapi.host_reach(
+                        context, service_host, vid, ids, initiators)
+                except Exception as e:
+                    entry['errors'].append('%s: %s' % (service_host, e))
+                    entry['reachable'] = None
+                    continue
+                entry['exports'] += seen['exports']
+                entry['acl'] += seen['acl']
+                entry['sessions'] += seen['sessions']
+                if seen['reachable'] is None:
+                    if entry['reachable'] is False:
+                        entry['reachable'] = None
+                elif seen['reachable']:
+                    entry['reachable'] = True
+            out.append(entry)
+        return out
+
+    def list(self, context, host=None):
+        """Live marks (of ``host``)."""
+        policy.authorize(context, policy.HOST_FENCE)
+        with db_api.reader() as session:
+            return [_mark_view(m) for m in db_host_fences.live(session,
+                                                               host)]
+
+    def history(self, context, host, volume_id):
+        policy.authorize(context, policy.HOST_FENCE)
+        with db_api.reader() as session:
+            db_volumes.get(session, volume_id)
+            return [_mark_view(m) for m in db_host_fences.history(
+                session, host, volume_id)]
+
+
+def _mark_view(mark):
+    return {'host': mark.host, 'volume_id': mark.volume_id,
+            'project_id': mark.project_id, 'reason': mark.reason,
+            'fenced_by': mark.fenced_by, 'request_id': mark.request_id,
+            'fenced_at': _at(mark.created_at),
+            'unfenced_by': mark.unfenced_by,
+            'unfence_reason': mark.unfence_reason,
+            'unfenced_at': _at(mark.deleted_at)}
+
+
+def _at(when):
+    return when.isoformat(timespec='microseconds') if when else None
+
+
+def check_not_fenced(session, host, volume_id):
+    """HostFenced (409) when consumer ``host`` is fenced off the
+    volume."""
+    if db_host_fences.is_fenced(session, host, volume_id):
+        raise exception.HostFenced(host=host, volume_id=volume_id)
