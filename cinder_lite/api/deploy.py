@@ -33,6 +33,7 @@ from cinder_lite.volume import attachment_api
 from cinder_lite.volume import metadata_api
 from cinder_lite.volume import qos_api
 from cinder_lite.volume import quota_api
+from cinder_lite.volume import snapshot_api
 from cinder_lite.volume import transfer_api
 from cinder_lite.volume import type_api
 
@@ -51,6 +52,8 @@ class Services:
         self.quotas = quota_api.QuotaService(conf)
         self.transfers = transfer_api.TransferService(conf)
         self.qos_specs = qos_api.QosSpecsService(conf)
+        self.snapshots = snapshot_api.SnapshotService(
+            conf, self.volumes.volume_rpcapi)
 
 
 class ServiceSetup:

@@ -7,6 +7,10 @@ History:
     1.2 - create_volume carries the volume (the manager need not read it)
     1.3 - reconcile (call)
     1.4 - disconnect takes the reason to record; promote (call)
+    1.5 - create_snapshot, delete_snapshot (casts, carrying the
+          snapshot); create_volume of a volume with ``snapshot_id`` or
+          ``source_volid`` copies it; delete_volume first deletes the
+          volume's snapshots marked ``deleting`` (cascade)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -15,7 +19,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.4'
+RPC_API_VERSION = '1.5'
 
 def backend_host(host):
     """``node@backend#pool`` -> ``node@backend``, the RPC server name."""
@@ -54,6 +58,14 @@ class VolumeAPI:
         else:
             self._prepare(host).cast(ctxt, 'create_volume',
                                      volume_id=volume_id)
+
+    def create_snapshot(self, ctxt, host, snapshot):
+        self._prepare(host, '1.5').cast(ctxt, 'create_snapshot',
+                                        snapshot=snapshot)
+
+    def delete_snapshot(self, ctxt, host, snapshot):
+        self._prepare(host, '1.5').cast(ctxt, 'delete_snapshot',
+                                        snapshot=snapshot)
 
     def delete_volume(self, ctxt, host, volume_id):
         self._prepare(host).cast(ctxt, 'delete_volume', volume_id=volume_id)
