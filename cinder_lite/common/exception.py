@@ -91,6 +91,11 @@ class SnapshotNotFound(NotFound):
     msg_fmt = 'Snapshot %(snapshot_id)s could not be found.'
 
 
+class MarkerNotFound(NotFound):
+    # Cinder's words (404 on snapshot lists)
+    msg_fmt = 'Marker %(marker)s could not be found.'
+
+
 class SnapshotMetadataNotFound(NotFound):
     msg_fmt = ('Snapshot %(snapshot_id)s has no metadata with key '
                '%(key)s.')

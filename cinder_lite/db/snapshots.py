@@ -21,8 +21,8 @@ from cinder_lite.db import snapshot_metadata as db_metadata
 
 S = models.Snapshot
 
-SORT_KEYS = ('id', 'name', 'status', 'volume_id', 'created_at',
-             'updated_at', 'project_id')
+SORT_KEYS = ('id', 'name', 'description', 'status', 'volume_id',
+             'created_at', 'updated_at', 'project_id')
 
 
 def _live(stmt):
@@ -94,19 +94,21 @@ def _filtered(stmt, project_id, filters):
 
 def list_snapshots(session, project_id=None, filters=None,
                    sort_keys=('created_at',), sort_dirs=('desc',),
-                   limit=None, marker=None):
+                   limit=None, marker=None, offset=None):
     """Live snapshots matching ``filters`` (column -> value;
     ``metadata``: a dict every key of which the snapshot has), a keyset
-    page after ``marker``."""
+    page after ``marker`` (MarkerNotFound, a 404 as in Cinder), skipping
+    ``offset`` more."""
     stmt = _filtered(_live(sa.select(S)), project_id, filters)
     marker_row = None
     if marker is not None:
         marker_row = session.execute(_live(sa.select(S).where(
             S.id == marker))).scalar_one_or_none()
         if marker_row is None:
-            raise exception.InvalidInput(
-                reason='Marker %s could not be found.' % marker)
+            raise exception.MarkerNotFound(marker=marker)
     stmt = query.paginate(stmt, S, sort_keys, sort_dirs, limit, marker_row)
+    if offset:
+        stmt = stmt.offset(offset)
     return session.execute(stmt).scalars().all()
 
 

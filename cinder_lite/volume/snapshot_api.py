@@ -159,14 +159,14 @@ class SnapshotService:
             return snapshot
 
     def list(self, context, filters, sort_keys, sort_dirs, limit, marker,
-             all_tenants=False, with_count=False):
+             all_tenants=False, with_count=False, offset=None):
         project = policy.list_scope(context, policy.SNAPSHOT_GET_ALL,
                                     policy.VOLUME_ALL_TENANTS, filters,
                                     all_tenants)
         with db_api.reader() as session:
             rows = db_snapshots.list_snapshots(
                 session, project, filters, sort_keys, sort_dirs, limit,
-                marker)
+                marker, offset)
             total = (db_snapshots.count(session, project, filters)
                      if with_count else None)
         return rows, total

@@ -262,8 +262,14 @@ def test_list_filters_sort_pages(api, stack):
     assert api.get('/snapshots?metadata=x').status_code == 400
     assert api.get('/snapshots?bogus=1').status_code == 400
     assert api.get('/snapshots?sort=size').status_code == 400
+    # as Cinder: an unknown marker is a 404 on snapshot lists
     assert api.get('/snapshots?marker=%s' % uuid.uuid4()).status_code \
-        == 400
+        == 404
+    # Cinder's column name sorts too, and offset skips after the sort
+    assert ids('?sort_key=display_name&sort_dir=desc') == [
+        c['id'], b['id'], a['id']]
+    assert ids('?sort=name:asc&offset=1&limit=5') == [b['id'], c['id']]
+    assert api.get('/snapshots?offset=-1').status_code == 400
     page = api.get('/snapshots?limit=2&sort=name:asc').json()
     assert [s['name'] for s in page['snapshots']] == ['a', 'b']
     nxt = page['snapshots_links'][0]['href']

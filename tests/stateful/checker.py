@@ -211,12 +211,10 @@ class Checker:
                                                      sorted(attached)))
         for aid in set(in_view) & set(attached):
             e, a = in_view[aid], attached[aid]
-            if (e['server_id'], e['attach_mode']) != (a['instance'],
-                                                      a['attach_mode']):
-                add('views-disagree', 'attachment %s: volume view %s/%s, '
-                    'attachments API %s/%s' % (
-                        aid, e['server_id'], e['attach_mode'],
-                        a['instance'], a['attach_mode']),
+            if e['server_id'] != a['instance']:
+                add('views-disagree', 'attachment %s: volume view %s, '
+                    'attachments API %s' % (aid, e['server_id'],
+                                            a['instance']),
                     attachment_id=aid)
         return found
 

@@ -25,6 +25,8 @@ from cinder_lite.db import snapshots as db_snapshots
 FILTERS = ('name', 'status', 'volume_id', 'metadata', 'project_id')
 METADATA_FILTER = (3, 22)
 SNAPSHOT_IN_USE = (3, 66)
+SORT_ALIASES = {'display_name': 'name', 'display_description':
+                'description'}
 NOT_FILTERS = ('sort', 'sort_key', 'sort_dir', 'limit', 'marker', 'offset',
                'with_count', 'all_tenants')
 IN_USE_FORCE_FALSE = (
@@ -101,7 +103,10 @@ def _list_params(req):
         filters[key] = value
     sort_keys, sort_dirs = query.parse_sort(
         req.GET.get('sort'), req.GET.get('sort_key'),
-        req.GET.get('sort_dir'), allowed=db_snapshots.SORT_KEYS)
+        req.GET.get('sort_dir'),
+        allowed=db_snapshots.SORT_KEYS + tuple(SORT_ALIASES))
+    # Cinder's column names, which clients (Tempest) sort by
+    sort_keys = [SORT_ALIASES.get(k, k) for k in sort_keys]
     return (filters, sort_keys, sort_dirs, req.page_limit(_conf(req)),
             req.GET.get('marker'))
 
@@ -111,7 +116,8 @@ def _list(req, detailed):
     with_count = req.version >= (3, 45) and req.bool_param('with_count')
     rows, total = _service(req).list(
         req.context, filters, keys, dirs, limit, marker,
-        all_tenants=req.bool_param('all_tenants'), with_count=with_count)
+        all_tenants=req.bool_param('all_tenants'), with_count=with_count,
+        offset=req.int_param('offset', 0))
     metadata = _service(req).metadata_of(rows)
     view = views.detail if detailed else views.summary
     items = [view(req, s, metadata.get(s.id)) for s in rows]
@@ -121,12 +127,12 @@ def _list(req, detailed):
     return wsgi.json_response(body)
 
 
-@wsgi.expected_errors(400, 403)
+@wsgi.expected_errors(400, 403, 404)
 def list_snapshots(req):
     return _list(req, detailed=False)
 
 
-@wsgi.expected_errors(400, 403)
+@wsgi.expected_errors(400, 403, 404)
 def list_snapshots_detail(req):
     return _list(req, detailed=True)
 
