@@ -164,6 +164,34 @@ def transition(session, snapshot_id, target, expected=None, values=None):
                          db_quotas.difference(footprint(counted), {}))
 
 
+def give(session, volume_id, donor, project_id, user_id, check=None):
+    """Hand the live snapshots of a volume being transferred from
+    ``donor`` to ``project_id`` (and ``user_id``), with what they count
+    (``check`` asked for the new project), in the caller's transaction;
+    the usage rows of the two projects are locked in the order of their
+    ids, as ``db.volumes.give`` does.  Returns their ids."""
+    snapshots = of_volume(session, volume_id)
+    if not snapshots or donor == project_id:
+        return [s.id for s in snapshots]
+    total = {}
+    for snapshot in snapshots:
+        for key, (used, reserved) in footprint(snapshot).items():
+            old = total.get(key, (0, 0))
+            total[key] = (old[0] + used, old[1] + reserved)
+    session.execute(
+        sa.update(S).where(S.id.in_([s.id for s in snapshots]))
+        .values(project_id=project_id, user_id=user_id,
+                updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))
+    for project in sorted((donor, project_id)):
+        if project == donor:
+            db_quotas.change(session, donor,
+                             db_quotas.difference(total, {}))
+        else:
+            db_quotas.change(session, project_id, total, check)
+    return [s.id for s in snapshots]
+
+
 def update(session, snapshot_id, values):
     """Fields that are not the status (name, description, progress)."""
     values = dict(values, updated_at=models.utcnow())

@@ -177,11 +177,14 @@ def make_usage_rows(project_id, resources):
             db_quotas.ensure(session, project_id, [resource])
 
 
-def ensuring_rows(work):
+def ensuring_rows(work, attempts=4):
     """Run ``work()`` (one writer transaction of its own); when it needs
-    usage rows a project never had, make them and run it once more."""
-    try:
-        return work()
-    except db_quotas.MissingUsage as e:
-        make_usage_rows(e.project_id, e.resources)
-        return work()
+    usage rows a project never had, make them and run it again (a
+    transaction that charges several things, as a transfer of a volume
+    with its snapshots, may find them missing one after the other)."""
+    for _ in range(attempts - 1):
+        try:
+            return work()
+        except db_quotas.MissingUsage as e:
+            make_usage_rows(e.project_id, e.resources)
+    return work()
