@@ -47,9 +47,9 @@ def sees_host(context):
 
 
 def in_volume(req, attachment):
-    """An entry of a volume's ``attachments`` list (attached only), with
-    exactly Cinder's keys (Tempest's schema forbids others; the mode is in
-    the attachments API)."""
+    """An entry of a volume's ``attachments`` list (attached only),
+    with Cinder's keys and no others: its mode is in the attachments
+    API."""
     see_host = sees_host(req.context)
     return {'id': attachment.volume_id,
             'attachment_id': attachment.id,
