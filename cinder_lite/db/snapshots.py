@@ -128,6 +128,22 @@ def totals(session, project_ids=None):
     return {p: (c, int(g)) for p, c, g in session.execute(stmt)}
 
 
+def usage_on_backends(session, backends):
+    """project id -> (count, GiB) of the live snapshots of the volumes
+    whose host is one of ``backends`` (as ``db.volumes``'s)."""
+    V = models.Volume
+    on = sa.or_(*[sa.or_(V.host == b, V.host.startswith(b + '#',
+                                                        autoescape=True))
+                  for b in backends])
+    rows = session.execute(
+        sa.select(S.project_id, sa.func.count(S.id),
+                  sa.func.coalesce(sa.func.sum(S.volume_size), 0))
+        .join(V, V.id == S.volume_id)
+        .where(S.deleted == sa.false(), on)
+        .group_by(S.project_id).order_by(S.project_id)).all()
+    return {project: (count, int(size)) for project, count, size in rows}
+
+
 def transition(session, snapshot_id, target, expected=None, values=None):
     """Move a snapshot to ``target`` only from a status the table allows
     (or one of ``expected``); InvalidTransition when no row changed.

@@ -482,3 +482,13 @@ def test_notifications(tmp_path):
         listener.wait()
         transport.cleanup()
         s.stop()
+
+
+def test_os_hosts_counts_snapshots(api, vol):
+    snapshot(api, vol['id'])
+    snapshot(api, vol['id'])
+    lines = api.get('/os-hosts/testnode@file').json()['host']
+    total = lines[0]['resource']
+    assert (total['project'], total['snapshot_count'],
+            total['total_snapshot_gb']) == ('(total)', '2', '4')
+    assert lines[1]['resource']['snapshot_count'] == '2'
