@@ -36,7 +36,8 @@ def add(session, snapshot_id, metadata):
     if metadata:
         now = models.utcnow()
         session.execute(sa.insert(M), [
-            {'snapshot_id': snapshot_id, 'key': k, 'value': v, 'created_at': now}
+            {'snapshot_id': snapshot_id, 'key': k, 'value': v,
+             'created_at': now}
             for k, v in metadata.items()])
 
 

@@ -118,16 +118,6 @@ def count(session, project_id=None, filters=None):
                                      filters)).scalar_one()
 
 
-def totals(session, project_ids=None):
-    """project -> (count, GiB) of the live snapshots."""
-    stmt = _live(sa.select(S.project_id, sa.func.count(S.id),
-                           sa.func.coalesce(sa.func.sum(S.volume_size), 0))
-                 .group_by(S.project_id))
-    if project_ids is not None:
-        stmt = stmt.where(S.project_id.in_(list(project_ids)))
-    return {p: (c, int(g)) for p, c, g in session.execute(stmt)}
-
-
 def usage_on_backends(session, backends):
     """project id -> (count, GiB) of the live snapshots of the volumes
     whose host is one of ``backends`` (as ``db.volumes``'s)."""

@@ -176,7 +176,7 @@ class SnapshotService:
             return db_metadata.for_snapshots(session,
                                              [s.id for s in snapshots])
 
-    # -- update -----------------------------------------------------------------
+    # -- update ---------------------------------------------------------------
     def update(self, context, snapshot_id, values):
         snapshot = self.get(context, snapshot_id, policy.SNAPSHOT_UPDATE)
         notify.info(context, self.conf.host, 'snapshot.update.start',
@@ -188,7 +188,7 @@ class SnapshotService:
                     payload(snapshot))
         return snapshot
 
-    # -- delete -----------------------------------------------------------------
+    # -- delete ---------------------------------------------------------------
     def delete(self, context, snapshot_id, force=False):
         """``deleting`` from ``available`` or ``error`` (``force``: from
         any status, the caller checked the force-delete policy), then the
@@ -230,13 +230,7 @@ class SnapshotService:
         self.volume_rpcapi.delete_snapshot(
             context, host, db_snapshots.summary(snapshot, host))
 
-    def cast_cascade(self, context, snapshots, host):
-        """Send the deletes of a volume's snapshots that a cascading
-        delete of the volume marked ``deleting``."""
-        for snapshot in snapshots:
-            self._cast_delete(context, snapshot, host)
-
-    # -- actions ------------------------------------------------------------------
+    # -- actions --------------------------------------------------------------
     def reset_status(self, context, snapshot_id, status):
         snapshot = self.get(context, snapshot_id,
                             policy.SNAPSHOT_RESET_STATUS)
@@ -279,7 +273,7 @@ class SnapshotService:
         LOG.info('snapshot %s: status %s, progress %s reported',
                  snapshot.id, status, progress)
 
-    # -- metadata -----------------------------------------------------------------
+    # -- metadata -------------------------------------------------------------
     def get_metadata(self, context, snapshot_id):
         with db_api.reader() as session:
             snapshot = db_snapshots.get(session, snapshot_id,

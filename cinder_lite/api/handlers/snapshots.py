@@ -166,7 +166,7 @@ def delete_snapshot(req):
     return wsgi.empty_response(202)
 
 
-# -- actions -------------------------------------------------------------------
+# -- actions ------------------------------------------------------------------
 def _reset_status(req, sid, args):
     status = args['status'].lower()
     if status not in states.SNAPSHOT_RESET_STATUSES:
@@ -218,7 +218,7 @@ def snapshot_action(req):
     return wsgi.empty_response(202)
 
 
-# -- metadata ------------------------------------------------------------------
+# -- metadata -----------------------------------------------------------------
 @wsgi.expected_errors(403, 404)
 def list_metadata(req):
     return wsgi.json_response({'metadata': _service(req).get_metadata(
