@@ -34,6 +34,7 @@ from cinder_lite.volume import fence_api
 from cinder_lite.volume import metadata_api
 from cinder_lite.volume import qos_api
 from cinder_lite.volume import quota_api
+from cinder_lite.volume import snapshot_api
 from cinder_lite.volume import transfer_api
 from cinder_lite.volume import type_api
 
@@ -54,6 +55,8 @@ class Services:
         self.qos_specs = qos_api.QosSpecsService(conf)
         self.fences = fence_api.FenceService(conf,
                                              self.volumes.volume_rpcapi)
+        self.snapshots = snapshot_api.SnapshotService(
+            conf, self.volumes.volume_rpcapi)
 
 
 class ServiceSetup:

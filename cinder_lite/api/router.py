@@ -20,6 +20,7 @@ from cinder_lite.api.handlers import hosts
 from cinder_lite.api.handlers import messages
 from cinder_lite.api.handlers import qos_specs
 from cinder_lite.api.handlers import quotas
+from cinder_lite.api.handlers import snapshots
 from cinder_lite.api.handlers import transfers
 from cinder_lite.api.handlers import types
 from cinder_lite.api.handlers import volume_actions
@@ -46,6 +47,22 @@ ROUTE_DECLARATIONS = (
         'GET': volume_metadata.show_metadata_item,
         'PUT': volume_metadata.update_metadata_item,
         'DELETE': volume_metadata.delete_metadata_item}),
+    ('/snapshots', {'GET': snapshots.list_snapshots,
+                    'POST': snapshots.create_snapshot}),
+    ('/snapshots/detail', {'GET': snapshots.list_snapshots_detail}),
+    ('/snapshots/{snapshot_id}', {'GET': snapshots.show_snapshot,
+                                  'PUT': snapshots.update_snapshot,
+                                  'DELETE': snapshots.delete_snapshot}),
+    ('/snapshots/{snapshot_id}/action', {
+        'POST': snapshots.snapshot_action}),
+    ('/snapshots/{snapshot_id}/metadata', {
+        'GET': snapshots.list_metadata,
+        'POST': snapshots.create_metadata,
+        'PUT': snapshots.replace_metadata}),
+    ('/snapshots/{snapshot_id}/metadata/{key}', {
+        'GET': snapshots.show_metadata_item,
+        'PUT': snapshots.update_metadata_item,
+        'DELETE': snapshots.delete_metadata_item}),
     ('/attachments', {'GET': attachments.list_attachments,
                       'POST': attachments.create_attachment}),
     ('/attachments/detail', {'GET': attachments.list_attachments_detail}),

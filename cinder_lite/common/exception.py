@@ -86,6 +86,21 @@ class QoSSpecsKeyNotFound(NotFound):
     msg_fmt = 'QoS spec %(specs_id)s has no spec with key %(specs_key)s.'
 
 
+class SnapshotNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'Snapshot %(snapshot_id)s could not be found.'
+
+
+class MarkerNotFound(NotFound):
+    # Cinder's words (404 on snapshot lists)
+    msg_fmt = 'Marker %(marker)s could not be found.'
+
+
+class SnapshotMetadataNotFound(NotFound):
+    msg_fmt = ('Snapshot %(snapshot_id)s has no metadata with key '
+               '%(key)s.')
+
+
 class MetadataChanged(CinderLiteError):
     """An ``If-Match`` ETag names metadata that has changed since."""
 
@@ -108,6 +123,11 @@ class InvalidInput(Invalid):
 
 class InvalidVolume(Invalid):
     msg_fmt = 'Invalid volume: %(reason)s'
+
+
+class InvalidSnapshot(Invalid):
+    # Cinder's words
+    msg_fmt = 'Invalid snapshot: %(reason)s'
 
 
 class InvalidVolumeType(Invalid):
@@ -254,6 +274,12 @@ class VolumeLimitExceeded(OverQuota):
     # Cinder's words
     msg_fmt = ("Maximum number of volumes allowed (%(allowed)d) exceeded "
                "for quota '%(name)s'.")
+
+
+class SnapshotLimitExceeded(OverQuota):
+    # Cinder's words
+    msg_fmt = ("Maximum number of snapshots allowed (%(allowed)d) "
+               "exceeded for quota '%(name)s'.")
 
 
 class VolumeSizeExceedsAvailableQuota(OverQuota):

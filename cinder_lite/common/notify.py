@@ -17,6 +17,12 @@ event type                  sent by        when
 ``volume.detach.start``     API            a connected attachment starts
                                            disconnecting
 ``volume.detach.end``       API            it is disconnected and deleted
+``snapshot.create.start``   API            the snapshot is recorded
+``snapshot.create.end``     volume         the backend made the copy
+``snapshot.delete.start``   API            the snapshot went ``deleting``
+``snapshot.delete.end``     volume         the backend removed the copy
+``snapshot.update.start``,  API            around a name or description
+``snapshot.update.end``                    change
 ==========================  =============  ================================
 
 The publisher id is ``volume.<host>``.  Every payload has the volume's

@@ -98,6 +98,21 @@ QOS_GET_ALL = 'volume_extension:qos_specs_manage:get_all'
 QOS_UPDATE = 'volume_extension:qos_specs_manage:update'
 QOS_DELETE = 'volume_extension:qos_specs_manage:delete'
 TYPE_QOS_ID = 'volume_extension:access_types_qos_specs_id'
+SNAPSHOT_CREATE = 'volume:create_snapshot'
+SNAPSHOT_GET = 'volume:get_snapshot'
+SNAPSHOT_GET_ALL = 'volume:get_all_snapshots'
+SNAPSHOT_UPDATE = 'volume:update_snapshot'
+SNAPSHOT_DELETE = 'volume:delete_snapshot'
+SNAPSHOT_ATTRIBUTES = 'volume_extension:extended_snapshot_attributes'
+SNAPSHOT_METADATA_GET = 'volume:get_snapshot_metadata'
+SNAPSHOT_METADATA_UPDATE = 'volume:update_snapshot_metadata'
+SNAPSHOT_METADATA_DELETE = 'volume:delete_snapshot_metadata'
+SNAPSHOT_RESET_STATUS = \
+    'volume_extension:snapshot_admin_actions:reset_status'
+SNAPSHOT_FORCE_DELETE = \
+    'volume_extension:snapshot_admin_actions:force_delete'
+SNAPSHOT_UPDATE_STATUS = \
+    'snapshot_extension:snapshot_actions:update_snapshot_status'
 
 _RULES = [
     _op(VOLUME_CREATE, ADMIN_OR_MEMBER, 'Create a volume.',
@@ -281,6 +296,44 @@ _RULES = [
         'Delete QoS specs or unset keys of them.',
         ('DELETE', '/qos-specs/{qos_id}'),
         ('PUT', '/qos-specs/{qos_id}/delete_keys')),
+    _op(SNAPSHOT_GET_ALL, ADMIN_OR_OWNER,
+        'List snapshots (admins: of every project with all_tenants=1).',
+        ('GET', '/snapshots'), ('GET', '/snapshots/detail')),
+    _op(SNAPSHOT_ATTRIBUTES, ADMIN_OR_OWNER,
+        'Show os-extended-snapshot-attributes:project_id and :progress in '
+        'snapshot show and detail responses.',
+        ('GET', '/snapshots/{snapshot_id}'), ('GET', '/snapshots/detail')),
+    _op(SNAPSHOT_CREATE, ADMIN_OR_MEMBER, 'Take a snapshot of a volume.',
+        ('POST', '/snapshots')),
+    _op(SNAPSHOT_GET, ADMIN_OR_OWNER, 'Show a snapshot.',
+        ('GET', '/snapshots/{snapshot_id}')),
+    _op(SNAPSHOT_UPDATE, ADMIN_OR_MEMBER,
+        'Change the name or description of a snapshot.',
+        ('PUT', '/snapshots/{snapshot_id}')),
+    _op(SNAPSHOT_DELETE, ADMIN_OR_MEMBER, 'Delete a snapshot.',
+        ('DELETE', '/snapshots/{snapshot_id}')),
+    _op(SNAPSHOT_METADATA_GET, ADMIN_OR_OWNER,
+        "Show a snapshot's metadata.",
+        ('GET', '/snapshots/{snapshot_id}/metadata'),
+        ('GET', '/snapshots/{snapshot_id}/metadata/{key}')),
+    _op(SNAPSHOT_METADATA_UPDATE, ADMIN_OR_MEMBER,
+        "Add keys to, replace, or set one key of a snapshot's metadata.",
+        ('POST', '/snapshots/{snapshot_id}/metadata'),
+        ('PUT', '/snapshots/{snapshot_id}/metadata'),
+        ('PUT', '/snapshots/{snapshot_id}/metadata/{key}')),
+    _op(SNAPSHOT_METADATA_DELETE, ADMIN_OR_MEMBER,
+        "Delete a key of a snapshot's metadata.",
+        ('DELETE', '/snapshots/{snapshot_id}/metadata/{key}')),
+    _op(SNAPSHOT_RESET_STATUS, 'rule:admin_api',
+        'Overwrite the status of a snapshot (os-reset_status).',
+        ('POST', '/snapshots/{snapshot_id}/action')),
+    _op(SNAPSHOT_FORCE_DELETE, 'rule:admin_api',
+        'Delete a snapshot whatever its status (os-force_delete).',
+        ('POST', '/snapshots/{snapshot_id}/action')),
+    _op(SNAPSHOT_UPDATE_STATUS, ADMIN_OR_MEMBER,
+        'Report the status and progress of a snapshot being made or '
+        'deleted (os-update_snapshot_status).',
+        ('POST', '/snapshots/{snapshot_id}/action')),
     _op(TYPE_QOS_ID, 'rule:admin_api',
         "Include a volume type's qos_specs_id in volume type show and "
         'list responses.', ('GET', '/types'), ('GET', '/types/{type_id}')),

@@ -101,6 +101,53 @@ ATTACHMENT_TRANSITIONS = {
 # attachments API's reservations show it ``reserved``.
 ATTACH_LEGACY_RESERVED = 'reserved (os-reserve)'
 
+# -- snapshot ------------------------------------------------------------------
+# (the names are the volume's where Cinder's strings are the same)
+SNAPSHOT_STATUSES = frozenset([CREATING, AVAILABLE, ERROR, DELETING,
+                               ERROR_DELETING, DELETED])
+
+# target -> statuses a snapshot may be in when it moves there
+SNAPSHOT_TRANSITIONS = {
+    AVAILABLE: (CREATING,),
+    ERROR: (CREATING,),
+    # a delete already under way may be sent again (a forced delete, a
+    # cascade after a lost message)
+    DELETING: (AVAILABLE, ERROR, ERROR_DELETING),
+    ERROR_DELETING: (DELETING,),
+    DELETED: (DELETING,),
+}
+
+# Statuses a volume's snapshots may be in for a delete of the volume with
+# cascade=true (Cinder's; forced: any)
+SNAPSHOT_CASCADE_STATUSES = (AVAILABLE, ERROR, DELETING)
+
+# Statuses a volume may be snapshotted in with ``force`` (or from 3.66),
+# and cloned in: Cinder's ``available`` and ``in-use``, and, since the
+# storage of a shared volume is the same whichever of its attachments is
+# coming or going, the statuses a multiattach volume passes through
+# while its hosts attach and detach
+VOLUME_COPY_STATUSES = (AVAILABLE, IN_USE, RESERVED, ATTACHING, DETACHING)
+CLONE_SOURCE_STATUSES = VOLUME_COPY_STATUSES
+SNAPSHOT_SOURCE_STATUSES = (AVAILABLE,)
+
+# os-update_snapshot_status: current status -> statuses it may be set to
+# (Cinder's table, for a driver outside that reports its progress)
+SNAPSHOT_UPDATE_STATUS = {
+    CREATING: (CREATING, AVAILABLE, ERROR),
+    DELETING: (DELETING, ERROR_DELETING),
+}
+
+# Statuses an operator may set with os-reset_status (Cinder's list of
+# snapshot statuses, but for ``deleted``, which only a delete reaches)
+SNAPSHOT_RESET_STATUSES = ('available', 'backing-up', 'creating',
+                           'deleting', 'error', 'error_deleting',
+                           'restoring', 'unmanaging', 'updating')
+
+# Statuses a forced delete (os-force_delete) starts from: any live one,
+# as in Cinder
+SNAPSHOT_FORCE_DELETE_STATUSES = tuple(sorted(
+    (SNAPSHOT_STATUSES | set(SNAPSHOT_RESET_STATUSES)) - {DELETED}))
+
 # -- service -----------------------------------------------------------------
 SERVICE_UP = 'up'
 SERVICE_DOWN = 'down'

@@ -6,8 +6,7 @@ quota_opts = [
     cfg.IntOpt('quota_volumes', default=10, min=-1,
                help='Volumes a project may have; -1 is unlimited.'),
     cfg.IntOpt('quota_snapshots', default=10, min=-1,
-               help='Snapshots a project may have (reported for Cinder '
-                    'clients; cinder_lite has no snapshots yet).'),
+               help='Snapshots a project may have.'),
     cfg.IntOpt('quota_gigabytes', default=1000, min=-1,
                help='GiB of volumes a project may have; -1 is unlimited.'),
     cfg.IntOpt('quota_backups', default=10, min=-1,

@@ -79,6 +79,9 @@ class Volume(TimestampMixin, Base):
         sa.Index('ix_volumes_live_created', 'deleted', 'created_at', 'id'),
         sa.Index('ix_volumes_project_created', 'project_id', 'deleted',
                  'created_at', 'id'),
+        # volumes made from a snapshot or a volume (migration 0012)
+        sa.Index('ix_volumes_snapshot', 'snapshot_id'),
+        sa.Index('ix_volumes_source_volid', 'source_volid'),
     )
     id = sa.Column(sa.String(36), primary_key=True)
     project_id = sa.Column(sa.String(255), nullable=False)
@@ -112,6 +115,10 @@ class Volume(TimestampMixin, Base):
     # The size an extend under way grows the volume to (only while it is
     # ``extending``): the growth counts as reserved quota until then.
     pending_size = sa.Column(sa.Integer)
+    # what the volume was made from (migration 0012), kept after the
+    # source is gone, as in Cinder
+    snapshot_id = sa.Column(sa.String(36))
+    source_volid = sa.Column(sa.String(36))
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 
@@ -128,6 +135,50 @@ class VolumeMetadata(TimestampMixin, Base):
     id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
     volume_id = sa.Column(sa.String(36), sa.ForeignKey('volumes.id'),
                           nullable=False)
+    key = sa.Column(Text255, nullable=False)
+    value = sa.Column(Text255, nullable=False)
+
+
+class Snapshot(TimestampMixin, Base):
+    """A point-in-time copy of a volume, kept by the volume's backend
+    (migration 0012).  Live while ``deleted`` is false; it counts what
+    ``db.snapshots.footprint`` says against its project's quota."""
+    __tablename__ = 'snapshots'
+    __table_args__ = (
+        sa.Index('ix_snapshots_project_created', 'project_id', 'deleted',
+                 'created_at', 'id'),
+        sa.Index('ix_snapshots_live_created', 'deleted', 'created_at',
+                 'id'),
+        sa.Index('ix_snapshots_volume', 'volume_id', 'deleted'),
+    )
+    id = sa.Column(sa.String(36), primary_key=True)
+    volume_id = sa.Column(sa.String(36), sa.ForeignKey('volumes.id'),
+                          nullable=False)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255))
+    name = sa.Column(sa.String(255))
+    description = sa.Column(sa.String(255))
+    status = sa.Column(sa.String(32), nullable=False)
+    # Cinder's "0%".."100%"
+    progress = sa.Column(sa.String(8))
+    # the volume's size and type when the snapshot was taken
+    volume_size = sa.Column(sa.Integer, nullable=False)
+    volume_type_id = sa.Column(sa.String(36), nullable=False)
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False)
+    deleted_at = sa.Column(DateTime)
+
+
+class SnapshotMetadata(TimestampMixin, Base):
+    """One key of a snapshot's metadata (migration 0012)."""
+    __tablename__ = 'snapshot_metadata'
+    __table_args__ = (
+        sa.UniqueConstraint('snapshot_id', 'key',
+                            name='uniq_snapshot_metadata_key'),
+        sa.Index('ix_snapshot_metadata_key_value', 'key', 'value'),
+    )
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    snapshot_id = sa.Column(sa.String(36), sa.ForeignKey('snapshots.id'),
+                            nullable=False)
     key = sa.Column(Text255, nullable=False)
     value = sa.Column(Text255, nullable=False)
 

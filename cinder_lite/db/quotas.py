@@ -21,7 +21,8 @@ from cinder_lite.db import models
 
 VOLUMES = 'volumes'
 GIGABYTES = 'gigabytes'
-COUNTED = (VOLUMES, GIGABYTES)
+SNAPSHOTS = 'snapshots'
+COUNTED = (VOLUMES, GIGABYTES, SNAPSHOTS)
 
 Q, QC, U = models.Quota, models.QuotaClass, models.QuotaUsage
 
@@ -42,6 +43,14 @@ def footprint(type_id, size, pending_size=None):
     return {VOLUMES: (1, 0), GIGABYTES: (size, grow),
             type_key(VOLUMES, type_id): (1, 0),
             type_key(GIGABYTES, type_id): (size, grow)}
+
+
+def snapshot_footprint(type_id, size):
+    """What one live snapshot counts (its volume's size and type when it
+    was taken), as in Cinder: one snapshot and its GiB."""
+    return {SNAPSHOTS: (1, 0), GIGABYTES: (size, 0),
+            type_key(SNAPSHOTS, type_id): (1, 0),
+            type_key(GIGABYTES, type_id): (size, 0)}
 
 
 def difference(before, after):
@@ -195,6 +204,21 @@ def counted(session, project_id=None):
                            (type_key(VOLUMES, type_id), (count, 0)),
                            (type_key(GIGABYTES, type_id),
                             (size, reserved))):
+            old = totals.get(key, (0, 0))
+            totals[key] = (old[0] + value[0], old[1] + value[1])
+    S = models.Snapshot
+    stmt = (sa.select(S.project_id, S.volume_type_id, sa.func.count(),
+                      sa.func.sum(S.volume_size))
+            .where(S.deleted == sa.false())
+            .group_by(S.project_id, S.volume_type_id))
+    if project_id is not None:
+        stmt = stmt.where(S.project_id == project_id)
+    for project, type_id, count, size in session.execute(stmt):
+        totals = found.setdefault(project, {})
+        for key, value in snapshot_footprint(type_id,
+                                             int(size or 0)).items():
+            if key.startswith(SNAPSHOTS):
+                value = (int(count), 0)
             old = totals.get(key, (0, 0))
             totals[key] = (old[0] + value[0], old[1] + value[1])
     return found

@@ -87,7 +87,9 @@ def summary(volume):
             'availability_zone': volume.availability_zone,
             'volume_type_id': volume.volume_type_id,
             'created_at': created.isoformat() if created else None,
-            'multiattach': volume.multiattach}
+            'multiattach': volume.multiattach,
+            'snapshot_id': volume.snapshot_id,
+            'source_volid': volume.source_volid}
 
 
 def _live(stmt):
@@ -315,10 +317,30 @@ def give(session, volume_id, project_id, user_id, check=None):
             db_quotas.change(session, project_id, footprint, check)
 
 
+def creating_from(session, snapshot_id=None, source_volid=None):
+    """Ids of the volumes being created (``creating``) from a snapshot or
+    from a volume: its source must stay until they are made."""
+    V = models.Volume
+    stmt = _live(sa.select(V.id).where(V.status == states.CREATING))
+    if snapshot_id is not None:
+        stmt = stmt.where(V.snapshot_id == snapshot_id)
+    else:
+        stmt = stmt.where(V.source_volid == source_volid)
+    return session.execute(stmt).scalars().all()
+
+
 def type_in_use(session, type_id):
-    return session.execute(_live(
-        sa.select(models.Volume.id).where(
-            models.Volume.volume_type_id == type_id)).limit(1)
+    """Whether a live volume, or a live snapshot (made when its volume
+    had that type), has type ``type_id``."""
+    if session.execute(_live(
+            sa.select(models.Volume.id).where(
+                models.Volume.volume_type_id == type_id)).limit(1)
+    ).first() is not None:
+        return True
+    S = models.Snapshot
+    return session.execute(
+        sa.select(S.id).where(S.volume_type_id == type_id,
+                              S.deleted == sa.false()).limit(1)
     ).first() is not None
 
 

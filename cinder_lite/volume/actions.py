@@ -392,7 +392,8 @@ class VolumeActions:
             db_volumes.update(session, volume.id, {'readonly': readonly})
         LOG.info('volume %s: readonly flag %s', volume.id, readonly)
 
-    def force_delete(self, context, volume_id, rule=policy.FORCE_DELETE):
+    def force_delete(self, context, volume_id, rule=policy.FORCE_DELETE,
+                     cascade=False):
         """os-force_delete (and ``DELETE ?force=true``, ``rule``
         ``volume:force_delete``): delete whatever the status, as Cinder,
         but not an attached volume (400, as Cinder).  Attachments that
@@ -409,7 +410,8 @@ class VolumeActions:
                             att.attach_status)
                 self.attachments.delete(context, att.id, force=True)
         # refuses a volume attached meanwhile, or a frozen backend
-        self.volumes.delete(context, volume.id, force=True)
+        self.volumes.delete(context, volume.id, force=True,
+                            cascade=cascade)
 
     def set_bootable(self, context, volume_id, bootable):
         """Mark a volume as one a server may boot from (Nova refuses a

@@ -15,6 +15,7 @@ engines.
 import logging
 import uuid
 
+from cinder_lite.common import capabilities
 from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.common import notify
@@ -25,6 +26,7 @@ from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import services as db_services
+from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import transfers as db_transfers
 from cinder_lite.db import volume_metadata as db_metadata
 from cinder_lite.db import volume_types as db_types
@@ -33,6 +35,7 @@ from cinder_lite.scheduler import rpcapi as scheduler_rpcapi
 from cinder_lite.volume import admission
 from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
+from cinder_lite.volume import snapshot_api
 from cinder_lite.volume import types as volume_types
 
 LOG = logging.getLogger(__name__)
@@ -54,7 +57,11 @@ def check_policy(context, volume_type, conf):
         policy.authorize(context, policy.MULTIATTACH)
 
 
-def record_volume(context, request, volume_type, availability_zone, conf):
+def record_volume(context, request, volume_type, availability_zone, conf,
+                  source=None):
+    """Record a new volume (``creating``) and charge its quota.
+    ``source``: the ``Source`` it is made from, locked and checked in the
+    same transaction (the volume then lives on the source's backend)."""
     values = {
         'id': str(uuid.uuid4()),
         'project_id': context.project_id,
@@ -70,9 +77,13 @@ def record_volume(context, request, volume_type, availability_zone, conf):
         'deleted': False,
         'created_at': models.utcnow(),
     }
+    if source is not None:
+        values.update(source.values())
 
     def record():
         with db_api.writer() as session:
+            if source is not None:
+                source.lock_and_check(session)
             # a type deleted since it was resolved answers 404; one being
             # deleted now waits for this volume and is then refused as in
             # use
@@ -107,6 +118,102 @@ def cast_to_scheduler(context, scheduler, volume, volume_type,
     })
 
 
+class Source:
+    """What a volume is made from: a snapshot (``snapshot_id``) or a
+    volume (``source_volid``); ``volume`` is the volume whose backend
+    holds it."""
+
+    def __init__(self, session, context, request):
+        scope = None if context.is_admin else context.project_id
+        self.snapshot = self.volume = None
+        if request.get('snapshot_id'):
+            self.snapshot = db_snapshots.get(session, request['snapshot_id'],
+                                             scope)
+            policy.authorize(context, policy.SNAPSHOT_GET,
+                             {'project_id': self.snapshot.project_id})
+            self.volume = db_volumes.get(session, self.snapshot.volume_id)
+            self._check(self.snapshot.status)
+            self.size = self.snapshot.volume_size
+            self.type_id = self.snapshot.volume_type_id
+            self.what = 'snapshot'
+        else:
+            self.volume = db_volumes.get(session, request['source_volid'],
+                                         scope)
+            policy.authorize(context, policy.VOLUME_GET,
+                             {'project_id': self.volume.project_id})
+            self._check(self.volume.status)
+            self.size = self.volume.size
+            self.type_id = self.volume.volume_type_id
+            self.what = 'source volume'
+        if not self.volume.host:
+            raise exception.InvalidVolume(
+                reason='Volume %s has not been scheduled to any host.'
+                       % self.volume.id)
+
+    def _check(self, status):
+        allowed = (states.SNAPSHOT_SOURCE_STATUSES if self.snapshot
+                   else states.CLONE_SOURCE_STATUSES)
+        if status not in allowed:
+            error = (exception.InvalidSnapshot if self.snapshot
+                     else exception.InvalidVolume)
+            raise error(reason="Originating %s status must be one of "
+                               "'%s' values" % (
+                                   'snapshot' if self.snapshot
+                                   else 'source volume',
+                                   ', '.join(allowed)))
+
+    def check_size(self, size):
+        """The size of the new volume: the source's when none is given,
+        never smaller."""
+        if size is None:
+            return self.size
+        if size < self.size:
+            raise exception.InvalidInput(
+                reason="Volume size '%d'GB cannot be smaller than the %s "
+                       "size %dGB. They must be >= original %s size." % (
+                           size, self.what, self.size, self.what))
+        return size
+
+    def check_backend(self, session, volume_type, availability_zone, conf):
+        """The new volume is made by the source's backend (a copy within
+        it), so that backend must hold its type, in the zone asked."""
+        if availability_zone and \
+                availability_zone != self.volume.availability_zone:
+            raise exception.InvalidInput(
+                reason='Volume must be in the same availability zone as '
+                       'the %s (%s).' % (self.what,
+                                         self.volume.availability_zone))
+        backend = volume_rpcapi.backend_host(self.volume.host)
+        members = [m for m in db_services.backend_members(
+            session, backend, constants.VOLUME_BINARY) if m.capabilities]
+        caps = db_services.freshest(members).capabilities if members \
+            else {}
+        if not capabilities.satisfies(caps, volume_type['extra_specs']):
+            raise exception.InvalidInput(
+                reason='Volume type %s cannot be held by backend %s, which '
+                       'holds the %s: a volume made from a snapshot or a '
+                       'volume is copied within its backend, and copies '
+                       'between backends are not supported.' % (
+                           volume_type['name'], backend, self.what))
+        snapshot_api.check_backend_up(session, self.volume, conf)
+
+    def values(self):
+        return {'host': self.volume.host,
+                'cluster_name': self.volume.cluster_name,
+                'availability_zone': self.volume.availability_zone,
+                'snapshot_id': self.snapshot.id if self.snapshot else None,
+                'source_volid': None if self.snapshot else self.volume.id}
+
+    def lock_and_check(self, session):
+        """Under the lock of the source's row: it is still there and in a
+        status to be copied (a delete of it takes the same lock and
+        refuses while a volume is being made from it)."""
+        if self.snapshot is not None:
+            self._check(db_snapshots.lock(session, self.snapshot.id).status)
+        else:
+            self._check(db_volumes.lock(session, self.volume.id).status)
+
+
 class VolumeService:
 
     def __init__(self, conf):
@@ -120,6 +227,8 @@ class VolumeService:
 
     def create(self, context, request):
         """Returns the new volume (``creating``) and its type."""
+        if request.get('snapshot_id') or request.get('source_volid'):
+            return self._create_from(context, request)
         conf = self.conf
         with db_api.reader() as session:
             volume_type = resolve_type(session, context, request, conf)
@@ -142,6 +251,49 @@ class VolumeService:
         except Exception:
             forget_volume(volume)
             raise
+        notify.info(context, conf.host, 'volume.create.start',
+                    notify.volume_payload(volume))
+        return volume, volume_type
+
+    def _create_from(self, context, request):
+        """A volume made from a snapshot or a volume: recorded on the
+        source's backend and cast to it (no scheduling: the copy is
+        made within that backend)."""
+        conf = self.conf
+        self.volume_rpcapi.require('1.5', 'a volume from a snapshot or a '
+                                   'volume')
+        with db_api.reader() as session:
+            source = Source(session, context, request)
+            request['size'] = source.check_size(request['size'])
+            if request.get('volume_type'):
+                volume_type = resolve_type(session, context, request, conf)
+            else:
+                # the source's type, as Cinder
+                try:
+                    volume_type = db_types.get(session, source.type_id)
+                except exception.NotFound:
+                    volume_type = resolve_type(session, context, request,
+                                               conf)
+            check_policy(context, volume_type, conf)
+            quota.Checker(conf, session).now(
+                context.project_id,
+                db_quotas.footprint(volume_type['id'], request['size']),
+                size=request['size'])
+            source.check_backend(session, volume_type,
+                                 request.get('availability_zone'), conf)
+        volume = record_volume(context, request, volume_type,
+                               source.volume.availability_zone, conf,
+                               source=source)
+        try:
+            self.volume_rpcapi.create_volume(
+                context, volume.host, volume.id,
+                volume=db_volumes.summary(volume))
+        except Exception:
+            forget_volume(volume)
+            raise
+        LOG.info('volume %s: to be made from %s %s on %s', volume.id,
+                 source.what, (source.snapshot or source.volume).id,
+                 volume.host)
         notify.info(context, conf.host, 'volume.create.start',
                     notify.volume_payload(volume))
         return volume, volume_type
@@ -196,13 +348,18 @@ class VolumeService:
                                    delete=True)
         return self.get(context, volume_id)
 
-    def delete(self, context, volume_id, force=False):
+    def delete(self, context, volume_id, force=False, cascade=False):
         """Delete a volume (``available``, ``error``, ``error_deleting``,
-        ``error_extending``, no attachments).  ``force`` (the caller
-        checked the force-delete policy and detached what it may, see
-        ``VolumeActions.force_delete``): whatever its status, as in
-        Cinder, but not while it is attached.  Never on a frozen
-        backend."""
+        ``error_extending``, no attachments, no snapshots).  ``force``
+        (the caller checked the force-delete policy and detached what it
+        may, see ``VolumeActions.force_delete``): whatever its status, as
+        in Cinder, but not while it is attached.  ``cascade``: its
+        snapshots are deleted with it (each ``available``, ``error`` or
+        ``deleting`` and, unless the caller is an admin, of the caller's
+        project; any status with ``force``); they are marked
+        ``deleting`` in the transaction that marks the volume, and the
+        volume service removes them before the volume.  Never on a
+        frozen backend."""
         volume = self.get(context, volume_id)
         policy.authorize(context, policy.VOLUME_DELETE,
                          {'project_id': volume.project_id})
@@ -229,6 +386,8 @@ class VolumeService:
                                    for a in live)))
                 current = db_volumes.get(session, volume_id)
                 self._check_not_frozen(session, current)
+                self._mark_snapshots(session, context, volume_id, force,
+                                     cascade)
                 db_volumes.transition(
                     session, volume_id, states.DELETING,
                     expected=states.VOLUME_FORCE_DELETE_STATUSES
@@ -257,6 +416,49 @@ class VolumeService:
             notify.info(context, self.conf.host, 'volume.delete.end',
                         payload)
         LOG.info('volume %s: %s -> deleting', volume_id, volume.status)
+
+    @staticmethod
+    def _mark_snapshots(session, context, volume_id, force, cascade):
+        """Refuse a volume with snapshots, or (``cascade``) mark them all
+        ``deleting``; the caller holds the volume's row lock, which a
+        snapshot create takes too."""
+        making = db_volumes.creating_from(session, source_volid=volume_id)
+        if making:
+            raise exception.InvalidVolume(
+                reason='Volume %s is being copied to volume(s) %s; delete '
+                       'it once they are made.' % (volume_id,
+                                                   ', '.join(making)))
+        snapshots = db_snapshots.of_volume(session, volume_id)
+        if not snapshots:
+            return
+        refusal = exception.InvalidVolume(
+            reason='Volume %s must not be migrating, attached, belong to '
+                   'a group, have snapshots, awaiting a transfer, or be '
+                   'disassociated from snapshots after volume transfer '
+                   '(snapshots: %s).' % (
+                       volume_id, ', '.join('%s %s' % (s.id, s.status)
+                                            for s in snapshots)))
+        if not cascade:
+            raise refusal
+        for snapshot in snapshots:
+            if not force and (
+                    snapshot.status not in states.SNAPSHOT_CASCADE_STATUSES
+                    or (not context.is_admin
+                        and snapshot.project_id != context.project_id)):
+                raise refusal
+            making = db_volumes.creating_from(session,
+                                              snapshot_id=snapshot.id)
+            if making:
+                raise exception.InvalidVolume(
+                    reason='Snapshot %s of volume %s is being copied to '
+                           'volume(s) %s.' % (snapshot.id, volume_id,
+                                              ', '.join(making)))
+            if snapshot.status != states.DELETING:
+                db_snapshots.transition(
+                    session, snapshot.id, states.DELETING,
+                    expected=states.SNAPSHOT_FORCE_DELETE_STATUSES)
+            LOG.info('snapshot %s: %s -> deleting (cascade from volume '
+                     '%s)', snapshot.id, snapshot.status, volume_id)
 
     @staticmethod
     def _check_not_frozen(session, volume):

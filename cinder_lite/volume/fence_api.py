@@ -65,7 +65,7 @@ class FenceService:
         """Fence ``host`` off one volume or every volume of a project;
         returns one result per volume, once every drain is confirmed."""
         policy.authorize(context, policy.HOST_FENCE)
-        self.volume_rpcapi.require('1.5', 'a host fence')
+        self.volume_rpcapi.require('1.6', 'a host fence')
         results = [self._fence_volume(context, host, vid, reason)
                    for vid in self._volume_ids(volume_id, project_id)]
         return results
@@ -107,7 +107,7 @@ class FenceService:
         """Let ``host`` back on one volume or every volume of a project:
         its connected attachments are exported again as they were."""
         policy.authorize(context, policy.HOST_FENCE)
-        self.volume_rpcapi.require('1.5', 'a host fence')
+        self.volume_rpcapi.require('1.6', 'a host fence')
         return [self._unfence_volume(context, host, vid, reason)
                 for vid in self._volume_ids(volume_id, project_id)]
 
@@ -146,7 +146,7 @@ class FenceService:
         of ``host`` (``reachable``: True / False, None when a target
         cannot tell or its service does not answer)."""
         policy.authorize(context, policy.HOST_FENCE)
-        self.volume_rpcapi.require('1.5', 'a host fence')
+        self.volume_rpcapi.require('1.6', 'a host fence')
         out = []
         for vid in self._volume_ids(volume_id, project_id):
             with db_api.reader() as session:

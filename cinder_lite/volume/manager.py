@@ -18,6 +18,7 @@ from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import messages as db_messages
 from cinder_lite.db import qos_specs as db_qos
+from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite import service
 from cinder_lite.volume import nova
@@ -26,6 +27,8 @@ from cinder_lite.volume.flows import connect as connect_flow
 from cinder_lite.volume.flows import create as create_flow
 from cinder_lite.volume.flows import delete as delete_flow
 from cinder_lite.volume.flows import disconnect as disconnect_flow
+from cinder_lite.volume.flows import snapshot as snapshot_flow
+from cinder_lite.volume import snapshot_api
 from cinder_lite.volume import reconcile as reconcile_mod
 from cinder_lite.volume import rpcapi
 
@@ -34,6 +37,10 @@ LOG = logging.getLogger(__name__)
 EVENT_CREATE_FAILED = 'VOLUME_VOLUME_002_002'
 EVENT_DELETE_FAILED = 'VOLUME_VOLUME_003_002'
 EVENT_EXTEND_FAILED = 'VOLUME_VOLUME_007_002'
+# Cinder's: resource VOLUME_SNAPSHOT, action create/delete snapshot,
+# detail "Snapshot failed to create/delete."
+EVENT_SNAPSHOT_CREATE_FAILED = 'VOLUME_VOLUME_SNAPSHOT_009_013'
+EVENT_SNAPSHOT_DELETE_FAILED = 'VOLUME_VOLUME_SNAPSHOT_010_016'
 
 
 volume_dict = db_volumes.summary
@@ -222,11 +229,29 @@ class VolumeManager:
                                                status=states.AVAILABLE)))
 
     def delete_volume(self, ctxt, volume_id):
+        """Remove the volume's snapshots marked ``deleting`` (a delete
+        with cascade marked them with the volume), then the volume."""
         try:
             with db_api.reader() as session:
                 volume = volume_dict(db_volumes.get(session, volume_id))
+                snapshots = [
+                    db_snapshots.summary(s, volume['host'])
+                    for s in db_snapshots.of_volume(session, volume_id)]
         except exception.VolumeNotFound:
             return
+        for snapshot in snapshots:
+            if snapshot['status'] != states.DELETING:
+                continue
+            if not self.delete_snapshot(ctxt, snapshot):
+                LOG.error('volume %s: deleting -> error_deleting: its '
+                          'snapshot %s could not be deleted', volume_id,
+                          snapshot['id'])
+                self._record_failure(
+                    ctxt, volume, states.ERROR_DELETING, (states.DELETING,),
+                    EVENT_DELETE_FAILED,
+                    'delete volume: its snapshot %s could not be deleted'
+                    % snapshot['id'])
+                return
         try:
             with self.working_on(volume_id):
                 delete_flow.run(self.driver, volume)
@@ -239,6 +264,54 @@ class VolumeManager:
         notify.info(ctxt, self.host, 'volume.delete.end',
                     notify.volume_payload(dict(volume,
                                                status=states.DELETED)))
+
+    def create_snapshot(self, ctxt, snapshot):
+        """RPC 1.5: make the copy of a ``creating`` snapshot and record it
+        ``available``; on failure ``error`` with a user message (its
+        quota stays charged until it is deleted, as in Cinder)."""
+        try:
+            with self.working_on(snapshot['id']):
+                snapshot_flow.create(self.driver, snapshot)
+        except Exception as e:
+            LOG.exception('snapshot %s: creating -> error', snapshot['id'])
+            self._snapshot_failed(ctxt, snapshot, states.ERROR,
+                                  EVENT_SNAPSHOT_CREATE_FAILED,
+                                  'create snapshot: %s' % e)
+            return
+        notify.info(ctxt, self.host, 'snapshot.create.end',
+                    snapshot_api.payload(snapshot, states.AVAILABLE))
+
+    def delete_snapshot(self, ctxt, snapshot):
+        """RPC 1.5: remove the copy of a ``deleting`` snapshot and record
+        it ``deleted``; on failure ``error_deleting`` with a user message.
+        True when it is gone."""
+        try:
+            with self.working_on(snapshot['id']):
+                snapshot_flow.delete(self.driver, snapshot)
+        except exception.SnapshotNotFound:
+            return True
+        except Exception as e:
+            LOG.exception('snapshot %s: deleting -> error_deleting',
+                          snapshot['id'])
+            self._snapshot_failed(ctxt, snapshot, states.ERROR_DELETING,
+                                  EVENT_SNAPSHOT_DELETE_FAILED,
+                                  'delete snapshot: %s' % e)
+            return False
+        notify.info(ctxt, self.host, 'snapshot.delete.end',
+                    snapshot_api.payload(snapshot, states.DELETED))
+        return True
+
+    @staticmethod
+    def _snapshot_failed(ctxt, snapshot, target, event, detail):
+        with db_api.writer() as session:
+            try:
+                db_snapshots.transition(session, snapshot['id'], target)
+            except (exception.InvalidTransition, exception.NotFound):
+                return
+            db_messages.create(session, snapshot['project_id'], event,
+                               detail, resource_type='VOLUME_SNAPSHOT',
+                               resource_uuid=snapshot['id'],
+                               request_id=ctxt.request_id)
 
     def connect(self, ctxt, attachment_id, connector, mode):
         """Export and initialize the connection of an ``attaching``
@@ -426,7 +499,7 @@ class VolumeManager:
             return None
         return target
 
-    # -- host fences (RPC 1.5) -------------------------------------------
+    # -- host fences (RPC 1.6) -------------------------------------------
     def cut_host(self, ctxt, volume_id, attachment_ids):
         """Fence: remove the exports of these attachments (of one host,
         on ``volume_id``) and wait for each to drain; returns {attachment

@@ -10,8 +10,10 @@ volume of a quota.
 
 Cinder's API names per-type resources ``volumes_<type name>``; they are
 kept by type id (``volumes:<id>``), so renaming a type keeps its limits.
-``snapshots`` and ``backups`` are there as in Cinder (a client may set
-and read them); cinder_lite has neither resource, so their usage is 0.
+``snapshots`` count the live snapshots (each also counts its volume's
+size in ``gigabytes``, as in Cinder); ``backups`` are there as in Cinder
+(a client may set and read them), but cinder_lite has none, so their
+usage is 0.
 """
 import re
 
@@ -147,6 +149,8 @@ class Checker:
                 type_id, type_id))
         if resource == db_quotas.VOLUMES:
             raise exception.VolumeLimitExceeded(allowed=limit, name=name)
+        if resource == db_quotas.SNAPSHOTS:
+            raise exception.SnapshotLimitExceeded(allowed=limit, name=name)
         raise exception.VolumeSizeExceedsAvailableQuota(
             name=name, requested=grows, quota=limit,
             consumed=in_use + reserved)
@@ -173,11 +177,14 @@ def make_usage_rows(project_id, resources):
             db_quotas.ensure(session, project_id, [resource])
 
 
-def ensuring_rows(work):
+def ensuring_rows(work, attempts=4):
     """Run ``work()`` (one writer transaction of its own); when it needs
-    usage rows a project never had, make them and run it once more."""
-    try:
-        return work()
-    except db_quotas.MissingUsage as e:
-        make_usage_rows(e.project_id, e.resources)
-        return work()
+    usage rows a project never had, make them and run it again (a
+    transaction that charges several things, as a transfer of a volume
+    with its snapshots, may find them missing one after the other)."""
+    for _ in range(attempts - 1):
+        try:
+            return work()
+        except db_quotas.MissingUsage as e:
+            make_usage_rows(e.project_id, e.resources)
+    return work()

@@ -45,6 +45,11 @@ volume ``deleting``         the delete is rolled forward: ``deleted``, or
 volume ``extending``        the extend was interrupted: the recorded size
                             stands, the volume is ``available`` again and
                             the owner gets a message
+snapshot ``creating``       the copy is made again (a partial one is
+                            removed first): ``available``, or ``error``
+                            with a message
+snapshot ``deleting``       the delete is rolled forward: ``deleted``, or
+                            ``error_deleting``
 ==========================  ===============================================
 
 ``reserved`` attachments hold nothing on the backend and stay reserved for
@@ -63,6 +68,7 @@ from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import messages as db_messages
 from cinder_lite.db import models
+from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
 
 LOG = logging.getLogger(__name__)
@@ -119,6 +125,44 @@ def run(manager, max_age, busy=()):
         change = _volume(manager, volume)
         if change:
             changes.append(change)
+    changes.extend(_snapshots(manager, max_age, busy))
+    return changes
+
+
+def _snapshots(manager, max_age, busy):
+    """Snapshots of this backend's volumes left ``creating`` or
+    ``deleting``: rolled forward, each by the member that claims it."""
+    cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
+    with db_api.reader() as session:
+        found = [(db_snapshots.summary(s, host), s.updated_at)
+                 for s, host in db_snapshots.stale(
+                     session, manager.backend_id,
+                     (states.CREATING, states.DELETING), cutoff)]
+    changes = []
+    ctxt = manager.admin_context()
+    for snapshot, updated_at in found:
+        if snapshot['id'] in busy:
+            continue
+        with db_api.writer() as session:
+            if not db_snapshots.claim_stale(session, snapshot['id'],
+                                            snapshot['status'],
+                                            updated_at):
+                continue
+        before = snapshot['status']
+        if before == states.CREATING:
+            manager.create_snapshot(ctxt, snapshot)
+        else:
+            manager.delete_snapshot(ctxt, snapshot)
+        with db_api.reader() as session:
+            try:
+                after = db_snapshots.get(session, snapshot['id']).status
+            except exception.SnapshotNotFound:
+                after = states.DELETED
+        LOG.warning('reconcile: snapshot %s: %s -> %s (%s rolled forward)',
+                    snapshot['id'], before, after,
+                    'create' if before == states.CREATING else 'delete')
+        changes.append('snapshot %s: %s -> %s' % (snapshot['id'], before,
+                                                  after))
     return changes
 
 

@@ -7,7 +7,11 @@ History:
     1.2 - create_volume carries the volume (the manager need not read it)
     1.3 - reconcile (call)
     1.4 - disconnect takes the reason to record; promote (call)
-    1.5 - cut_host, restore_host, host_reach (calls; host fences)
+    1.5 - create_snapshot, delete_snapshot (casts, carrying the
+          snapshot); create_volume of a volume with ``snapshot_id`` or
+          ``source_volid`` copies it; delete_volume first deletes the
+          volume's snapshots marked ``deleting`` (cascade)
+    1.6 - cut_host, restore_host, host_reach (calls; host fences)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -16,7 +20,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.5'
+RPC_API_VERSION = '1.6'
 
 def backend_host(host):
     """``node@backend#pool`` -> ``node@backend``, the RPC server name."""
@@ -55,6 +59,14 @@ class VolumeAPI:
         else:
             self._prepare(host).cast(ctxt, 'create_volume',
                                      volume_id=volume_id)
+
+    def create_snapshot(self, ctxt, host, snapshot):
+        self._prepare(host, '1.5').cast(ctxt, 'create_snapshot',
+                                        snapshot=snapshot)
+
+    def delete_snapshot(self, ctxt, host, snapshot):
+        self._prepare(host, '1.5').cast(ctxt, 'delete_snapshot',
+                                        snapshot=snapshot)
 
     def delete_volume(self, ctxt, host, volume_id):
         self._prepare(host).cast(ctxt, 'delete_volume', volume_id=volume_id)
@@ -104,17 +116,17 @@ class VolumeAPI:
                           max_age=max_age)
 
     def cut_host(self, ctxt, host, volume_id, attachment_ids):
-        return self._call(ctxt, host, 'cut_host', version='1.5',
+        return self._call(ctxt, host, 'cut_host', version='1.6',
                           volume_id=volume_id,
                           attachment_ids=attachment_ids)
 
     def restore_host(self, ctxt, host, volume_id, attachment_ids):
-        return self._call(ctxt, host, 'restore_host', version='1.5',
+        return self._call(ctxt, host, 'restore_host', version='1.6',
                           volume_id=volume_id,
                           attachment_ids=attachment_ids)
 
     def host_reach(self, ctxt, host, volume_id, attachment_ids, initiators):
-        return self._call(ctxt, host, 'host_reach', version='1.5',
+        return self._call(ctxt, host, 'host_reach', version='1.6',
                           volume_id=volume_id,
                           attachment_ids=attachment_ids,
                           initiators=initiators)

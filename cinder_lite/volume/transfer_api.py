@@ -24,6 +24,7 @@ from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import transfers as db_transfers
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import quota
@@ -98,6 +99,13 @@ class TransferService:
                            'them first' % (volume_id, ', '.join(
                                '%s %s' % (a.id, a.attach_status)
                                for a in live)))
+            if not no_snapshots:
+                # they go with the volume, as in Cinder
+                for snapshot in db_snapshots.of_volume(session, volume_id):
+                    if snapshot.status != states.AVAILABLE:
+                        raise exception.InvalidSnapshot(
+                            reason='snapshot: %s status must be available'
+                                   % snapshot.id)
             db_volumes.transition(session, volume_id,
                                   states.AWAITING_TRANSFER)
             transfer = db_transfers.create(session, {
@@ -183,10 +191,15 @@ class TransferService:
                                'awaiting-transfer state.' % (
                                    transfer_id, volume_id)) from None
                 donor = vol.project_id
+                check = quota.Checker(self.conf, session, size=vol.size)
                 db_volumes.give(session, volume_id, context.project_id,
-                                context.user_id,
-                                quota.Checker(self.conf, session,
-                                              size=vol.size))
+                                context.user_id, check)
+                if not transfer.no_snapshots:
+                    # the volume's snapshots and what they count go with
+                    # it, checked against the new project's quota
+                    db_snapshots.give(session, volume_id, donor,
+                                      context.project_id, context.user_id,
+                                      check)
                 db_transfers.end_for_volume(session, volume_id, keep=transfer_id)
                 return donor
         donor = quota.ensuring_rows(take)

@@ -148,3 +148,52 @@ def test_a_create_rolled_forward_keeps_existing_data(nbd_stack):
 def _row(volume_id):
     with db_api.reader() as session:
         return db_volumes.get(session, volume_id)
+
+
+def _set_snapshot(snapshot_id, **values):
+    with db_api.writer() as session:
+        session.execute(sa.update(models.Snapshot).where(
+            models.Snapshot.id == snapshot_id).values(**values))
+
+
+def _snapshot(api, volume_id):
+    resp = api.post('/snapshots', json={'snapshot': {
+        'volume_id': volume_id}})
+    assert resp.status_code == 202, resp.text
+    sid = resp.json()['snapshot']['id']
+    util.wait_for(lambda: api.get('/snapshots/%s' % sid).json()[
+        'snapshot']['status'] == 'available')
+    return sid
+
+
+def test_interrupted_snapshot_work_converges(nbd_stack):
+    api = nbd_stack.client()
+    manager = _manager(nbd_stack)
+    vol = api.create_volume()
+    with open(dp.volume_path(nbd_stack, vol['id']), 'r+b') as f:
+        f.write(b'before the crash')
+    creating, deleting = _snapshot(api, vol['id']), _snapshot(api,
+                                                              vol['id'])
+    folder = os.path.dirname(dp.volume_path(nbd_stack, vol['id']))
+    made = os.path.join(folder, 'snapshot-%s' % creating)
+    # the copy was half made when the service died
+    os.rename(made, made + '.creating')
+    with open(made + '.creating', 'r+b') as f:
+        f.truncate(4096)
+    _set_snapshot(creating, status=states.CREATING)
+    # the delete cast was taken, the service died before finishing
+    _set_snapshot(deleting, status=states.DELETING)
+
+    changes = sorted(manager.reconcile_now(max_age=0))
+
+    assert changes == sorted([
+        'snapshot %s: creating -> available' % creating,
+        'snapshot %s: deleting -> deleted' % deleting])
+    assert not os.path.exists(made + '.creating')
+    with open(made, 'rb') as f:
+        assert f.read(16) == b'before the crash'
+    assert os.path.getsize(made) == 1024 ** 3
+    assert not os.path.exists(os.path.join(folder, 'snapshot-%s'
+                                           % deleting))
+    assert api.get('/snapshots/%s' % deleting).status_code == 404
+    assert manager.reconcile_now(max_age=0) == []

@@ -23,8 +23,10 @@ BAD_CREATE_BODIES = [
     {'volume': {'size': 1, 'multiattach': True}},
     {'volume': {'size': 1, 'multiattach': 'true'}},
     {'volume': {'size': 1, 'multiattach': 'perhaps'}},
-    {'volume': {'size': 1, 'snapshot_id': str(uuid.uuid4())}},
-    {'volume': {'size': 1, 'source_volid': str(uuid.uuid4())}},
+    {'volume': {'size': 1, 'snapshot_id': 'x' * 37}},
+    {'volume': {'size': 1, 'snapshot_id': str(uuid.uuid4()),
+                'source_volid': str(uuid.uuid4())}},
+    {'volume': {'size': None}},
     {'volume': {'size': 1, 'imageRef': 'image'}},
     {'volume': {'size': 1, 'availability_zone': ''}},
     {'volume': {'size': 1}, 'extra': 1},
@@ -38,6 +40,15 @@ def test_bad_create_is_400_and_changes_nothing(api, body):
     assert resp.status_code == 400, resp.text
     fault = resp.json()['badRequest']
     assert fault['code'] == 400 and fault['message']
+    assert api.get('/volumes?all_tenants=1').json()['volumes'] == []
+
+
+@pytest.mark.parametrize('key', ['snapshot_id', 'source_volid'])
+def test_unknown_source_is_404_and_changes_nothing(api, key):
+    resp = api.post('/volumes', json={'volume': {
+        'size': 1, key: str(uuid.uuid4())}})
+    assert resp.status_code == 404, resp.text
+    assert resp.json()['itemNotFound']['message']
     assert api.get('/volumes?all_tenants=1').json()['volumes'] == []
 
 

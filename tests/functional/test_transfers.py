@@ -17,6 +17,7 @@ from tests.harness.clients import cinder
 from tests.harness.clients import props
 from tests.harness.clients import table
 from tests.harness import stack as stack_mod
+from tests.harness import util
 
 P = stack_mod.PROJECT
 OTHER = stack_mod.OTHER_PROJECT
@@ -574,4 +575,54 @@ def test_forced_delete_of_an_offered_volume_withdraws_it(stack, how):
         == 404
     assert api.get('/volume-transfers').json() == {'transfers': []}
     accept(member(stack), transfer, expect=404)
+    exact()
+
+
+def _snapshot(api, volume_id):
+    resp = api.post('/snapshots', json={'snapshot': {'volume_id':
+                                                     volume_id}})
+    assert resp.status_code == 202, resp.text
+    sid = resp.json()['snapshot']['id']
+    util.wait_for(lambda: api.get('/snapshots/%s' % sid).json()[
+        'snapshot']['status'] == 'available')
+    return sid
+
+
+def test_snapshots_go_with_the_volume_unless_no_snapshots(stack):
+    api = stack.client()
+    moved = api.create_volume(size=2)
+    kept = api.create_volume(size=1)
+    s_moved = _snapshot(api, moved['id'])
+    s_kept = _snapshot(api, kept['id'])
+    # a snapshot that is not available stops a transfer with snapshots
+    api.post('/snapshots/%s/action' % s_kept, json={
+        'os-reset_status': {'status': 'error'}})
+    resp = offer(api, kept['id'], expect=400)
+    assert 'must be available' in resp.text
+    api.post('/snapshots/%s/action' % s_kept, json={
+        'os-reset_status': {'status': 'available'}})
+    bob = member(stack)
+    # over the new project's snapshot quota: nothing moves
+    api.put('/os-quota-sets/%s' % OTHER, json={'quota_set': {
+        'snapshots': 0}})
+    t1 = offer(api, moved['id'])
+    resp = accept(bob, t1, expect=413)
+    assert 'SnapshotLimitExceeded' in resp.text
+    assert status(api, moved['id']) == 'awaiting-transfer'
+    api.put('/os-quota-sets/%s' % OTHER, json={'quota_set': {
+        'snapshots': 10}})
+    accept(bob, t1)
+    assert bob.get('/snapshots/%s' % s_moved).json()['snapshot'][
+        'os-extended-snapshot-attributes:project_id'] == OTHER
+    # no_snapshots (3.55): the snapshot stays with the old project
+    t2 = offer(api, kept['id'], no_snapshots=True)
+    accept(bob, t2)
+    assert bob.get('/snapshots/%s' % s_kept).status_code == 404
+    assert api.get('/snapshots/%s' % s_kept).json()['snapshot'][
+        'os-extended-snapshot-attributes:project_id'] == P
+    assert used(api, P) == {'snapshots': 1, 'gigabytes': 1,
+                            'snapshots___DEFAULT__': 1,
+                            'gigabytes___DEFAULT__': 1}
+    assert used(api, OTHER)['snapshots'] == 1
+    assert used(api, OTHER)['gigabytes'] == 2 + 2 + 1
     exact()

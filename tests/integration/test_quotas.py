@@ -189,3 +189,25 @@ def test_crossing_transfers_do_not_deadlock(cluster):
         assert usage(admin, project)['volumes'] == (4, 0)
     result = check(cluster)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_concurrent_snapshots_take_exactly_the_quota(cluster):
+    """Eight snapshot creates from two API workers race for the last
+    three of a new project's ``snapshots`` quota (their usage rows are
+    made by the racers); the recorded usage is what the snapshots say."""
+    admin = client(cluster)
+    project = uuid.uuid4().hex
+    set_quota(admin, project, snapshots=3)
+    member = stack.Client(cluster.url, project=project, user='m',
+                          roles='member')
+    vol = member.create_volume(size=1)
+    answers = together(8, lambda _: member.post(
+        '/snapshots', json={'snapshot': {'volume_id': vol['id']}}),
+        threads=8)
+    codes = sorted(r.status_code for r in answers)
+    assert codes == [202] * 3 + [413] * 5, [
+        r.text for r in answers if r.status_code not in (202, 413)]
+    assert usage(admin, project)['snapshots'] == (3, 0)
+    assert usage(admin, project)['gigabytes'] == (4, 0)
+    result = check(cluster, project)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -8,7 +8,9 @@ multiattach, single writer, pinned to a backend), volumes of them, the
 attachments API (with and without connector, rw/ro at the top level and in
 the connector, the same instance twice, os-complete, delete), every legacy
 volume action in odd orders, retype and extend while attached, deleting a
-volume and then its type, the same request twice at the same moment,
+volume and then its type, snapshots taken at the moment their volume is
+detached, deleted, extended or retyped (then deleted, or the volume
+deleted with cascade), the same request twice at the same moment,
 malformed variants, and callers that are admin, member, reader, another
 project and a compute service.
 
@@ -26,7 +28,9 @@ requests race, any legal outcome is accepted.  What is never accepted:
   (``states.derive_volume_status``); the attachments API and the volume
   views disagreeing; ``connection_info.access_mode`` other than the
   attachment's mode; anything left in transition; an attachment of a volume
-  that is gone; a volume on a backend its type excludes;
+  that is gone; a volume on a backend its type excludes; a snapshot of a
+  volume that is gone, or in an error status; quota usage other than
+  the volumes and snapshots say;
 * in the audit trail (``GET /os-attachment-events``): an attachment change
   without an event (each event must start where the previous one ended and
   the last must be the attachment's status now, or ``detached``), and,

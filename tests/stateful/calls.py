@@ -176,6 +176,28 @@ class Resolver(QuotaCalls):
         vid = self.volume(args)
         return Call('', '', 'DELETE', '/volumes/%s' % vid, volume_id=vid)
 
+    def op_vol_delete_cascade(self, step, args):
+        vid = self.volume(args)
+        return Call('', '', 'DELETE', '/volumes/%s?cascade=true' % vid,
+                    volume_id=vid)
+
+    def op_snap_create(self, step, args):
+        vid = self.volume(args)
+        body = {'volume_id': vid}
+        if args.get('force') is not None:
+            body['force'] = args['force']
+        return Call('', '', 'POST', '/snapshots', {'snapshot': body},
+                    volume_id=vid)
+
+    def op_snap_delete(self, step, args):
+        """The snapshot a scenario made, else one of the volume's."""
+        sid = self.bound.get(args.get('snap')) if args.get('snap') else None
+        if sid is None:
+            sid = self.model.snapshot_of(self.volume(args),
+                                         args.get('pick', 0.0))
+        return Call('', '', 'DELETE', '/snapshots/%s' % (sid or UNKNOWN_ID),
+                    volume_id=self.model.snapshots.get(sid))
+
     def op_vol_update(self, step, args):
         vid = self.volume(args)
         return Call('', '', 'PUT', '/volumes/%s' % vid,

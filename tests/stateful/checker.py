@@ -57,9 +57,12 @@ class Checker:
         atts = self.listing('/attachments/detail?all_tenants=1',
                             'attachments')
         types = self.get('/types?is_public=none')['volume_types']
+        snapshots = self.listing('/snapshots/detail?all_tenants=1',
+                                 'snapshots')
         return {'volumes': {v['id']: v for v in volumes},
                 'attachments': {a['id']: a for a in atts},
-                'types': {t['id']: t for t in types}}
+                'types': {t['id']: t for t in types},
+                'snapshots': {s['id']: s for s in snapshots}}
 
     def busy(self, snap):
         """What is still moving: volumes in a transient status,
@@ -72,6 +75,9 @@ class Checker:
             if (a['status'] == 'attaching' and not a['connection_info']) or \
                     a.get('status_reason') == 'disconnecting':
                 moving.append(('attachment', a['id'], a['status']))
+        for sn in snap['snapshots'].values():
+            if sn['status'] in ('creating', 'deleting'):
+                moving.append(('snapshot', sn['id'], sn['status']))
         return moving
 
     def reset(self, volume_id):
@@ -92,7 +98,8 @@ class Checker:
         return ({k: (v['status'], v['size']) for k, v in
                  snap['volumes'].items()},
                 {k: (a['status'], bool(a['connection_info'])) for k, a in
-                 snap['attachments'].items()})
+                 snap['attachments'].items()},
+                {k: sn['status'] for k, sn in snap['snapshots'].items()})
 
     def quiet(self, burst):
         """Wait until nothing moves and two snapshots in a row agree;
@@ -110,7 +117,9 @@ class Checker:
                     'stuck', '%s %s still %s %.0f s after the burst' % (
                         what, ident, status, QUIET_TIMEOUT), burst,
                     volume_id=ident if what == 'volume' else
-                    snap['attachments'][ident]['volume_id'],
+                    snap['attachments'][ident]['volume_id']
+                    if what == 'attachment' else
+                    snap['snapshots'][ident]['volume_id'],
                     attachment_id=ident if what == 'attachment' else None)
                     for what, ident, status in moving]
             previous = None if moving else snap
@@ -119,6 +128,18 @@ class Checker:
     # -- state invariants -----------------------------------------------------
     def check_state(self, snap, burst):
         found = []
+        for sid, sn in snap['snapshots'].items():
+            # a volume is deleted only with its snapshots (cascade)
+            if sn['volume_id'] not in snap['volumes']:
+                found.append(Finding(
+                    'orphan-snapshot', 'snapshot %s (%s) of volume %s, '
+                    'which is gone' % (sid, sn['status'], sn['volume_id']),
+                    burst, volume_id=sn['volume_id']))
+            if sn['status'].startswith('error'):
+                found.append(Finding(
+                    'snapshot-error', 'snapshot %s of volume %s is %s'
+                    % (sid, sn['volume_id'], sn['status']), burst,
+                    volume_id=sn['volume_id']))
         by_volume = collections.defaultdict(list)
         for a in snap['attachments'].values():
             by_volume[a['volume_id']].append(a)

@@ -40,6 +40,8 @@ class Fuzzer:
         # os-takeover answers by status: the fuzzer shows it got some
         # through, not only refusals
         self.takeovers = collections.Counter()
+        # snapshot creates and deletes likewise
+        self.snapshot_calls = collections.Counter()
         self.requests = 0
         self.t0 = time.monotonic()
         self._lock = threading.Lock()
@@ -51,6 +53,9 @@ class Fuzzer:
             self.codes['%dxx' % (call.status // 100)] += 1
             if call.op == 'att_takeover':
                 self.takeovers[call.status] += 1
+            if call.op in ('snap_create', 'snap_delete',
+                           'vol_delete_cascade'):
+                self.snapshot_calls['%s %d' % (call.op, call.status)] += 1
             self.requests += 1
 
     def judge(self, call, burst):
@@ -175,6 +180,9 @@ class Fuzzer:
         rows += [('  %s' % k, self.codes[k]) for k in sorted(self.codes)]
         rows += [('os-takeover', ', '.join(
             '%d x%d' % kv for kv in sorted(self.takeovers.items())) or '-')]
+        rows += [('snapshots', ', '.join(
+            '%s x%d' % kv for kv in sorted(self.snapshot_calls.items()))
+            or '-')]
         rows += [('5xx', sum(n for k, n in self.codes.items()
                              if k.startswith('5'))),
                  ('invariant breaks', sum(1 for f in self.findings

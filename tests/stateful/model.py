@@ -18,6 +18,7 @@ class Model:
         self.volumes = {}        # id -> dict(slot, size, type_id, status...)
         self.attachments = {}    # id -> dict(volume_id, status, instance)
         self.history = {}        # volume id -> dict(slot, retyped, reset)
+        self.snapshots = {}      # id -> volume id
 
     @staticmethod
     def kind_of_name(name):
@@ -68,6 +69,20 @@ class Model:
         with self.lock:
             self.volumes.pop(volume_id, None)
 
+    def add_snapshot(self, view):
+        with self.lock:
+            self.snapshots[view['id']] = view['volume_id']
+
+    def drop_snapshot(self, snapshot_id):
+        with self.lock:
+            self.snapshots.pop(snapshot_id, None)
+
+    def snapshot_of(self, volume_id, pick):
+        with self.lock:
+            ids = sorted(s for s, v in self.snapshots.items()
+                         if v == volume_id)
+        return ids[int(pick * len(ids))] if ids else None
+
     def add_attachment(self, view):
         with self.lock:
             self.attachments[view['id']] = {
@@ -97,3 +112,6 @@ class Model:
             self.attachments = {}
             for a in snap['attachments'].values():
                 self.add_attachment(a)
+            self.snapshots = {}
+            for sn in snap.get('snapshots', {}).values():
+                self.add_snapshot(sn)

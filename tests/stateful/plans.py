@@ -85,7 +85,8 @@ class Planner(QuotaPlans):
             (self.retype_extend_attached, 2), (self.admin_mess, 2),
             (self.intruder, 2), (self.malformed, 2), (self.reads, 1),
             (self.quota_play, 2), (self.quota_misuse, 1),
-            (self.takeover, 2), (self.fencing, 2)]
+            (self.takeover, 2), (self.fencing, 2),
+            (self.snapshot_race, 3)]
         makers = [m for m, w in scenarios for _ in range(w)]
         out = []
         while sum(s.size() for s in out) < steps:
@@ -324,6 +325,47 @@ class Planner(QuotaPlans):
         if self.chance(0.3):
             steps.append(Step('extend', who, {'slot': slot, 'grow': 1,
                                               'pick': self.pick()}))
+        return steps
+
+    def snapshot_race(self):
+        """A snapshot taken at the moment its volume is detached,
+        deleted, extended or retyped (or twice); then deleted, or its
+        volume deleted with cascade."""
+        slot, who, s = self.vslot(), self.writer(), self.name('s')
+        pick = self.pick()
+        snap = Step('snap_create', who, {
+            'slot': slot, 'pick': pick,
+            'force': self.rng.choice((None, True, 'true'))},
+            self.rng.choice(('3.0', '3.65', '3.66', '3.71')), bind=s)
+        steps = []
+        race = self.rng.choice(('detach', 'delete', 'extend', 'retype',
+                                'twice', None))
+        if race == 'detach':
+            a = self.name('a')
+            steps += [self.att_create(slot, who, a, True),
+                      Step('att_complete', who, {'att': a})]
+            snap = dataclasses.replace(snap, twin=Step(
+                'att_delete', who, {'att': a}))
+        elif race == 'delete':
+            snap = dataclasses.replace(snap, twin=Step(
+                'vol_delete', who, {'slot': slot, 'pick': pick}))
+        elif race == 'extend':
+            snap = dataclasses.replace(snap, twin=Step(
+                'extend', who, {'slot': slot, 'grow': 1, 'pick': pick}))
+        elif race == 'retype':
+            snap = dataclasses.replace(snap, twin=Step(
+                'retype', who, {'slot': slot, 'pick': pick,
+                                'type': self.tslot()}))
+        elif race == 'twice':
+            snap = dataclasses.replace(snap, twin=dataclasses.replace(
+                snap, bind=None))
+        steps.append(snap)
+        if self.chance(0.3):
+            steps.append(Step('vol_delete_cascade', who,
+                              {'slot': slot, 'pick': pick}))
+        elif self.chance(0.8):
+            steps.append(Step('snap_delete', who, {
+                'snap': s, 'slot': slot, 'pick': pick}))
         return steps
 
     def type_life(self):

@@ -118,7 +118,12 @@ class QuotaCalls:
                     if want_type is None or v.get('type_id') == want_type]
             if args['resource'] == 'volumes':
                 return len(mine)
-            return sum(v.get('size', 1) for v in mine)
+            # snapshots count their volume's size too
+            snapped = [self.model.volumes.get(vid, {})
+                       for vid in self.model.snapshots.values()]
+            return sum(v.get('size', 1) for v in mine) + sum(
+                v.get('size', 1) for v in snapped
+                if want_type is None or v.get('type_id') == want_type)
 
     def op_quota_revert(self, step, args):
         return Call('', '', 'DELETE', '/os-quota-sets/%s' % PROJECT)
@@ -158,12 +163,31 @@ def check_usage(checker, snap, burst):
                             ('gigabytes_%s' % v['volume_type'],
                              v['size'])):
             counted[project][key] += amount
+    # a snapshot counts its volume's size and type when it was taken; a
+    # volume retyped since makes the per-type keys of its project unknown
+    # here (the server's own audit, cinder-lite-manage quota check,
+    # still covers them)
+    fuzzy = collections.defaultdict(bool)
+    for sn in snap.get('snapshots', {}).values():
+        project = sn.get('os-extended-snapshot-attributes:project_id')
+        volume = snap['volumes'].get(sn['volume_id'], {})
+        vtype = volume.get('volume_type')
+        counted[project]['snapshots'] += 1
+        counted[project]['gigabytes'] += sn['size']
+        counted[project]['snapshots_%s' % vtype] += 1
+        counted[project]['gigabytes_%s' % vtype] += sn['size']
+        history = checker.fz.model.history.get(sn['volume_id'], {})
+        if history.get('retyped'):
+            fuzzy[project] = True
     for project in (PROJECT, OTHER_PROJECT):
         shown = checker.get('/os-quota-sets/%s?usage=True' % project)[
             'quota_set']
         real = counted[project]
         for key, value in sorted(shown.items()):
-            if key == 'id' or not key.startswith(('volumes', 'gigabytes')):
+            if key == 'id' or not key.startswith(('volumes', 'gigabytes',
+                                                  'snapshots')):
+                continue
+            if fuzzy[project] and '_' in key:
                 continue
             may_reserve = key in extending[project]
             if value['in_use'] != real[key] or (

@@ -117,6 +117,12 @@ class Worker:
             model.drop_attachment(call.attachment_id)
         elif step.op == 'vol_create' and 'volume' in answer:
             model.add_volume(answer['volume'], step.args['slot'])
+        elif step.op == 'snap_create' and 'snapshot' in answer:
+            model.add_snapshot(answer['snapshot'])
+            if step.bind:
+                self.resolver.bound[step.bind] = answer['snapshot']['id']
+        elif step.op == 'snap_delete':
+            model.drop_snapshot(call.path.rsplit('/', 1)[1])
         elif step.op == 'type_create' and 'volume_type' in answer:
             vt = answer['volume_type']
             with model.lock:

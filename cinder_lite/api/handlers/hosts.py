@@ -10,6 +10,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
 from cinder_lite.db import services as db_services
+from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
 
 
@@ -56,8 +57,8 @@ def list_hosts(req):
 @wsgi.expected_errors(403, 404)
 def show_host(req):
     """What the enabled volume service ``host_name`` holds: a total line,
-    then one line a project (volumes and GiB; snapshots 0, cinder_lite
-    has none).  The volumes of a cluster's member are its cluster's."""
+    then one line a project (volumes and snapshots, count and GiB).  The
+    volumes of a cluster's member are its cluster's."""
     policy.authorize(req.context, policy.HOSTS)
     host = req.urlvars['host_name']
     with db_api.reader() as session:
@@ -69,15 +70,18 @@ def show_host(req):
         backends = [host] + ([row.cluster_name] if row.cluster_name
                              else [])
         usage = db_volumes.usage_on_backends(session, backends)
+        snapshots = db_snapshots.usage_on_backends(session, backends)
 
-    def line(project, count, size):
+    def line(project, count, size, snap_count, snap_size):
         return {'resource': {'host': host, 'project': project,
                              'volume_count': str(count),
                              'total_volume_gb': str(size),
-                             'snapshot_count': '0',
-                             'total_snapshot_gb': '0'}}
+                             'snapshot_count': str(snap_count),
+                             'total_snapshot_gb': str(snap_size)}}
     total = line('(total)', sum(c for c, _ in usage.values()),
-                 sum(s for _, s in usage.values()))
+                 sum(s for _, s in usage.values()),
+                 sum(c for c, _ in snapshots.values()),
+                 sum(s for _, s in snapshots.values()))
     return wsgi.json_response({'host': [total] + [
-        line(project, count, size)
+        line(project, count, size, *snapshots.get(project, (0, 0)))
         for project, (count, size) in usage.items()]})

@@ -56,8 +56,8 @@ def create_volume(req):
     body = req.json_body()
     validation.validate(microversion.pick(schema.CREATE, req.version), body)
     request = dict(body['volume'])
-    for unsupported in ('snapshot_id', 'source_volid', 'backup_id',
-                        'imageRef', 'group_id', 'consistencygroup_id'):
+    for unsupported in ('backup_id', 'imageRef', 'group_id',
+                        'consistencygroup_id'):
         if request.get(unsupported) is not None:
             raise webob.exc.HTTPBadRequest(
                 explanation='Creating a volume from %s is not supported.'
@@ -68,13 +68,24 @@ def create_volume(req):
             explanation='The multiattach flag in the volume body is not '
                         'supported: create the volume with a volume type '
                         'whose extra spec is multiattach="<is> True".')
-    size = int(request['size'])
-    if not 1 <= size <= schema_common.MAX_INT:
+    if request.get('snapshot_id') and request.get('source_volid'):
+        raise webob.exc.HTTPBadRequest(
+            explanation='Give one of snapshot_id and source_volid, not '
+                        'both.')
+    if request.get('size') is None and (request.get('snapshot_id')
+                                        or request.get('source_volid')):
+        # the source's size, decided by the service layer
+        request['size'] = None
+        size = None
+    else:
+        size = request.get('size')
+        size = int(size) if size is not None else 0
+    if size is not None and not 1 <= size <= schema_common.MAX_INT:
         raise webob.exc.HTTPBadRequest(
             explanation="Invalid input for field/attribute size. Value: "
                         "%s. Volume size '%s' must be an integer and "
-                        "greater than 0" % (request['size'],
-                                            request['size']))
+                        "greater than 0" % (request.get('size'),
+                                            request.get('size')))
     request['size'] = size
     request['name'] = request.get('name') or request.get('display_name')
     request['description'] = (request.get('description')
@@ -212,13 +223,14 @@ def update_volume(req):
 @wsgi.expected_errors(400, 403, 404, 409, 503)
 def delete_volume(req):
     """``?force=true`` (3.23): an admin's delete whatever the status, as
-    os-force_delete; ``cascade`` (the volume's snapshots) has nothing to
-    delete here."""
-    req.bool_param('cascade')
+    os-force_delete; ``cascade=true``: the volume's snapshots are deleted
+    with it (every microversion, as in Cinder)."""
+    cascade = req.bool_param('cascade')
     if req.version >= FORCE_DELETE and req.bool_param('force'):
         req.environ['cinder_lite.services'].actions.force_delete(
             req.context, req.urlvars['volume_id'],
-            rule=policy.VOLUME_FORCE_DELETE)
+            rule=policy.VOLUME_FORCE_DELETE, cascade=cascade)
     else:
-        _service(req).delete(req.context, req.urlvars['volume_id'])
+        _service(req).delete(req.context, req.urlvars['volume_id'],
+                             cascade=cascade)
     return wsgi.empty_response(202)

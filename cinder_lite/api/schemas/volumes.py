@@ -10,7 +10,9 @@ _create_volume = {
         'display_name': common.name_or_null,
         'description': common.description_or_null,
         'display_description': common.description_or_null,
-        'size': {'type': ['integer', 'string'],
+        # null (or absent) with a snapshot_id or source_volid: the
+        # source's size
+        'size': {'type': ['integer', 'string', 'null'],
                  'pattern': '^[0-9]+$', 'maxLength': 10,
                  'minimum': 1, 'maximum': common.MAX_INT},
         'volume_type': {'type': ['string', 'null'], 'minLength': 1,
@@ -19,16 +21,15 @@ _create_volume = {
                               'maxLength': 255},
         'metadata': common.metadata,
         'multiattach': common.boolean,
-        # Accepted so that clients sending them as null keep working;
-        # a value is refused by the handler (not supported here).
         'snapshot_id': common.uuid_or_null,
         'source_volid': common.uuid_or_null,
+        # Accepted so that clients sending them as null keep working;
+        # a value is refused by the handler (not supported here).
         'backup_id': common.uuid_or_null,
         'consistencygroup_id': common.uuid_or_null,
         'group_id': common.uuid_or_null,
         'imageRef': {'type': ['string', 'null'], 'maxLength': 255},
     },
-    'required': ['size'],
     'additionalProperties': True,
 }
 

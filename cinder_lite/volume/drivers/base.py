@@ -50,6 +50,30 @@ class VolumeDriver(metaclass=abc.ABCMeta):
     def extend_volume(self, volume, new_size):
         """Grow the storage of ``volume`` to ``new_size`` GiB."""
 
+    def create_snapshot(self, snapshot):
+        """Keep a point-in-time copy of the volume ``snapshot['volume_id']``
+        as snapshot ``snapshot['id']`` (``volume_size`` GiB), next to it on
+        this backend, while its attachments may keep writing; True when
+        it made it, False when it existed already.  What the copy holds
+        of writes made meanwhile is the driver's to document
+        (doc/snapshots.rst)."""
+        raise NotImplementedError()
+
+    def delete_snapshot(self, snapshot):
+        """Remove the copy of ``snapshot``; an absent one is not an
+        error."""
+        raise NotImplementedError()
+
+    def create_volume_from_snapshot(self, volume, snapshot):
+        """Create ``volume`` (``size`` GiB, at least the snapshot's) with
+        the snapshot's bytes; True/False as ``create_volume``."""
+        raise NotImplementedError()
+
+    def create_cloned_volume(self, volume, source):
+        """Create ``volume`` with the bytes the volume ``source`` (a dict
+        with ``id``) holds now; True/False as ``create_volume``."""
+        raise NotImplementedError()
+
     @abc.abstractmethod
     def get_volume_stats(self):
         """The capability dict described in the module docstring."""

@@ -1,5 +1,7 @@
-"""Manager-side create: make the storage, then record the volume
-available.  If recording fails the storage is removed again."""
+"""Manager-side create: make the storage (empty, or a copy of the
+snapshot or volume it is made from), then record the volume available.
+If recording fails the storage is removed again; a copy that fails
+leaves no file behind (the driver copies to a temporary name)."""
 import logging
 
 from taskflow.patterns import linear_flow
@@ -15,6 +17,12 @@ LOG = logging.getLogger(__name__)
 
 class CreateStorage(task.Task):
     def execute(self, driver, volume):
+        if volume.get('snapshot_id'):
+            return driver.create_volume_from_snapshot(
+                volume, {'id': volume['snapshot_id']})
+        if volume.get('source_volid'):
+            return driver.create_cloned_volume(
+                volume, {'id': volume['source_volid']})
         return driver.create_volume(volume)
 
     def revert(self, driver, volume, result, **kwargs):
