@@ -291,3 +291,143 @@ def test_corrupt_image_leaves_error_and_a_message(cloud, member):
     assert mine and mine[0]['event_id'] == 'VOLUME_VOLUME_005_001', mine
     delete(member, vid)
     assert usage(member) == before
+
+
+# -- volume to image -------------------------------------------------------------
+
+def upload(c, vid, version=None, **body):
+    kwargs = {'version': version} if version else {}
+    return c.volume('POST', '/volumes/%s/action' % vid,
+                    {'os-volume_upload_image': body}, **kwargs)
+
+
+def wait_image_active(c, image_id):
+    def active():
+        image = c.image('GET', '/v2/images/%s' % image_id,
+                        expect=200).json()
+        assert image['status'] not in ('killed', 'deleted'), image
+        return image['status'] == 'active' and image
+    return util.wait_for(active, WAIT, interval=0.2,
+                         what='image %s active' % image_id)
+
+
+def image_bytes(c, image_id):
+    resp = c.image('GET', '/v2/images/%s/file' % image_id, expect=200)
+    return resp.content
+
+
+def raw_of(data, fmt):
+    """The raw disk an image file of format ``fmt`` holds."""
+    if fmt == 'raw':
+        return data
+    with tempfile.TemporaryDirectory() as where:
+        src = os.path.join(where, 'src')
+        dst = os.path.join(where, 'dst')
+        with open(src, 'wb') as f:
+            f.write(data)
+        subprocess.run(['qemu-img', 'convert', '-f', fmt, '-O', 'raw', src,
+                        dst], check=True)
+        with open(dst, 'rb') as f:
+            return f.read()
+
+
+@pytest.mark.parametrize('disk_format', ['raw', 'qcow2'])
+def test_volume_to_image_and_back(cloud, member, raw_image, raw_data,
+                                  disk_format):
+    """A volume made from an image is uploaded as a new image (its
+    properties come along, Glance's core ones do not), and a volume made
+    from that image holds the same bytes."""
+    resp = create_from(member, raw_image['id'], name='source')
+    vid = resp.json()['volume']['id']
+    wait_status(member, vid, ('available',))
+    resp = upload(member, vid, image_name='uploaded-%s' % disk_format,
+                  disk_format=disk_format)
+    assert resp.status_code == 202, resp.text
+    body = resp.json()['os-volume_upload_image']
+    assert body['id'] == vid and body['status'] == 'uploading'
+    assert body['image_name'] == 'uploaded-%s' % disk_format
+    assert body['disk_format'] == disk_format
+    assert body['container_format'] == 'bare'
+    assert body['size'] == 1
+    assert body['visibility'] == 'private' and body['protected'] is False
+    assert body['volume_type']['name']
+    image_id = body['image_id']
+    try:
+        seen = []
+        wait_status(member, vid, ('available',), seen)
+        image = wait_image_active(member, image_id)
+        assert image['disk_format'] == disk_format
+        assert image['os_distro'] == 'debian'
+        assert image['hw_disk_bus'] == 'scsi'
+        assert image['custom_note'] == 'from a test'
+        # the source image's id, name and checksum are not the new one's
+        assert 'image_id' not in image and 'image_name' not in image
+        disk = raw_of(image_bytes(member, image_id), disk_format)
+        assert len(disk) == GiB
+        assert disk[:len(raw_data)] == raw_data
+        assert disk[len(raw_data):].strip(b'\0') == b''
+        # and back into a volume
+        resp = create_from(member, image_id, name='copy')
+        assert resp.status_code == 202, resp.text
+        copy = resp.json()['volume']['id']
+        wait_status(member, copy, ('available',))
+        meta = volume(member, copy)['volume_image_metadata']
+        assert meta['image_id'] == image_id
+        assert meta['os_distro'] == 'debian'
+        assert_holds(storage_of(cloud, copy), raw_data, 1)
+        delete(member, copy)
+    finally:
+        member.image('DELETE', '/v2/images/%s' % image_id)
+    delete(member, vid)
+
+
+def test_upload_visibility_and_protection_from_3_1(member):
+    vid = member.volume('POST', '/volumes', {'volume': {'size': 1}},
+                        expect=202).json()['volume']['id']
+    wait_status(member, vid, ('available',))
+    # 3.0: not in the body
+    resp = upload(member, vid, version='3.0', image_name='v',
+                  visibility='shared')
+    assert resp.status_code == 400, resp.text
+    resp = upload(member, vid, version='3.1', image_name='v',
+                  visibility='shared', protected=True)
+    assert resp.status_code == 202, resp.text
+    body = resp.json()['os-volume_upload_image']
+    assert body['visibility'] == 'shared' and body['protected'] is True
+    image = wait_image_active(member, body['image_id'])
+    assert image['visibility'] == 'shared' and image['protected'] is True
+    # a member may not publish
+    resp = upload(member, vid, version='3.1', image_name='v',
+                  visibility='public')
+    assert resp.status_code == 403, resp.text
+    wait_status(member, vid, ('available',))
+    member.session.patch(
+        member.endpoints['image'] + '/v2/images/%s' % body['image_id'],
+        json=[{'op': 'replace', 'path': '/protected', 'value': False}],
+        headers={'X-Auth-Token': member.token, 'Content-Type':
+                 'application/openstack-images-v2.1-json-patch'},
+        timeout=30).raise_for_status()
+    member.image('DELETE', '/v2/images/%s' % body['image_id'], expect=204)
+    delete(member, vid)
+
+
+def test_upload_of_in_use_volume_with_force(member):
+    vid = member.volume('POST', '/volumes', {'volume': {'size': 1}},
+                        expect=202).json()['volume']['id']
+    wait_status(member, vid, ('available',))
+    member.volume('POST', '/volumes/%s/action' % vid, {'os-attach': {
+        'instance_uuid': '6f1b5a55-0d6c-4a8e-9f5e-2d7f3c1a9b10',
+        'mountpoint': '/dev/vdb'}}, expect=202)
+    wait_status(member, vid, ('in-use',))
+    resp = upload(member, vid, image_name='busy')
+    assert resp.status_code == 400, resp.text
+    resp = upload(member, vid, image_name='busy', force=True)
+    assert resp.status_code == 202, resp.text
+    image_id = resp.json()['os-volume_upload_image']['image_id']
+    wait_status(member, vid, ('in-use',))
+    wait_image_active(member, image_id)
+    member.image('DELETE', '/v2/images/%s' % image_id, expect=204)
+    member.volume('POST', '/volumes/%s/action' % vid, {'os-detach': {}},
+                  expect=202)
+    wait_status(member, vid, ('available',))
+    delete(member, vid)
