@@ -431,3 +431,77 @@ def test_upload_of_in_use_volume_with_force(member):
                   expect=202)
     wait_status(member, vid, ('available',))
     delete(member, vid)
+
+
+# -- Nova: boot from an image-backed volume -----------------------------------------
+
+@pytest.fixture(scope='module')
+def flavor(cloud):
+    return cloud.admin().compute('POST', '/flavors', {'flavor': {
+        'name': 'images-bfv', 'ram': 64, 'vcpus': 1, 'disk': 0}},
+        expect=200).json()['flavor']['id']
+
+
+def server_of(c, sid):
+    return c.compute('GET', '/servers/%s' % sid, expect=200).json()[
+        'server']
+
+
+def wait_server(c, sid):
+    def active():
+        s = server_of(c, sid)
+        assert s['status'] != 'ERROR', s.get('fault')
+        return s['status'] == 'ACTIVE' and s
+    return util.wait_for(active, WAIT, interval=0.3,
+                         what='server %s ACTIVE' % sid)
+
+
+def volumes_of_server(c, sid):
+    return [a['volumeId'] for a in c.compute(
+        'GET', '/servers/%s/os-volume_attachments' % sid,
+        expect=200).json()['volumeAttachments']]
+
+
+@pytest.mark.parametrize('volume_type', [None, SHARED_TYPE])
+def test_nova_boots_servers_from_image_backed_volumes(
+        cloud, member, flavor, raw_image, raw_data, volume_type):
+    """``source_type=image, destination_type=volume``: Nova asks
+    cinder_lite for a volume made from the image (one per server, two
+    servers in one request with min_count), waits for it and boots from
+    it; delete_on_termination removes the volumes with the servers.  A
+    shareable type comes in the block device mapping (compute 2.67)."""
+    bdm = {'boot_index': 0, 'uuid': raw_image['id'], 'source_type': 'image',
+           'destination_type': 'volume', 'volume_size': 1,
+           'delete_on_termination': True}
+    if volume_type:
+        bdm['volume_type'] = volume_type
+    resp = member.compute('POST', '/servers', {'server': {
+        'name': 'from-image', 'flavorRef': flavor, 'networks': 'none',
+        'min_count': 2, 'max_count': 2, 'block_device_mapping_v2': [bdm]}},
+        version='2.67')
+    assert resp.status_code == 202, resp.text
+    servers = [s['id'] for s in member.compute(
+        'GET', '/servers?name=from-image', expect=200).json()['servers']]
+    assert len(servers) == 2
+    vids = []
+    for sid in servers:
+        wait_server(member, sid)
+        attached = volumes_of_server(member, sid)
+        assert len(attached) == 1
+        vol = volume(member, attached[0])
+        assert vol['status'] == 'in-use' and vol['bootable'] == 'true'
+        assert vol['volume_image_metadata']['image_id'] == raw_image['id']
+        assert vol['multiattach'] is bool(volume_type)
+        assert_holds(storage_of(cloud, vol['id']), raw_data, 1)
+        vids.append(vol['id'])
+    assert len(set(vids)) == 2
+    for sid in servers:
+        member.compute('DELETE', '/servers/%s' % sid, expect=204)
+    for sid in servers:
+        util.wait_for(lambda: member.compute(
+            'GET', '/servers/%s' % sid).status_code == 404, WAIT,
+            interval=0.3, what='server %s deleted' % sid)
+    for vid in vids:
+        util.wait_for(lambda: member.volume(
+            'GET', '/volumes/%s' % vid).status_code == 404, WAIT,
+            interval=0.3, what='volume %s deleted by Nova' % vid)

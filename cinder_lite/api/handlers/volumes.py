@@ -55,7 +55,7 @@ def _detail(req, volume, type_names=None, attached=None, metadata=None,
                         image_metadata.get(volume.id) if extended else None)
 
 
-@wsgi.expected_errors(400, 403, 404, 413, 503)
+@wsgi.expected_errors(400, 403, 404, 409, 413, 503)
 def create_volume(req):
     body = req.json_body()
     validation.validate(microversion.pick(schema.CREATE, req.version), body)
