@@ -77,11 +77,9 @@ def volume_image_metadata(image):
 
 def is_reserved(key, extra_namespaces=()):
     """A key in a namespace never copied into an uploaded image."""
-    for namespace in tuple(RESERVED_NAMESPACES) + tuple(extra_namespaces):
-        if key == namespace or key.startswith(namespace + '_') or \
-                key.startswith(namespace + ':'):
-            return True
-    return False
+    # (a plain prefix, as Cinder matches them)
+    return any(key.startswith(namespace) for namespace in
+               tuple(RESERVED_NAMESPACES) + tuple(extra_namespaces))
 
 
 def upload_properties(volume_image_metadata, core_properties,
@@ -90,7 +88,8 @@ def upload_properties(volume_image_metadata, core_properties,
     volume's image metadata: all but the core ones (the image has its
     own id, name, formats, sizes and checksum), the reserved namespaces
     and the keys the request sets itself (``given``)."""
-    skip = set(core_properties) | set(given)
+    # (nor Glance's own keys, which it would refuse as properties)
+    skip = set(core_properties) | set(given) | GLANCE_BASE_KEYS
     return {k: v for k, v in (volume_image_metadata or {}).items()
             if k not in skip and not is_reserved(k, extra_namespaces)}
 

@@ -50,13 +50,14 @@ def test_upload_leaves_out_core_keys_reserved_namespaces_and_given_keys():
            'os_distro': 'debian', 'os_glance_importing_to_stores': 'fs',
            'img_signature': 's', 'img_signature_hash_method': 'SHA-256',
            'signature_verified': 'True', 'os_glance': 'x',
-           'os_glancefoo': 'kept', 'secret_key': 'v', 'secret:x': 'v',
-           'visibility': 'public'}
+           'os_glancefoo': 'v', 'os_glanc': 'kept', 'secret_key': 'v',
+           'secret:x': 'v',
+           'visibility': 'public', 'status': 'active', 'owner': 'x'}
     core = ['checksum', 'container_format', 'disk_format', 'image_name',
             'image_id', 'min_disk', 'min_ram', 'name', 'size']
     assert image.upload_properties(own, core, ('secret',),
                                    given={'visibility': 'private'}) == {
-        'os_distro': 'debian', 'os_glancefoo': 'kept'}
+        'os_distro': 'debian', 'os_glanc': 'kept'}
     assert image.upload_properties(None, core) == {}
 
 
