@@ -240,3 +240,60 @@ def test_readers_may_not_change_image_metadata(stack):
     resp = act(reader, vol['id'], {'os-set_image_metadata': {
         'metadata': {'k': 'v'}}})
     assert resp.status_code == 403, resp.text
+
+
+# -- a volume service restarted in the middle of a copy ---------------------------------
+
+def _interrupt(vid, status, source):
+    """Leave the volume as a volume service that stopped in the middle
+    of a copy leaves it."""
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import volumes as db_volumes
+    with db_api.writer() as session:
+        db_volumes.transition(session, vid, status, expected=(source,))
+
+
+def _reconcile_now(stack):
+    manager, = stack.volume_service('file').endpoints
+    return manager.reconcile_now(max_age=0)
+
+
+def test_reconcile_of_an_interrupted_download(api, stack):
+    import os
+    vol = api.create_volume()
+    vid = vol['id']
+    manager, = stack.volume_service('file').endpoints
+    path = manager.driver.path(vid)
+    assert os.path.exists(path)
+    _interrupt(vid, 'downloading', 'available')
+    assert _reconcile_now(stack) == [
+        'volume %s: downloading -> error (image download interrupted; '
+        'storage removed)' % vid]
+    assert not os.path.exists(path)
+    vol = api.get('/volumes/%s' % vid).json()['volume']
+    assert vol['status'] == 'error' and vol['bootable'] == 'false'
+    messages = api.get('/messages').json()['messages']
+    assert [m['event_id'] for m in messages if m['resource_uuid'] == vid] \
+        == ['VOLUME_VOLUME_005_001']
+    assert api.delete('/volumes/%s' % vid).status_code == 202
+    api.wait_deleted(vid)
+
+
+def test_reconcile_of_an_interrupted_upload(api, stack):
+    vol = api.create_volume()
+    vid = vol['id']
+    assert act(api, vid, {'os-attach': {'instance_uuid': I1,
+                                        'mountpoint': '/dev/vdb'}}
+               ).status_code == 202
+    _interrupt(vid, 'uploading', 'in-use')
+    # while it is uploading, its status stays
+    assert api.get('/volumes/%s' % vid).json()['volume'][
+        'status'] == 'uploading'
+    assert _reconcile_now(stack) == [
+        'volume %s: uploading -> in-use (upload to an image interrupted)'
+        % vid]
+    assert api.get('/volumes/%s' % vid).json()['volume'][
+        'status'] == 'in-use'
+    messages = api.get('/messages').json()['messages']
+    assert [m['event_id'] for m in messages if m['resource_uuid'] == vid] \
+        == ['VOLUME_VOLUME_003_001']
