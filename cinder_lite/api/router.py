@@ -163,9 +163,9 @@ class Router:
                                               project_id_regex})
 
     def __call__(self, environ, start_response):
+        # as Cinder: no resource path ends with a slash, so
+        # ``/volumes/`` (an empty id) names nothing (404)
         path = environ.get('PATH_INFO') or '/'
-        if len(path) > 1:
-            path = path.rstrip('/')
         match = self.mapper.match(path)
         if match is None:
             raise webob.exc.HTTPNotFound(

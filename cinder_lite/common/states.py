@@ -29,10 +29,15 @@ DOWNLOADING = 'downloading'
 UPLOADING = 'uploading'
 DELETED = 'deleted'
 
+# Set only by an operator (os-reset_status): the volume is being worked
+# on outside cinder_lite.  As in Cinder, its metadata and its fields do
+# not change meanwhile.
+MAINTENANCE = 'maintenance'
+
 VOLUME_STATUSES = frozenset([
     CREATING, AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING,
     DELETING, ERROR_DELETING, EXTENDING, ERROR_EXTENDING, RETYPING,
-    AWAITING_TRANSFER, DOWNLOADING, UPLOADING, DELETED])
+    AWAITING_TRANSFER, DOWNLOADING, UPLOADING, MAINTENANCE, DELETED])
 
 # target -> statuses a volume may be in when it moves there
 VOLUME_TRANSITIONS = {
@@ -63,20 +68,18 @@ VOLUME_TRANSITIONS = {
 VOLUME_BUSY_STATUSES = frozenset([CREATING, DELETING, EXTENDING,
                                   DOWNLOADING, UPLOADING])
 
-# Set only by an operator (os-reset_status): the volume is being worked
-# on outside cinder_lite.  As in Cinder, its metadata and its fields do
-# not change meanwhile.
-MAINTENANCE = 'maintenance'
 VOLUME_UNCHANGEABLE_STATUSES = frozenset([MAINTENANCE])
 
 # Statuses a forced delete (os-force_delete) starts from: any, as in
 # Cinder (a delete already under way is sent again).
 VOLUME_FORCE_DELETE_STATUSES = tuple(sorted(
-    (VOLUME_STATUSES | {MAINTENANCE}) - {DELETED}))
+    VOLUME_STATUSES - {DELETED}))
 
-# Statuses an operator may force with os-reset_status.
+# Statuses an operator may force with os-reset_status (Cinder's list:
+# ``creating`` and ``maintenance`` included).
 VOLUME_RESET_STATUSES = frozenset([
-    AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING, ERROR_DELETING])
+    AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING, ERROR_DELETING,
+    CREATING, MAINTENANCE])
 
 # -- attachment ----------------------------------------------------------------
 ATTACH_RESERVED = 'reserved'
@@ -104,6 +107,12 @@ ATTACHMENT_TRANSITIONS = {
     ERROR_DETACHING: (ATTACH_DETACHING,),
 }
 
+# Not stored: how ``derive_volume_status`` names a reservation that
+# Cinder's legacy os-reserve made (an ``reserved`` attachment marked so),
+# which shows its volume ``attaching`` as Cinder's legacy flow does; the
+# attachments API's reservations show it ``reserved``.
+ATTACH_LEGACY_RESERVED = 'reserved (os-reserve)'
+
 # -- service -----------------------------------------------------------------
 SERVICE_UP = 'up'
 SERVICE_DOWN = 'down'
@@ -126,6 +135,7 @@ def derive_volume_status(attach_statuses):
     for attach_status, volume_status in ((ATTACHED, IN_USE),
                                          (ATTACH_ATTACHING, ATTACHING),
                                          (ATTACH_DETACHING, DETACHING),
+                                         (ATTACH_LEGACY_RESERVED, ATTACHING),
                                          (ATTACH_RESERVED, RESERVED)):
         if attach_status in present:
             return volume_status

@@ -99,9 +99,22 @@ def live_statuses(session, volume_id):
         sa.exists().where(A.volume_id == volume_id,
                           A.deleted == sa.false(),
                           A.attach_status == status).label(status)
-        for status in LIVE_STATUSES])).one()
-    return {status for status, present in zip(LIVE_STATUSES, row)
-            if present}
+        for status in LIVE_STATUSES] + [
+        sa.exists().where(A.volume_id == volume_id,
+                          A.deleted == sa.false(),
+                          A.attach_status == states.ATTACH_RESERVED,
+                          A.status_reason == LEGACY_RESERVATION)])).one()
+    present = {status for status, there in zip(LIVE_STATUSES, row)
+               if there}
+    if row[-1]:
+        present.add(states.ATTACH_LEGACY_RESERVED)
+    return present
+
+
+# status_reason of a reservation the legacy os-reserve made: its volume
+# shows ``attaching`` (as Cinder's os-reserve) until it is connected,
+# attached or dropped
+LEGACY_RESERVATION = 'reserved by os-reserve'
 
 
 # the statuses of an attachment that holds (or is making) a connection

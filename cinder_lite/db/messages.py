@@ -1,4 +1,5 @@
 """SQL for user messages (asynchronous failures reported to users)."""
+import datetime
 import uuid
 
 import sqlalchemy as sa
@@ -7,13 +8,24 @@ from cinder_lite.common import exception
 from cinder_lite.db import models
 
 
+# how long a message is kept at least (Cinder's ``message_ttl``
+# default); the API shows the moment as ``guaranteed_until``
+KEPT_FOR = datetime.timedelta(days=30)
+
+
 def create(session, project_id, event_id, detail, resource_type=None,
            resource_uuid=None, request_id=None, level='ERROR'):
+    """``request_id``: the request that failed; a message no request
+    caused (a service's own reconciliation) gets a request id of its own,
+    as every Cinder message has one."""
+    now = models.utcnow()
     msg = models.Message(id=str(uuid.uuid4()), project_id=project_id,
                          event_id=event_id, detail=detail[:1024],
                          resource_type=resource_type,
-                         resource_uuid=resource_uuid, request_id=request_id,
-                         message_level=level)
+                         resource_uuid=resource_uuid,
+                         request_id=request_id or 'req-%s' % uuid.uuid4(),
+                         message_level=level, created_at=now,
+                         expires_at=now + KEPT_FOR)
     session.add(msg)
     session.flush()
     return msg

@@ -109,7 +109,13 @@ def list_services(session, host=None, binary=None):
     stmt = sa.select(models.Service).order_by(models.Service.binary,
                                               models.Service.host)
     if host is not None:
-        stmt = stmt.where(models.Service.host == host)
+        # as Cinder: a host names its services and its backends
+        # (``host@backend``, ``host@backend#pool``) too
+        column = models.Service.host
+        stmt = stmt.where(sa.or_(
+            column == host,
+            column.startswith(host + '@', autoescape=True),
+            column.startswith(host + '#', autoescape=True)))
     if binary is not None:
         stmt = stmt.where(models.Service.binary == binary)
     return session.execute(stmt).scalars().all()

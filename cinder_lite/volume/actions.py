@@ -50,8 +50,12 @@ class VolumeActions:
 
     # -- attach ----------------------------------------------------------------
     def reserve(self, context, volume_id):
+        """A reservation for an attach to come; the volume shows
+        ``attaching`` meanwhile, as Cinder's os-reserve."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
-        self.attachments.reserve(context, volume, None, None)
+        self.attachments.reserve(
+            context, volume, None, None,
+            reason=db_attachments.LEGACY_RESERVATION)
 
     def unreserve(self, context, volume_id):
         """Drop the newest reservation that os-reserve made (no instance,
@@ -209,14 +213,21 @@ class VolumeActions:
                                                      volume.status))
         if len(attached) > 1:
             # Nova sends this (no attachment named) before it deletes its
-            # own attachment of a multiattach volume.  Cinder marks the
-            # whole volume detaching; here the status follows the
-            # attachments, and which one is going is known only when the
-            # detach names it, so nothing is marked: the volume stays
-            # in-use for the other hosts and os-roll_detaching has
-            # nothing to undo.
-            LOG.info('volume %s: os-begin_detaching with %d attachments '
-                     'marks none; the detach names its attachment',
+            # own attachment of a multiattach volume, and waits for the
+            # volume to leave ``detaching`` to know the detach is done
+            # (so does Tempest).  Which attachment is going is known only
+            # when the detach names it: no attachment is marked (the
+            # other hosts' stay attached, and a takeover or a detach of
+            # another is not blocked); the volume is, as Cinder marks
+            # it, until the detach or os-roll_detaching derives its
+            # status from the attachments again.
+            with db_api.writer() as session:
+                db_attachments.lock_volume(session, volume.id,
+                                           (states.IN_USE,), load=False)
+                db_volumes.transition(session, volume.id, states.DETACHING,
+                                      expected=(states.IN_USE,))
+            LOG.info('volume %s: os-begin_detaching with %d attachments: '
+                     'volume detaching, the detach names its attachment',
                      volume.id, len(attached))
             return
         self._move(volume.id, attached[0].id, states.ATTACH_DETACHING,
@@ -282,6 +293,18 @@ class VolumeActions:
             raise exception.InvalidVolume(
                 reason='Volume %s has no attachment.' % volume.id)
         self.attachments.delete(context, att.id, force=True)
+        with db_api.writer() as session:
+            # as Cinder: a volume an operator reset to error is what its
+            # remaining attachments make it once one is force-detached
+            vol = db_attachments.lock_volume(session, volume.id,
+                                             db_attachments.ANY_LIVE)
+            if vol.status == states.ERROR:
+                derived = states.derive_volume_status(
+                    db_attachments.live_statuses(session, vol.id))
+                db_volumes.transition(session, vol.id, derived,
+                                      expected=(states.ERROR,))
+                LOG.info('volume %s: error -> %s after a forced detach',
+                         vol.id, derived)
 
     # -- admin and type actions ------------------------------------------------
     def reset_status(self, context, volume_id, status=None,

@@ -1,12 +1,15 @@
-"""Admission of a new volume: refuse at once what no live backend could
-ever hold, instead of recording a volume that is bound to fail.
+"""Admission of a new volume: the availability zone it goes to, and a
+503 while no volume service of that zone is up or has reported.
 
 The scheduler places a volume after the API has answered (the create is a
 cast), so the API cannot ask it.  What the API can know before it records
-the volume is whether some live, enabled backend in the zone asked for
-reports the capabilities the type requires and is large enough at all;
-else the request is refused at once and leaves nothing behind.  This
-chooses no backend; placement is the scheduler's.  It matches types
+the volume is whether the zone has live, enabled backends at all
+(refused at once: a client retries later) and whether one of them reports
+the capabilities the type requires and is large enough.  A request none
+can hold is recorded all the same, as Cinder records it: the scheduler
+then fails it (``error`` and a user message saying why), so a client
+sees one behaviour whichever part of placement refuses.  This chooses
+no backend; placement is the scheduler's.  It matches types
 as the scheduler does (``cinder_lite.common.capabilities``) and reads the
 services table through ``cinder_lite.db.services``.
 """
@@ -82,20 +85,32 @@ SERVICES = ServicesView()
 
 
 def check_backends(session, request, volume_type, conf):
-    """Refuse at once what no live backend could ever hold, instead of
-    recording a volume that is bound to fail; returns the AZ."""
+    """The AZ of the new volume; InvalidInput (an unknown zone) or
+    ServiceUnavailable (none of its services up or reported yet) refuse
+    it at once.  A volume no live backend can hold is admitted: the
+    scheduler fails it with a user message, as Cinder's."""
     try:
-        az, able = _check_backends(session, request, volume_type, conf,
-                                   False)
-    except (exception.InvalidInput, exception.ServiceUnavailable,
-            exception.NoValidBackend):
-        # the copy may be older than a service that just came up
+        try:
+            az, able = _check_backends(session, request, volume_type,
+                                       conf, False)
+        except (exception.InvalidInput, exception.ServiceUnavailable,
+                exception.NoValidBackend):
+            # the copy may be older than a service that just came up
+            return _check_backends(session, request, volume_type, conf,
+                                   True)[0]
+        if _still_up(session, able, conf):
+            return az
+        # the copy is older than an outage or a disable: the table decides
         return _check_backends(session, request, volume_type, conf,
                                True)[0]
-    if _still_up(session, able, conf):
-        return az
-    # the copy is older than an outage or a disable: the table decides
-    return _check_backends(session, request, volume_type, conf, True)[0]
+    except exception.NoValidBackend:
+        return _zone(request, conf)
+
+
+def _zone(request, conf):
+    return (request.get('availability_zone')
+            or conf.default_availability_zone
+            or conf.storage_availability_zone)
 
 
 CONFIRM_AT_MOST = 20
@@ -134,9 +149,7 @@ def _capable(groups, named, az, specs):
 
 def _check_backends(session, request, volume_type, conf, fresh):
     groups, named = SERVICES.snapshot(session, conf, fresh)
-    az = (request.get('availability_zone')
-          or conf.default_availability_zone
-          or conf.storage_availability_zone)
+    az = _zone(request, conf)
     now = models.utcnow()
 
     def up(b):

@@ -53,6 +53,16 @@ def holds_connection(attachment):
             and bool(attachment.connection_info))
 
 
+def completed_unconnected(attachment):
+    """``attached`` without ever being connected: Nova completes the
+    attachment of a volume to a shelved-offloaded server at once and
+    connects it when the server is unshelved (PUT, then os-complete
+    again), as Cinder allows."""
+    return (attachment.attach_status == states.ATTACHED
+            and not attachment.connector
+            and not attachment.connection_info)
+
+
 def half_connected(attachment):
     """``attaching`` without connection info: the connect has not
     finished (or its volume service went down before it did)."""
@@ -244,11 +254,14 @@ class AttachmentService:
                                         connector, mode)
 
     def reserve(self, context, volume, instance_uuid, mode,
-                service_owned=False, status=states.ATTACH_RESERVED):
+                service_owned=False, status=states.ATTACH_RESERVED,
+                reason=None):
+        """``reason``: the attachment's status_reason (the legacy
+        os-reserve marks its reservations)."""
         with db_api.writer() as session:
             vol, attachment = self._reserve(session, context, volume,
                                             instance_uuid, mode,
-                                            service_owned, status)
+                                            service_owned, status, reason)
             volume_status = db_attachments.sync_volume_status(session,
                                                               vol.id)
         LOG.info('attachment %s of volume %s: reserved (instance %s, mode '
@@ -263,7 +276,7 @@ class AttachmentService:
                              False, states.ATTACH_RESERVED)
 
     def _reserve(self, session, context, volume, instance_uuid, mode,
-                 service_owned, status):
+                 service_owned, status, reason=None):
         """Record a new attachment of ``volume`` under its row lock;
         returns (locked volume, attachment)."""
         if mode is not None and mode not in MODES:
@@ -281,6 +294,7 @@ class AttachmentService:
             'attach_status': status,
             'attach_mode': mode,
             'service_owned': bool(service_owned),
+            'status_reason': reason,
             'deleted': False,
             'created_at': models.utcnow(),
         })
@@ -353,7 +367,8 @@ class AttachmentService:
             vol = db_attachments.lock_volume(session, attachment.volume_id,
                                              db_attachments.ATTACHABLE)
             attachment = db_attachments.get(session, attachment_id)
-            if attachment.attach_status in CONNECTED:
+            if attachment.attach_status in CONNECTED and \
+                    not completed_unconnected(attachment):
                 raise exception.InvalidInput(
                     reason='Attachment %s is already connected (%s); '
                            'delete it and create a new one to connect '
@@ -376,8 +391,12 @@ class AttachmentService:
                                        connector['host'])
         connector['mode'] = mode
         host = self._export_host(session, vol, connector)
+        # one completed before it was connected moves on from attached
+        sources = ((states.ATTACHED,) if completed_unconnected(attachment)
+                   else None)
         db_attachments.transition(
             session, attachment.id, states.ATTACH_ATTACHING,
+            expected=sources,
             values={'attach_mode': mode, 'connector': connector,
                     'attached_host': connector['host'],
                     'mountpoint': connector.get('mountpoint'),

@@ -21,6 +21,7 @@ from cinder_lite.db import messages as db_messages
 from cinder_lite.db import qos_specs as db_qos
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite import service
+from cinder_lite.volume import nova
 from cinder_lite.volume import quota
 from cinder_lite.volume import flows
 from cinder_lite.volume.flows import connect as connect_flow
@@ -89,6 +90,7 @@ class VolumeManager:
         self.driver = driver_cls(self.backend_conf, self.backend_name,
                                  self.host)
         self.service_uuid = None
+        self.nova = nova.NovaNotifier(conf)
         # ids of volumes and attachments a flow of this process works on:
         # reconciliation leaves them alone
         self._busy = set()
@@ -549,6 +551,17 @@ class VolumeManager:
             with db_api.writer() as session:
                 db_volumes.swap_size(session, volume_id, new_size, old_size)
             raise exception.BackendError(reason=str(e))
+        with db_api.reader() as session:
+            servers = [a.instance_uuid for a in
+                       db_attachments.live_for_volume(session, volume_id)
+                       if a.attach_status == states.ATTACHED]
+        if servers:
+            # the servers' hypervisors resize their disks (Nova's
+            # volume-extended event), after this call has answered
+            threading.Thread(
+                target=self.nova.volume_extended,
+                args=(volume_id, servers, getattr(ctxt, 'request_id', None)),
+                name='nova-volume-extended', daemon=True).start()
 
     def _run_flow(self, run, volume, attachment_id, current, failed, what):
         """Run a connect/disconnect flow; on failure record the attachment

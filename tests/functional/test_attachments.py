@@ -50,7 +50,9 @@ def test_reserve_update_complete_delete(api, ma):
     assert entry['attachment_id'] == att['id']
     assert entry['server_id'] == I1
     assert entry['host_name'] == 'compute-1'
-    assert entry['attach_mode'] == 'rw'
+    # Cinder's keys only: the mode is the attachments API's
+    assert set(entry) == {'id', 'attachment_id', 'volume_id', 'server_id',
+                          'host_name', 'device', 'attached_at'}
     assert entry['id'] == ma['id'] and entry['volume_id'] == ma['id']
 
     shown = api.get('/attachments/%s' % att['id']).json()['attachment']
@@ -294,6 +296,32 @@ def test_connect_twice_is_refused(api, ma):
         'attachment': {'connector': connector()}})
     assert resp.status_code == 400
     assert 'already connected' in resp.json()['badRequest']['message']
+
+
+def test_completed_before_connected_connects_later(api, plain):
+    """Nova's attach to a shelved-offloaded server: the attachment is
+    completed with no connector, and connected (then completed again)
+    when the server is unshelved; once connected, a second connect is
+    refused as before."""
+    att = create(api, plain['id'], I1)
+    path = '/attachments/%s' % att['id']
+    assert api.post(path + '/action',
+                    json={'os-complete': None}).status_code == 204
+    assert volume(api, plain['id'])['status'] == 'in-use'
+    resp = api.put(path, json={'attachment': {'connector': connector()}})
+    assert resp.status_code == 200, resp.text
+    info = resp.json()['attachment']['connection_info']
+    assert info['driver_volume_type'] == 'local'
+    assert api.post(path + '/action',
+                    json={'os-complete': None}).status_code == 204
+    shown = api.get(path).json()['attachment']
+    assert (shown['status'], shown['connection_info']) == ('attached', info)
+    assert volume(api, plain['id'])['status'] == 'in-use'
+    again = api.put(path, json={'attachment': {'connector': connector()}})
+    assert again.status_code == 400
+    assert 'already connected' in again.json()['badRequest']['message']
+    assert api.delete(path).status_code == 200
+    assert volume(api, plain['id'])['status'] == 'available'
 
 
 def test_complete_idempotent_and_needs_live_attachment(api, ma):

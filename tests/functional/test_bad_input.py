@@ -41,15 +41,24 @@ def test_bad_create_is_400_and_changes_nothing(api, body):
     assert api.get('/volumes?all_tenants=1').json()['volumes'] == []
 
 
-def test_bigger_than_any_backend_is_400_within_quota(api):
-    # (over the quota it is 413 first: test_quotas)
+def test_bigger_than_any_backend_fails_with_a_message(api):
+    """As Cinder: accepted within quota (over it, 413 first:
+    test_quotas), then ``error`` with a user message saying why."""
     resp = api.put('/os-quota-sets/%s' % api.project,
                    json={'quota_set': {'gigabytes': -1}})
     assert resp.status_code == 200, resp.text
     resp = api.post('/volumes', json={'volume': {'size': 2 ** 31 - 1}})
-    assert resp.status_code == 400, resp.text
-    assert 'exceeds the capacity of every backend' in resp.text
-    assert api.get('/volumes?all_tenants=1').json()['volumes'] == []
+    assert resp.status_code == 202, resp.text
+    vol = api.wait_volume(resp.json()['volume']['id'], 'error')
+    messages = api.get('/messages?resource_uuid=%s' % vol['id'],
+                       headers={'OpenStack-API-Version': 'volume 3.3'}
+                       ).json()['messages']
+    assert len(messages) == 1, messages
+    assert 'exceeds the capacity of every backend' in \
+        messages[0]['user_message'] or 'No valid backend' in \
+        messages[0]['user_message'], messages
+    assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+    api.wait_deleted(vol['id'])
 
 
 def test_unknown_keys_accepted_before_3_53(api):

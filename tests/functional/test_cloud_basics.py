@@ -127,7 +127,8 @@ def test_hosts_list_and_show(two):
 
 # -- os-force_delete ---------------------------------------------------------
 def test_force_delete_whatever_the_status(stack, api):
-    for status in ('error', 'attaching', 'error_deleting', 'reserved'):
+    for status in ('error', 'attaching', 'error_deleting', 'reserved',
+                   'maintenance', 'creating'):
         vol = api.create_volume()
         act(api, vol['id'], {'os-reset_status': {'status': status}})
         # a plain delete refuses all but error and error_deleting

@@ -63,16 +63,26 @@ def test_backend_name_and_operators(two):
     assert vol['os-vol-host-attr:host'] == 'testnode@noma#noma'
 
 
-def test_capability_nobody_has_is_refused_at_once(two):
+def test_capability_nobody_has_fails_with_a_message(two):
+    """As Cinder (and Tempest's user-messages test): accepted, then
+    ``error`` with a user message naming what no backend offers."""
     api = two.client()
     api.create_type('impossible', {'volume_backend_name': 'nowhere'})
     api.create_type('exotic', {'capabilities:dedup': '<is> True'})
     for name in ('impossible', 'exotic'):
         resp = api.post('/volumes', json={'volume': {
             'size': 1, 'volume_type': name}})
-        assert resp.status_code == 400, name
-        assert 'No valid backend' in resp.json()['badRequest']['message']
-    assert api.get('/volumes').json()['volumes'] == []
+        assert resp.status_code == 202, name
+        vol = api.wait_volume(resp.json()['volume']['id'], 'error')
+        messages = api.get('/messages?resource_uuid=%s' % vol['id'],
+                           headers={'OpenStack-API-Version': 'volume 3.3'}
+                           ).json()['messages']
+        assert [m['event_id'] for m in messages] == [
+            'VOLUME_VOLUME_001_003'], messages
+        assert 'No valid backend' in messages[0]['user_message'], messages
+        # every key Tempest's schema asks for is a string
+        assert messages[0]['request_id'].startswith('req-')
+        assert messages[0]['guaranteed_until'] > messages[0]['created_at']
 
 
 def test_unknown_availability_zone_is_400(two):
@@ -130,7 +140,9 @@ def test_stopped_backend_goes_down_and_gets_nothing(two):
     api.create_type('pin-noma', {'volume_backend_name': 'noma'})
     resp = api.post('/volumes', json={'volume': {
         'size': 1, 'volume_type': 'pin-noma'}})
-    assert resp.status_code == 400
+    # as Cinder: the scheduler finds no backend and says so
+    assert resp.status_code == 202
+    api.wait_volume(resp.json()['volume']['id'], 'error')
 
 
 def test_disabled_backend_gets_nothing(two):
@@ -275,4 +287,6 @@ def test_a_backend_up_before_its_first_report_gets_a_503(two):
             'free_capacity_gb': 10})
     resp = api.post('/volumes', json={'volume': {
         'size': 1, 'volume_type': 'fresh'}})
-    assert resp.status_code == 400, resp.text
+    # reported now, it is not ``fresh``: the scheduler fails it, as Cinder
+    assert resp.status_code == 202, resp.text
+    api.wait_volume(resp.json()['volume']['id'], 'error')

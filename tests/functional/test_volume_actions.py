@@ -30,7 +30,9 @@ def ma(api):
 def test_legacy_attach_detach_cycle(api, plain):
     vid = plain['id']
     act(api, vid, {'os-reserve': None})
-    assert volume(api, vid)['status'] == 'reserved'
+    # as Cinder's legacy flow (the attachments API's reservation shows
+    # ``reserved``)
+    assert volume(api, vid)['status'] == 'attaching'
     resp = act(api, vid, {'os-initialize_connection': {
         'connector': connector()}}, expect=200)
     info = resp.json()['connection_info']
@@ -60,7 +62,7 @@ def test_legacy_attach_detach_cycle(api, plain):
 
 def test_reserve_unreserve(api, plain):
     act(api, plain['id'], {'os-reserve': {}})
-    assert volume(api, plain['id'])['status'] == 'reserved'
+    assert volume(api, plain['id'])['status'] == 'attaching'
     act(api, plain['id'], {'os-unreserve': None})
     assert volume(api, plain['id'])['status'] == 'available'
     act(api, plain['id'], {'os-unreserve': None})   # nothing to do
@@ -159,32 +161,42 @@ def test_readonly_flag(api, ma):
         expect=400)
 
 
-def test_begin_detaching_of_a_shared_volume_marks_nothing(api, ma):
+def test_begin_detaching_of_a_shared_volume_marks_the_volume(api, ma):
     """Nova's detach: os-begin_detaching (no attachment named), then the
     delete of its own attachment, or os-roll_detaching if that failed.
-    With several attachments nothing is marked and the volume stays
-    in-use for the other hosts."""
+    With several attachments the volume is detaching (Nova and Tempest
+    wait for it to leave that status) and no attachment is marked; the
+    detach of one derives in-use again, for the others."""
     vid = ma['id']
     atts = [create(api, vid, inst, connector(host))
-            for inst, host in ((I1, 'compute-1'), (I2, 'compute-2'))]
+            for inst, host in ((I1, 'compute-1'), (I2, 'compute-2'),
+                               (str(uuid.uuid4()), 'compute-3'))]
     for att in atts:
         assert api.post('/attachments/%s/action' % att['id'], json={
             'os-complete': None}).status_code == 204
     act(api, vid, {'os-begin_detaching': {}})
-    assert volume(api, vid)['status'] == 'in-use'
+    assert volume(api, vid)['status'] == 'detaching'
     shown = api.get('/attachments/detail').json()['attachments']
     assert {a['status'] for a in shown} == {'attached'}
+    # a second detach meanwhile is refused, as Cinder's
+    act(api, vid, {'os-begin_detaching': {}}, expect=400)
     act(api, vid, {'os-roll_detaching': {}})
+    assert volume(api, vid)['status'] == 'in-use'
+    act(api, vid, {'os-begin_detaching': {}})
     assert api.delete('/attachments/%s' % atts[0]['id']).status_code == 200
+    assert sorted(a['attachment_id'] for a in volume(
+        api, vid)['attachments']) == sorted([atts[1]['id'], atts[2]['id']])
+    assert volume(api, vid)['status'] == 'in-use'
+    assert api.delete('/attachments/%s' % atts[2]['id']).status_code == 200
     (left,) = volume(api, vid)['attachments']
     assert left['attachment_id'] == atts[1]['id']
-    assert volume(api, vid)['status'] == 'in-use'
     # with one attachment left, it is marked as before
     act(api, vid, {'os-begin_detaching': {}})
     assert volume(api, vid)['status'] == 'detaching'
     act(api, vid, {'os-roll_detaching': {}})
     assert volume(api, vid)['status'] == 'in-use'
     assert api.delete('/attachments/%s' % atts[1]['id']).status_code == 200
+    assert volume(api, vid)['status'] == 'available'
 
 
 def test_set_bootable(stack, api, plain):

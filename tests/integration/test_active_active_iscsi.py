@@ -89,8 +89,8 @@ def test_iscsi_members_share_a_volume_and_enforce_ro(cluster, api):
         attached = list(pool.map(
             lambda hm: hm[0].attach_device(vol['id'], str(uuid.uuid4()),
                                            mode=hm[1]), zip(hosts, modes)))
-    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
-        'persistent_reservations'] is True
+    assert all(a['connection_info']['persistent_reservations'] is True
+               for a, _d in attached)
     members = {_member(a) for a, _d in attached}
     assert len(members) == 1, members
     holder = members.pop()

@@ -341,6 +341,40 @@ def test_a_plain_volume_is_refused_for_a_second_server(cloud, demo, admin):
         'volumeAttachments']]
 
 
+def test_extending_an_attached_volume_tells_nova(cloud, demo, admin):
+    """An attached volume that grows (3.42) is announced to Nova with a
+    ``volume-extended`` server external event, sent with cinder_lite's
+    service user ([nova]): Nova records an ``extend_volume`` action on
+    the server and its compute host finishes it."""
+    data = make_volume(demo, 'growing')
+    sid = boot(demo, cloud, 'grows', make_volume(demo, 'grows-root',
+                                                 bootable=True))
+    wait_active(demo, sid)
+    nova_attach(demo, sid, data)
+    wait_for(lambda: volume(demo, data)['status'] == 'in-use',
+             'data volume in-use')
+    demo.volume('POST', '/volumes/%s/action' % data,
+                {'os-extend': {'new_size': 2}}, expect=202,
+                version='3.42')
+    assert volume(demo, data)['size'] == 2
+
+    def extended():
+        actions = demo.compute('GET', '/servers/%s/os-instance-actions'
+                               % sid, expect=200).json()['instanceActions']
+        done = [a for a in actions if a['action'] == 'extend_volume']
+        if not done:
+            return None
+        events = admin.compute('GET', '/servers/%s/os-instance-actions/%s'
+                               % (sid, done[0]['request_id']),
+                               expect=200).json()['instanceAction'][
+                                   'events']
+        return [e['result'] for e in events
+                if e['event'] == 'compute_extend_volume'
+                and e['finish_time']]
+    assert wait_for(extended, 'Nova extended the volume on its host') == \
+        ['Success']
+
+
 def test_live_migration_moves_the_attachment(cloud, demo, admin):
     plain = make_volume(demo, 'migrating')
     sid = boot(demo, cloud, 'migrant', make_volume(demo, 'migrant-root',

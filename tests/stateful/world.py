@@ -48,8 +48,31 @@ SETTLED = ('available', 'in-use', 'attaching', 'detaching', 'reserved')
 TRANSIENT_VOLUME = ('creating', 'deleting', 'extending', 'retyping')
 SUSPECT_VOLUME = ('error_deleting', 'error_extending')
 CONNECTED = ('attaching', 'attached', 'detaching', 'error_detaching')
+# a reservation of the legacy os-reserve (status_reason below) shows its
+# volume attaching, as Cinder's
+LEGACY_RESERVED = 'reserved (os-reserve)'
+LEGACY_REASON = 'reserved by os-reserve'
 DERIVED = (('attached', 'in-use'), ('attaching', 'attaching'),
-           ('detaching', 'detaching'), ('reserved', 'reserved'))
+           ('detaching', 'detaching'), (LEGACY_RESERVED, 'attaching'),
+           ('reserved', 'reserved'))
+
+
+def status_consistent(volume_status, statuses):
+    """Whether a settled volume status fits its live attachments: the one
+    they imply, or ``detaching`` marked by os-begin_detaching on a
+    volume with several attachments (none of them marked, as Cinder)."""
+    if volume_status == derive(statuses):
+        return True
+    return volume_status == 'detaching' and \
+        list(statuses).count('attached') > 1
+
+
+def shown_status(attachment):
+    """An attachment's status as the volume status derives from it."""
+    if attachment['status'] == 'reserved' and \
+            attachment.get('status_reason') == LEGACY_REASON:
+        return LEGACY_RESERVED
+    return attachment['status']
 
 
 def derive(statuses):

@@ -23,6 +23,9 @@ def test_every_transition_names_known_statuses():
     ([states.ATTACH_ATTACHING, states.ATTACH_RESERVED], states.ATTACHING),
     ([states.ATTACH_DETACHING], states.DETACHING),
     ([states.ATTACH_RESERVED, states.ERROR_ATTACHING], states.RESERVED),
+    ([states.ATTACH_RESERVED, states.ATTACH_LEGACY_RESERVED],
+     states.ATTACHING),
+    ([states.ATTACHED, states.ATTACH_LEGACY_RESERVED], states.IN_USE),
     ([states.ERROR_ATTACHING], states.AVAILABLE),
 ])
 def test_derived_volume_status(attachments, expected):

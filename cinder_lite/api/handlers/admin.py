@@ -146,10 +146,12 @@ def update_service(req):
     with db_api.writer() as session:
         row = db_services.set_disabled(session, body['host'], binary,
                                        disabled, reason)
-    view = {'host': row.host, 'binary': row.binary,
+    # Cinder's keys: ``service`` repeats the binary (its older name), and
+    # the reason is there unless the call was a plain disable
+    view = {'host': row.host, 'binary': row.binary, 'service': row.binary,
             'status': 'disabled' if row.disabled else 'enabled',
             'disabled': row.disabled}
-    if reason:
+    if action != 'disable':
         view['disabled_reason'] = reason
     return wsgi.json_response(view)
 

@@ -65,7 +65,7 @@ def update_type(req):
         values['name'] = values['name'].strip()
     vtype = _service(req).update(req.context, req.urlvars['type_id'],
                                  values)
-    return wsgi.json_response({'volume_type': views.show(req, vtype)})
+    return wsgi.json_response({'volume_type': views.updated(req, vtype)})
 
 
 @wsgi.expected_errors(400, 403, 404)

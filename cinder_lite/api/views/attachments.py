@@ -47,7 +47,9 @@ def sees_host(context):
 
 
 def in_volume(req, attachment):
-    """An entry of a volume's ``attachments`` list (attached only)."""
+    """An entry of a volume's ``attachments`` list (attached only),
+    with Cinder's keys and no others: its mode is in the attachments
+    API."""
     see_host = sees_host(req.context)
     return {'id': attachment.volume_id,
             'attachment_id': attachment.id,
@@ -55,5 +57,4 @@ def in_volume(req, attachment):
             'server_id': attachment.instance_uuid,
             'host_name': attachment.attached_host if see_host else None,
             'device': attachment.mountpoint,
-            'attached_at': wsgi.isotime(attachment.attach_time),
-            'attach_mode': mode(attachment)}
+            'attached_at': wsgi.isotime(attachment.attach_time)}

@@ -9,16 +9,24 @@ for them refuse it).
 from cinder_lite.common import policy
 
 
-def show(req, vtype):
+def updated(req, vtype):
+    """A type as ``PUT /types/{id}`` answers: without the type-access
+    extension's ``os-volume-type-access:is_public`` (as Cinder)."""
     view = {
         'id': vtype['id'],
         'name': vtype['name'],
         'description': vtype['description'],
         'is_public': vtype['is_public'],
-        'os-volume-type-access:is_public': vtype['is_public'],
     }
     if policy.check(req.context, policy.TYPE_SPECS_READ):
         view['extra_specs'] = vtype['extra_specs']
+    return view
+
+
+def show(req, vtype):
+    """A type as create, show and list answer."""
+    view = updated(req, vtype)
+    view['os-volume-type-access:is_public'] = vtype['is_public']
     return view
 
 

@@ -32,9 +32,11 @@ def summary_of_volumes(req, count, size, metadata):
 
 def detail(req, conf, volume, type_name, attachments=(), metadata=None,
            extended=True, image_metadata=None):
-    """``extended``: a show or list view, which (as in Cinder) tells the
-    volume's own project readers ``os-vol-tenant-attr:tenant_id`` too,
-    and ``volume_image_metadata`` (a volume made from an image, to those
+    """``extended``: a show or list view, which (as in Cinder) carries
+    the admin extensions (``os-vol-host-attr:host``,
+    ``os-vol-mig-status-attr:*``), tells the volume's own project
+    readers ``os-vol-tenant-attr:tenant_id`` too, and shows
+    ``volume_image_metadata`` (a volume made from an image, to those
     allowed); create and update responses do not."""
     version = req.version
     is_admin = req.context.is_admin
@@ -65,6 +67,8 @@ def detail(req, conf, volume, type_name, attachments=(), metadata=None,
         # as Cinder: admins only, None while no migration runs (cinder_lite
         # has none)
         view['migration_status'] = None
+    if is_admin and extended:
+        # Cinder's admin extensions extend show and list only
         view['os-vol-host-attr:host'] = volume.host
         view['os-vol-mig-status-attr:migstat'] = None
         view['os-vol-mig-status-attr:name_id'] = None
@@ -87,10 +91,6 @@ def detail(req, conf, volume, type_name, attachments=(), metadata=None,
         # shared" so older clients stay safe.
         view['shared_targets'] = (shared if version >= (3, 69)
                                   else (True if shared is None else shared))
-        # cinder_lite's own: whether the hosts attached to this volume can
-        # fence each other with SCSI persistent reservations (null: made
-        # before it was recorded)
-        view['persistent_reservations'] = volume.persistent_reservations
     if version >= (3, 61) and is_admin:
         view['cluster_name'] = volume.cluster_name
     if version >= (3, 63):

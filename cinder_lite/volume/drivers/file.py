@@ -137,10 +137,12 @@ class FileDriver(base.VolumeDriver):
         self.target.prune()
 
     def initialize_connection(self, volume, connector, mode, attachment_id):
-        return {'driver_volume_type': self.target.protocol,
-                'data': self.target.connection_data(
-                    self.path(volume['id']), volume['id'], attachment_id,
-                    mode)}
+        data = self.target.connection_data(
+            self.path(volume['id']), volume['id'], attachment_id, mode)
+        # cinder_lite's own key, for the host: whether it can fence the
+        # other hosts of the volume with SCSI persistent reservations
+        data['persistent_reservations'] = self.keeps_reservations()
+        return {'driver_volume_type': self.target.protocol, 'data': data}
 
     def terminate_connection(self, volume, connector, attachment_id):
         return None
