@@ -30,6 +30,7 @@ SLOW_FIRST = (
 # tests/integration/conftest.py.
 SHARED_WORKER = {
     'tests/integration/test_nova.py': 'openstack',
+    'tests/integration/test_images.py': 'openstack',
     'tests/integration/test_tempest.py': 'openstack',
 }
 

@@ -7,6 +7,8 @@ Keystone can still act as a plain member; ``X-Service-Roles`` marks a
 service caller.  ``keystone`` trusts the headers keystonemiddleware's
 auth_token sets after validating the token.
 """
+import json
+
 import webob.exc
 
 from cinder_lite.api import wsgi
@@ -46,8 +48,19 @@ class NoAuthMiddleware:
             user_id=user_id, project_id=project_id, roles=roles,
             is_admin='admin' in roles,
             service_roles=_roles(environ.get('HTTP_X_SERVICE_ROLES')),
+            auth_token=token,
             request_id=environ.get('openstack.request_id'))
         return self.app(environ, start_response)
+
+
+def _catalog(value):
+    """The service catalog keystonemiddleware hands on (JSON), [] when
+    absent or unreadable."""
+    try:
+        catalog = json.loads(value) if value else []
+    except ValueError:
+        return []
+    return catalog if isinstance(catalog, list) else []
 
 
 class KeystoneContextMiddleware:
@@ -67,5 +80,7 @@ class KeystoneContextMiddleware:
             project_id=environ.get('HTTP_X_PROJECT_ID'),
             roles=roles, is_admin='admin' in roles,
             service_roles=_roles(environ.get('HTTP_X_SERVICE_ROLES')),
+            auth_token=environ.get('HTTP_X_AUTH_TOKEN'),
+            service_catalog=_catalog(environ.get('HTTP_X_SERVICE_CATALOG')),
             request_id=environ.get('openstack.request_id'))
         return self.app(environ, start_response)

@@ -31,6 +31,7 @@ from cinder_lite.volume import actions
 from cinder_lite.volume import api as volume_api
 from cinder_lite.volume import attachment_api
 from cinder_lite.volume import fence_api
+from cinder_lite.volume import image_api
 from cinder_lite.volume import metadata_api
 from cinder_lite.volume import qos_api
 from cinder_lite.volume import quota_api
@@ -50,6 +51,8 @@ class Services:
         self.actions = actions.VolumeActions(conf, self.attachments,
                                              self.volumes)
         self.metadata = metadata_api.MetadataService(conf)
+        self.images = image_api.ImageService(conf,
+                                             self.volumes.volume_rpcapi)
         self.quotas = quota_api.QuotaService(conf)
         self.transfers = transfer_api.TransferService(conf)
         self.qos_specs = qos_api.QosSpecsService(conf)

@@ -9,15 +9,24 @@ never current, and a thread that has served a request forgets it
 """
 from oslo_context import context as o_context
 
+CATALOG_TYPES = ('image',)
+
 
 class RequestContext(o_context.RequestContext):
 
-    def __init__(self, *args, service_roles=None, current=True, **kwargs):
+    def __init__(self, *args, service_roles=None, current=True,
+                 service_catalog=None, **kwargs):
         # set before oslo.context's __init__, which makes the new context
         # current through update_store()
         self._current = current
         super().__init__(*args, **kwargs)
         self.service_roles = list(service_roles or [])
+        # the entries of the caller's Keystone catalog that the services
+        # call with the caller's token (Glance), as Cinder's context
+        self.service_catalog = [
+            entry for entry in (service_catalog or [])
+            if isinstance(entry, dict) and entry.get('type') in
+            CATALOG_TYPES]
 
     def update_store(self):
         if self._current:
@@ -26,11 +35,13 @@ class RequestContext(o_context.RequestContext):
     def to_dict(self):
         d = super().to_dict()
         d['service_roles'] = self.service_roles
+        d['service_catalog'] = self.service_catalog
         return d
 
     @classmethod
     def from_dict(cls, values, **kwargs):
         kwargs.setdefault('service_roles', values.get('service_roles'))
+        kwargs.setdefault('service_catalog', values.get('service_catalog'))
         kwargs.setdefault('is_admin', values.get('is_admin', False))
         return super().from_dict(values, **kwargs)
 

@@ -46,6 +46,16 @@ class VolumeMetadataNotFound(NotFound):
     msg_fmt = 'Volume %(volume_id)s has no metadata with key %(key)s.'
 
 
+class VolumeImageMetadataNotFound(NotFound):
+    msg_fmt = ('Volume %(volume_id)s has no image metadata with key '
+               '%(key)s.')
+
+
+class ImageNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'Image %(image_id)s could not be found.'
+
+
 class ExtensionNotFound(NotFound):
     msg_fmt = 'Extension %(alias)s could not be found.'
 
@@ -128,6 +138,17 @@ class InvalidVolume(Invalid):
 class InvalidSnapshot(Invalid):
     # Cinder's words
     msg_fmt = 'Invalid snapshot: %(reason)s'
+
+
+class ImageUnacceptable(Invalid):
+    # Cinder's words
+    msg_fmt = 'Image %(image_id)s is unacceptable: %(reason)s'
+
+
+class ImageServiceError(Invalid):
+    """Glance could not be reached or did not do what was asked (a 400,
+    as Cinder answers then)."""
+    msg_fmt = 'The image service failed: %(reason)s'
 
 
 class InvalidVolumeType(Invalid):

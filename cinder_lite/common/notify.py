@@ -61,7 +61,7 @@ def _notifier(host):
                 _transport = messaging.get_notification_transport(cfg.CONF)
             _notifiers[host] = messaging.Notifier(
                 _transport, publisher_id='volume.%s' % host,
-                serializer=rpc.ContextSerializer(), retry=BROKER_RETRIES)
+                serializer=rpc.NotificationSerializer(), retry=BROKER_RETRIES)
         return _notifiers[host]
 
 

@@ -44,6 +44,11 @@ VOLUME_DELETE = 'volume:delete'
 VOLUME_ALL_TENANTS = 'volume:get_all_tenants'
 VOLUME_TENANT_ATTR = 'volume_extension:volume_tenant_attribute'
 MULTIATTACH = 'volume:multiattach'
+IMAGE_METADATA_SHOW = 'volume_extension:volume_image_metadata:show'
+IMAGE_METADATA_SET = 'volume_extension:volume_image_metadata:set'
+IMAGE_METADATA_REMOVE = 'volume_extension:volume_image_metadata:remove'
+UPLOAD_IMAGE = 'volume_extension:volume_actions:upload_image'
+UPLOAD_PUBLIC = 'volume_extension:volume_actions:upload_public'
 MULTIATTACH_BOOTABLE = 'volume:multiattach_bootable_volume'
 TYPE_MANAGE = 'volume_extension:types_manage'
 TYPE_GET = 'volume_extension:type_get'
@@ -149,6 +154,22 @@ _RULES = [
         'Show os-vol-tenant-attr:tenant_id in volume show and list '
         'responses.', ('GET', '/volumes/{volume_id}'),
         ('GET', '/volumes/detail')),
+    _op(IMAGE_METADATA_SHOW, ADMIN_OR_OWNER,
+        "Show a volume's image metadata (volume_image_metadata in volume "
+        "show and list responses, os-show_image_metadata).",
+        ('GET', '/volumes/{volume_id}'), ('GET', '/volumes/detail'),
+        ('POST', '/volumes/{volume_id}/action (os-show_image_metadata)')),
+    _op(IMAGE_METADATA_SET, ADMIN_OR_MEMBER,
+        "Set keys of a volume's image metadata.",
+        ('POST', '/volumes/{volume_id}/action (os-set_image_metadata)')),
+    _op(IMAGE_METADATA_REMOVE, ADMIN_OR_MEMBER,
+        "Remove a key of a volume's image metadata.",
+        ('POST', '/volumes/{volume_id}/action (os-unset_image_metadata)')),
+    _op(UPLOAD_IMAGE, ADMIN_OR_MEMBER, 'Upload a volume to a new image.',
+        ('POST', '/volumes/{volume_id}/action (os-volume_upload_image)')),
+    _op(UPLOAD_PUBLIC, 'rule:admin_api',
+        'Upload a volume to a public image.',
+        ('POST', '/volumes/{volume_id}/action (os-volume_upload_image)')),
     _op(MULTIATTACH, ADMIN_OR_MEMBER,
         'Create a volume of a multiattach type, or retype to one.',
         ('POST', '/volumes')),

@@ -23,6 +23,17 @@ class ContextSerializer(om_serializer.NoOpSerializer):
         return cl_context.RequestContext.from_dict(ctxt)
 
 
+class NotificationSerializer(ContextSerializer):
+    """Notifications go to whoever listens: without the caller's token
+    and catalog (which only the services' own calls carry)."""
+
+    def serialize_context(self, ctxt):
+        values = ctxt.to_dict()
+        values.pop('auth_token', None)
+        values.pop('service_catalog', None)
+        return values
+
+
 def get_transport(conf=None):
     """The process-wide RPC transport (``[DEFAULT] transport_url``).
 

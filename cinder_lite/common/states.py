@@ -21,6 +21,12 @@ RETYPING = 'retyping'
 # offered to another project (a volume transfer); nothing else may happen
 # to it until the transfer is accepted or deleted
 AWAITING_TRANSFER = 'awaiting-transfer'
+# made from a Glance image: the storage exists, the image is being
+# written into it
+DOWNLOADING = 'downloading'
+# being copied into a Glance image (os-volume_upload_image); afterwards
+# its attachments say what it is again
+UPLOADING = 'uploading'
 DELETED = 'deleted'
 
 # Set only by an operator (os-reset_status): the volume is being worked
@@ -31,18 +37,23 @@ MAINTENANCE = 'maintenance'
 VOLUME_STATUSES = frozenset([
     CREATING, AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING,
     DELETING, ERROR_DELETING, EXTENDING, ERROR_EXTENDING, RETYPING,
-    AWAITING_TRANSFER, MAINTENANCE, DELETED])
+    AWAITING_TRANSFER, DOWNLOADING, UPLOADING, MAINTENANCE, DELETED])
 
 # target -> statuses a volume may be in when it moves there
 VOLUME_TRANSITIONS = {
     # (from awaiting-transfer: the transfer was accepted or deleted)
+    # (from downloading: the image is written; from uploading: the copy
+    # is done and no attachment is attached)
     AVAILABLE: (CREATING, RESERVED, ATTACHING, DETACHING, IN_USE, EXTENDING,
-                RETYPING, AWAITING_TRANSFER),
-    ERROR: (CREATING,),
+                RETYPING, AWAITING_TRANSFER, DOWNLOADING, UPLOADING),
+    ERROR: (CREATING, DOWNLOADING),
+    DOWNLOADING: (CREATING,),
+    # an in-use volume only with os-volume_upload_image's force
+    UPLOADING: (AVAILABLE, IN_USE),
     ERROR_EXTENDING: (EXTENDING,),
     RESERVED: (AVAILABLE, RESERVED, ATTACHING, IN_USE, DETACHING),
     ATTACHING: (RESERVED, ATTACHING, IN_USE, DETACHING),
-    IN_USE: (ATTACHING, RESERVED, IN_USE, DETACHING),
+    IN_USE: (ATTACHING, RESERVED, IN_USE, DETACHING, UPLOADING),
     DETACHING: (IN_USE, DETACHING),
     DELETING: (AVAILABLE, ERROR, ERROR_DELETING, ERROR_EXTENDING),
     ERROR_DELETING: (DELETING,),
@@ -54,7 +65,8 @@ VOLUME_TRANSITIONS = {
 
 # Statuses a volume service's operation owns while it runs (os-reset_status
 # leaves them alone while that service is up).
-VOLUME_BUSY_STATUSES = frozenset([CREATING, DELETING, EXTENDING])
+VOLUME_BUSY_STATUSES = frozenset([CREATING, DELETING, EXTENDING,
+                                  DOWNLOADING, UPLOADING])
 
 VOLUME_UNCHANGEABLE_STATUSES = frozenset([MAINTENANCE])
 

@@ -6,13 +6,15 @@ after ``register_opts`` put every option on the ConfigOpts they use.
 from cinder_lite.conf import api
 from cinder_lite.conf import core
 from cinder_lite.conf import dashboard
+from cinder_lite.conf import image
 from cinder_lite.conf import nova
 from cinder_lite.conf import quota
 from cinder_lite.conf import upgrade_levels
 from cinder_lite.conf import volume
 
 # in the order their options appear in the sample config
-MODULES = (core, api, dashboard, volume, quota, upgrade_levels, nova)
+MODULES = (core, api, dashboard, volume, image, quota, upgrade_levels,
+           nova)
 
 
 # No global config here: the caller passes the ConfigOpts to fill, so a

@@ -183,6 +183,23 @@ class SnapshotMetadata(TimestampMixin, Base):
     value = sa.Column(Text255, nullable=False)
 
 
+class VolumeImageMetadata(TimestampMixin, Base):
+    """One key of what a volume made from an image carries of it
+    (migration 0013)."""
+    __tablename__ = 'volume_image_metadata'
+    __table_args__ = (
+        sa.UniqueConstraint('volume_id', 'key',
+                            name='uniq_volume_image_metadata_key'),
+        # the ``glance_metadata`` list filter
+        sa.Index('ix_volume_image_metadata_key', 'key'),
+    )
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    volume_id = sa.Column(sa.String(36), sa.ForeignKey('volumes.id'),
+                          nullable=False)
+    key = sa.Column(Text255, nullable=False)
+    value = sa.Column(sa.Text, nullable=False)
+
+
 class VolumeAttachment(TimestampMixin, Base):
     __tablename__ = 'volume_attachments'
     __table_args__ = (

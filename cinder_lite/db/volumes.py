@@ -15,6 +15,7 @@ from cinder_lite.common import states
 from cinder_lite.db import models
 from cinder_lite.db import query
 from cinder_lite.db import quotas as db_quotas
+from cinder_lite.db import image_metadata as db_image_metadata
 from cinder_lite.db import volume_metadata as db_metadata
 
 SORT_KEYS = ('id', 'name', 'status', 'size', 'created_at', 'updated_at',
@@ -29,7 +30,10 @@ def _counts(row):
                                row.pending_size)
 
 
-def create(session, values, check=None, metadata=None):
+def create(session, values, check=None, metadata=None,
+           image_metadata=None):
+    """``image_metadata``: what a volume made from an image keeps of
+    it."""
     volume = models.Volume(**values)
     db_quotas.change(session, volume.project_id,
                      db_quotas.footprint(volume.volume_type_id, volume.size),
@@ -37,6 +41,8 @@ def create(session, values, check=None, metadata=None):
     session.add(volume)
     session.flush()
     db_metadata.add(session, volume.id, metadata)
+    if image_metadata:
+        db_image_metadata.update(session, volume.id, image_metadata)
     return volume
 
 
@@ -70,6 +76,7 @@ def remove(session, volume_id):
     if row is None:
         return
     db_metadata.purge(session, volume_id)
+    db_image_metadata.purge(session, volume_id)
     session.execute(models.Volume.__table__.delete().where(
         models.Volume.id == volume_id))
     db_quotas.change(session, row.project_id,
@@ -121,6 +128,8 @@ def _filtered(stmt, project_id, filters):
     for key, value in (filters or {}).items():
         if key == 'metadata':
             stmt = stmt.where(*db_metadata.matching(value))
+        elif key == 'glance_metadata':
+            stmt = stmt.where(*db_image_metadata.matching(value))
         elif key.endswith('~'):
             stmt = stmt.where(getattr(models.Volume, key[:-1]).contains(
                 value, autoescape=True))
@@ -238,6 +247,7 @@ def transition(session, volume_id, target, expected=None, values=None,
             expected=', '.join(allowed))
     if target == states.DELETED:
         db_metadata.purge(session, volume_id)
+        db_image_metadata.purge(session, volume_id)
     if counted is not None:
         after = {} if target == states.DELETED else db_quotas.footprint(
             counted.volume_type_id, values.get('size', counted.size),
@@ -375,7 +385,8 @@ def unscheduled(session, max_age):
 
 def stale(session, backend, cutoff):
     """Volumes of ``backend`` (the volume service, or its cluster) in a
-    transition (creating, deleting, extending) unchanged since
+    transition (creating, deleting, extending, downloading, uploading)
+    unchanged since
     ``cutoff``."""
     V = models.Volume
     on_backend = V.host.startswith(backend + '#', autoescape=True)
@@ -384,7 +395,8 @@ def stale(session, backend, cutoff):
             on_backend, V.deleted.is_(False),
             sa.func.coalesce(V.updated_at, V.created_at) <= cutoff,
             V.status.in_((states.CREATING, states.DELETING,
-                          states.EXTENDING)))).scalars().all()
+                          states.EXTENDING, states.DOWNLOADING,
+                          states.UPLOADING)))).scalars().all()
 
 
 def join_cluster(session, service_host, cluster_name):
@@ -435,3 +447,14 @@ def ids_of_project(session, project_id, limit=10000):
     return session.execute(_live(sa.select(V.id)).where(
         V.project_id == project_id).order_by(V.created_at, V.id)
         .limit(limit)).scalars().all()
+
+
+def touch(session, volume_id, status):
+    """Mark a volume that is still ``status`` as being worked on now (a
+    long copy), so reconciliation does not take it for abandoned."""
+    session.execute(
+        sa.update(models.Volume)
+        .where(models.Volume.id == volume_id,
+               models.Volume.status == status)
+        .values(updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))

@@ -33,6 +33,8 @@ from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler import rpcapi as scheduler_rpcapi
 from cinder_lite.volume import admission
+from cinder_lite.volume import image as image_mod
+from cinder_lite.volume import image_api
 from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
 from cinder_lite.volume import snapshot_api
@@ -58,10 +60,11 @@ def check_policy(context, volume_type, conf):
 
 
 def record_volume(context, request, volume_type, availability_zone, conf,
-                  source=None):
+                  source=None, image_metadata=None):
     """Record a new volume (``creating``) and charge its quota.
     ``source``: the ``Source`` it is made from, locked and checked in the
-    same transaction (the volume then lives on the source's backend)."""
+    same transaction (the volume then lives on the source's backend);
+    ``image_metadata``: what it keeps of the image it is made from."""
     values = {
         'id': str(uuid.uuid4()),
         'project_id': context.project_id,
@@ -90,7 +93,8 @@ def record_volume(context, request, volume_type, availability_zone, conf,
             db_types.lock_live(session, volume_type['id'])
             return db_volumes.create(session, values, quota.Checker(
                 conf, session, size=values['size']),
-                metadata=request.get('metadata'))
+                metadata=request.get('metadata'),
+                image_metadata=image_metadata)
     volume = quota.ensuring_rows(record)
     LOG.info('volume %s: recorded as creating', volume.id)
     return volume
@@ -105,7 +109,11 @@ def forget_volume(volume):
 
 
 def cast_to_scheduler(context, scheduler, volume, volume_type,
-                      availability_zone):
+                      availability_zone, image_id=None):
+    summary = db_volumes.summary(volume)
+    # the image to write into it (None: an empty volume); a volume
+    # service that reads the volume back finds it in its image metadata
+    summary['image_id'] = image_id
     scheduler.create_volume(context, volume.id, {
         'size': volume.size,
         'availability_zone': availability_zone,
@@ -114,7 +122,7 @@ def cast_to_scheduler(context, scheduler, volume, volume_type,
         'multiattach': volume.multiattach,
         # passed on to the volume service (RPC 1.2), which then need not
         # read it back; older schedulers ignore it
-        'volume': db_volumes.summary(volume),
+        'volume': summary,
     })
 
 
@@ -226,10 +234,25 @@ class VolumeService:
         return None if context.is_admin else context.project_id
 
     def create(self, context, request):
-        """Returns the new volume (``creating``) and its type."""
+        """Returns the new volume (``creating``) and its type.  With
+        ``image_ref`` the image is looked up and checked first (it must
+        be active and fit), and the volume service writes it into the
+        volume; with ``snapshot_id`` or ``source_volid`` the source's
+        backend copies it."""
         if request.get('snapshot_id') or request.get('source_volid'):
+            if request.get('image_ref') is not None:
+                raise exception.InvalidInput(
+                    reason='A volume is made from one source: an image, '
+                           'a snapshot or a volume, not several.')
             return self._create_from(context, request)
         conf = self.conf
+        image = image_metadata = None
+        if request.get('image_ref') is not None:
+            self.volume_rpcapi.require(image_api.IMAGE_RPC,
+                                       'a volume from an image')
+            image = image_api.find_image(conf, context, request['image_ref'])
+            image_mod.check_fits(image, request['size'])
+            image_metadata = image_mod.volume_image_metadata(image)
         with db_api.reader() as session:
             volume_type = resolve_type(session, context, request, conf)
             check_policy(context, volume_type, conf)
@@ -244,10 +267,12 @@ class VolumeService:
                     db_quotas.footprint(volume_type['id'], request['size']),
                     size=request['size'])
                 raise
-        volume = record_volume(context, request, volume_type, az, conf)
+        volume = record_volume(context, request, volume_type, az, conf,
+                               image_metadata)
         try:
             cast_to_scheduler(context, self.scheduler_rpcapi, volume,
-                              volume_type, az)
+                              volume_type, az,
+                              image['id'] if image else None)
         except Exception:
             forget_volume(volume)
             raise

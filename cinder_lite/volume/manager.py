@@ -16,6 +16,7 @@ from cinder_lite.common import states
 from cinder_lite.conf import volume as volume_conf
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import image_metadata as db_image_metadata
 from cinder_lite.db import messages as db_messages
 from cinder_lite.db import qos_specs as db_qos
 from cinder_lite.db import snapshots as db_snapshots
@@ -23,18 +24,26 @@ from cinder_lite.db import volumes as db_volumes
 from cinder_lite import service
 from cinder_lite.volume import nova
 from cinder_lite.volume import quota
+from cinder_lite.volume import flows
 from cinder_lite.volume.flows import connect as connect_flow
 from cinder_lite.volume.flows import create as create_flow
 from cinder_lite.volume.flows import delete as delete_flow
 from cinder_lite.volume.flows import disconnect as disconnect_flow
 from cinder_lite.volume.flows import snapshot as snapshot_flow
 from cinder_lite.volume import snapshot_api
+from cinder_lite.volume.flows import upload as upload_flow
+from cinder_lite.volume import glance
+from cinder_lite.volume import image_api
 from cinder_lite.volume import reconcile as reconcile_mod
 from cinder_lite.volume import rpcapi
 
 LOG = logging.getLogger(__name__)
 
 EVENT_CREATE_FAILED = 'VOLUME_VOLUME_002_002'
+# Cinder's actions "copy image to volume" and "copy volume to image",
+# with "an unknown error occurred" and "failed to upload volume to image"
+EVENT_IMAGE_DOWNLOAD_FAILED = 'VOLUME_VOLUME_005_001'
+EVENT_IMAGE_UPLOAD_FAILED = 'VOLUME_VOLUME_003_004'
 EVENT_DELETE_FAILED = 'VOLUME_VOLUME_003_002'
 EVENT_EXTEND_FAILED = 'VOLUME_VOLUME_007_002'
 # Cinder's: resource VOLUME_SNAPSHOT, action create/delete snapshot,
@@ -213,20 +222,69 @@ class VolumeManager:
                 LOG.warning('create of volume %s: it no longer exists',
                             volume_id)
                 return
+        if 'image_id' in volume:
+            image_id = volume['image_id']
+        else:
+            # read back (reconcile, a sender below RPC 1.2): the image
+            # it is made from is in its image metadata
+            with db_api.reader() as session:
+                image_id = db_image_metadata.get(session, volume_id).get(
+                    'image_id')
         try:
             with self.working_on(volume_id):
                 create_flow.run(self.driver, volume, self.service_uuid,
                                 self.driver.shares_targets(),
-                                self.driver.keeps_reservations())
+                                self.driver.keeps_reservations(),
+                                image_id=image_id, context=ctxt,
+                                conf=self.conf)
         except Exception as e:
-            LOG.exception('volume %s: creating -> error', volume_id)
+            LOG.exception('volume %s: create failed -> error', volume_id)
+            if image_id is not None:
+                event = EVENT_IMAGE_DOWNLOAD_FAILED
+                detail = 'create volume from image %s: %s' % (
+                    image_id, getattr(e, 'message', None) or e)
+            else:
+                event = EVENT_CREATE_FAILED
+                detail = 'create volume: %s' % e
             self._record_failure(ctxt, volume, states.ERROR,
-                                 (states.CREATING,), EVENT_CREATE_FAILED,
-                                 'create volume: %s' % e)
+                                 (states.CREATING, states.DOWNLOADING),
+                                 event, detail)
             return
         notify.info(ctxt, self.host, 'volume.create.end',
                     notify.volume_payload(dict(volume,
                                                status=states.AVAILABLE)))
+
+    def copy_volume_to_image(self, ctxt, volume_id, image):
+        """RPC 1.7: copy an ``uploading`` volume into the queued Glance
+        image ``image`` (id, disk_format, container_format); then the
+        volume is what its attachments make it again.  On a failure the
+        image is removed and the owner gets a message."""
+        try:
+            with db_api.reader() as session:
+                volume = volume_dict(db_volumes.get(session, volume_id))
+        except exception.VolumeNotFound:
+            return
+        try:
+            with self.working_on(volume_id), \
+                    flows.kept_fresh(volume_id, states.UPLOADING):
+                upload_flow.run(self.driver, volume, image, ctxt, self.conf)
+        except Exception as e:
+            LOG.exception('volume %s: upload to image %s failed', volume_id,
+                          image['id'])
+            try:
+                glance.GlanceClient(self.conf, ctxt).delete(image['id'])
+            except Exception as gone:
+                LOG.warning('image %s stays in Glance: %s', image['id'],
+                            gone)
+            with db_api.writer() as session:
+                db_messages.create(
+                    session, volume['project_id'], EVENT_IMAGE_UPLOAD_FAILED,
+                    'upload volume to image %s: %s' % (
+                        image['id'], getattr(e, 'message', None) or e),
+                    resource_type='VOLUME', resource_uuid=volume_id,
+                    request_id=ctxt.request_id)
+        finally:
+            image_api.end_upload(volume_id)
 
     def delete_volume(self, ctxt, volume_id):
         """Remove the volume's snapshots marked ``deleting`` (a delete

@@ -50,6 +50,13 @@ snapshot ``creating``       the copy is made again (a partial one is
                             with a message
 snapshot ``deleting``       the delete is rolled forward: ``deleted``, or
                             ``error_deleting``
+volume ``downloading``      the image was being written: the storage is
+                            removed, the volume becomes ``error`` and the
+                            owner gets a message
+volume ``uploading``        the copy into an image was interrupted: the
+                            volume is what its attachments make it again,
+                            the owner gets a message (the queued image
+                            stays in Glance)
 ==========================  ===============================================
 
 ``reserved`` attachments hold nothing on the backend and stay reserved for
@@ -70,10 +77,14 @@ from cinder_lite.db import messages as db_messages
 from cinder_lite.db import models
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
+from cinder_lite.volume import image_api
 
 LOG = logging.getLogger(__name__)
 
 EVENT_EXTEND_INTERRUPTED = 'VOLUME_VOLUME_007_003'
+# copy image to volume / copy volume to image, "an unknown error occurred"
+EVENT_DOWNLOAD_INTERRUPTED = 'VOLUME_VOLUME_005_001'
+EVENT_UPLOAD_INTERRUPTED = 'VOLUME_VOLUME_003_001'
 
 
 def _stale(session, service_host, backend, max_age):
@@ -308,6 +319,14 @@ def _volume(manager, volume):
         manager.delete_volume(manager.admin_context(), volume['id'])
         after = manager.volume_status(volume['id']) or states.DELETED
         why = 'delete rolled forward'
+    elif status == states.DOWNLOADING:
+        before = status
+        after = _download_interrupted(manager, volume)
+        why = 'image download interrupted; storage removed'
+    elif status == states.UPLOADING:
+        before = status
+        after = _upload_interrupted(volume)
+        why = 'upload to an image interrupted'
     else:
         before = status
         after = _extend_interrupted(volume)
@@ -317,6 +336,42 @@ def _volume(manager, volume):
     LOG.warning('reconcile: volume %s: %s -> %s (%s)', volume['id'], before,
                 after, why)
     return 'volume %s: %s -> %s (%s)' % (volume['id'], before, after, why)
+
+
+def _download_interrupted(manager, volume):
+    """The image was being written when the service stopped: what is in
+    the storage is part of it.  The volume becomes error without
+    storage (the owner deletes it and creates it again)."""
+    manager.driver.delete_volume(volume)
+    with db_api.writer() as session:
+        try:
+            db_volumes.transition(session, volume['id'], states.ERROR,
+                                  expected=(states.DOWNLOADING,))
+        except (exception.InvalidTransition, exception.VolumeNotFound):
+            return states.DOWNLOADING
+        db_messages.create(
+            session, volume['project_id'], EVENT_DOWNLOAD_INTERRUPTED,
+            'create volume from image: interrupted by a restart of the '
+            'volume service; delete the volume and create it again',
+            resource_type='VOLUME', resource_uuid=volume['id'])
+    return states.ERROR
+
+
+def _upload_interrupted(volume):
+    """The copy into an image stopped with the service: the volume is
+    what its attachments make it again; the image, which cannot be
+    filled now, stays queued in Glance for its owner to delete."""
+    after = image_api.end_upload(volume['id'])
+    if after is None:
+        return states.UPLOADING
+    with db_api.writer() as session:
+        db_messages.create(
+            session, volume['project_id'], EVENT_UPLOAD_INTERRUPTED,
+            'upload volume to image: interrupted by a restart of the '
+            'volume service; the image stays queued in Glance, delete it '
+            'and upload again', resource_type='VOLUME',
+            resource_uuid=volume['id'])
+    return after
 
 
 def _extend_interrupted(volume):

@@ -12,6 +12,8 @@ History:
           ``source_volid`` copies it; delete_volume first deletes the
           volume's snapshots marked ``deleting`` (cascade)
     1.6 - cut_host, restore_host, host_reach (calls; host fences)
+    1.7 - create_volume writes the image named by the volume's image_id
+          (from Glance); copy_volume_to_image (cast)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -20,7 +22,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.6'
+RPC_API_VERSION = '1.7'
 
 def backend_host(host):
     """``node@backend#pool`` -> ``node@backend``, the RPC server name."""
@@ -110,6 +112,13 @@ class VolumeAPI:
         return self._call(ctxt, host, 'extend_attached_volume',
                           version='1.1', volume_id=volume_id,
                           old_size=old_size, new_size=new_size)
+
+    def copy_volume_to_image(self, ctxt, host, volume_id, image):
+        """``image``: id, disk_format, container_format of the Glance
+        image (queued) to fill; ``ctxt`` carries the token and catalog
+        to reach Glance with."""
+        self._prepare(host, '1.7').cast(ctxt, 'copy_volume_to_image',
+                                        volume_id=volume_id, image=image)
 
     def reconcile(self, ctxt, host, max_age=None):
         return self._call(ctxt, host, 'reconcile', version='1.3',

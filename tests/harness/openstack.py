@@ -418,7 +418,9 @@ class NovaStack:
             self.identity, workdir=self.path('cinder-lite'),
             keep_workdir=True,
             extra_default={'auth_strategy': 'keystone',
-                           'allow_multiattach': 'true'},
+                           'allow_multiattach': 'true',
+                           # os-volume_upload_image of in-use volumes
+                           'enable_force_upload': 'true'},
             extra_sections={
                 'keystone_authtoken': self.authtoken_section('cinder-lite'),
                 # Nova is told when an attached volume grows (its

@@ -1,19 +1,29 @@
 """Handler for POST /volumes/{id}/action.
 
 Success codes: 202 for every action except os-initialize_connection (200
-with ``{"connection_info": ...}``) and os-set_bootable (200, no body), as
-in Cinder.
+with ``{"connection_info": ...}``), os-set_bootable and
+os-unset_image_metadata (200, no body), os-set_image_metadata and
+os-show_image_metadata (200 with ``{"metadata": ...}``), as in Cinder;
+os-volume_upload_image answers 202 with its body.
 """
 import webob.exc
 
+from cinder_lite.api import microversion
 from cinder_lite.api.schemas import common as schema_common
 from cinder_lite.api.schemas import volume_actions as schema
 from cinder_lite.api import validation
 from cinder_lite.api import wsgi
 
 
+UPLOAD_IMAGE_PARAMS = (3, 1)
+
+
 def _actions(req):
     return req.environ['cinder_lite.services'].actions
+
+
+def _images(req):
+    return req.environ['cinder_lite.services'].images
 
 
 def _accepted():
@@ -82,6 +92,39 @@ def _set_bootable(req, vid, body):
     return wsgi.empty_response(200)
 
 
+def _upload_image(req, vid, body):
+    """202 with Cinder's body; visibility and protected from 3.1."""
+    validation.validate(microversion.pick(schema.UPLOAD_IMAGE, req.version),
+                        {'os-volume_upload_image': body})
+    request = {'name': body['image_name'],
+               'disk_format': body.get('disk_format', 'raw'),
+               'container_format': body.get('container_format', 'bare')}
+    if req.version >= UPLOAD_IMAGE_PARAMS:
+        request['visibility'] = body.get('visibility', 'private')
+        request['protected'] = schema_common.to_bool(
+            body.get('protected', False))
+    response = _images(req).upload(
+        req.context, vid, request,
+        schema_common.to_bool(body.get('force', False)))
+    return wsgi.json_response({'os-volume_upload_image': response}, 202)
+
+
+def _set_image_metadata(req, vid, body):
+    metadata = _images(req).set_metadata(req.context, vid,
+                                         body['metadata'])
+    return wsgi.json_response({'metadata': metadata})
+
+
+def _unset_image_metadata(req, vid, body):
+    _images(req).unset_metadata(req.context, vid, body['key'])
+    return wsgi.empty_response(200)
+
+
+def _show_image_metadata(req, vid, body):
+    return wsgi.json_response(
+        {'metadata': _images(req).show_metadata(req.context, vid)})
+
+
 def _retype(req, vid, body):
     _actions(req).retype(req.context, vid, body['new_type'],
                          body.get('migration_policy') or 'never')
@@ -111,6 +154,10 @@ DISPATCH = {
     'os-update_readonly_flag': _update_readonly_flag,
     'os-set_bootable': _set_bootable,
     'os-retype': _retype,
+    'os-volume_upload_image': _upload_image,
+    'os-set_image_metadata': _set_image_metadata,
+    'os-unset_image_metadata': _unset_image_metadata,
+    'os-show_image_metadata': _show_image_metadata,
     'os-extend': _extend,
 }
 

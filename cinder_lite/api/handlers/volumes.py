@@ -18,9 +18,10 @@ from cinder_lite.api import wsgi
 from cinder_lite.common import policy
 from cinder_lite.db import query
 from cinder_lite.db import volumes as db_volumes
+from cinder_lite.volume import image_api
 
 FILTERS = ('name', 'status', 'metadata', 'bootable', 'availability_zone',
-           'size', 'project_id', 'volume_type')
+           'size', 'project_id', 'volume_type', 'glance_metadata')
 LIKE_FILTERS = ('name', 'status', 'availability_zone')  # 3.34
 SUMMARY = (3, 12)
 FORCE_DELETE = (3, 23)
@@ -37,8 +38,10 @@ def _conf(req):
 
 
 def _detail(req, volume, type_names=None, attached=None, metadata=None,
-            extended=True):
+            extended=True, image_metadata=None):
     svc = _service(req)
+    if extended and image_metadata is None:
+        image_metadata = image_api.image_metadata_of([volume])
     names = type_names or svc.type_names([volume])
     if attached is None:
         attached = svc.attachments_of([volume])
@@ -48,16 +51,16 @@ def _detail(req, volume, type_names=None, attached=None, metadata=None,
                         names.get(volume.volume_type_id),
                         [attachment_views.in_volume(req, a)
                          for a in attached.get(volume.id, [])],
-                        metadata.get(volume.id), extended)
+                        metadata.get(volume.id), extended,
+                        image_metadata.get(volume.id) if extended else None)
 
 
-@wsgi.expected_errors(400, 403, 404, 413, 503)
+@wsgi.expected_errors(400, 403, 404, 409, 413, 503)
 def create_volume(req):
     body = req.json_body()
     validation.validate(microversion.pick(schema.CREATE, req.version), body)
     request = dict(body['volume'])
-    for unsupported in ('backup_id', 'imageRef', 'group_id',
-                        'consistencygroup_id'):
+    for unsupported in ('backup_id', 'group_id', 'consistencygroup_id'):
         if request.get(unsupported) is not None:
             raise webob.exc.HTTPBadRequest(
                 explanation='Creating a volume from %s is not supported.'
@@ -87,6 +90,12 @@ def create_volume(req):
                         "greater than 0" % (request.get('size'),
                                             request.get('size')))
     request['size'] = size
+    image_ref = request.pop('imageRef', None)
+    image_id = request.pop('image_id', None)
+    request['image_ref'] = image_ref if image_ref is not None else image_id
+    if request['image_ref'] is not None and not request['image_ref'].strip():
+        raise webob.exc.HTTPBadRequest(explanation='Invalid imageRef '
+                                                   'provided.')
     request['name'] = request.get('name') or request.get('display_name')
     request['description'] = (request.get('description')
                               or request.get('display_description'))
@@ -112,7 +121,7 @@ def _list_params(req):
             raise webob.exc.HTTPBadRequest(
                 explanation='Invalid filters %s are found in query '
                             'options.' % key)
-        if key == 'metadata':
+        if key in ('metadata', 'glance_metadata'):
             try:
                 value = ast.literal_eval(value) if len(value) <= 4096 \
                     else None
@@ -123,8 +132,8 @@ def _list_params(req):
                     isinstance(k, str) and isinstance(v, str)
                     for k, v in value.items()):
                 raise webob.exc.HTTPBadRequest(
-                    explanation="metadata must be a dict such as "
-                                "{'key': 'value'}")
+                    explanation="%s must be a dict such as "
+                                "{'key': 'value'}" % key)
         elif key == 'bootable':
             value = req.bool_param('bootable')
         elif key == 'size':
@@ -152,7 +161,9 @@ def _list(req, detailed):
         names = _service(req).type_names(rows)
         attached = _service(req).attachments_of(rows)
         metadata = _service(req).metadata_of(rows)
-        items = [_detail(req, v, names, attached, metadata) for v in rows]
+        image_metadata = image_api.image_metadata_of(rows)
+        items = [_detail(req, v, names, attached, metadata,
+                         image_metadata=image_metadata) for v in rows]
     else:
         items = [views.summary(req, conf, v) for v in rows]
     body = links.page(req, conf, 'volumes', rows, items, limit)

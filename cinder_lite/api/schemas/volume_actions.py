@@ -1,11 +1,63 @@
 """Bodies of POST /volumes/{id}/action: exactly one action per body."""
+import copy
+
 from cinder_lite.api.schemas import common
 
 _nothing = {'type': ['object', 'null'], 'additionalProperties': False}
 _connector = {'type': 'object', 'minProperties': 1}
 _uuid_or_null = {'type': ['string', 'null'], 'format': 'uuid'}
 
+# os-volume_upload_image (3.0); ``UPLOAD_IMAGE`` per microversion
+_upload_image = {
+    'type': 'object',
+    'properties': {
+        'image_name': {'type': 'string', 'minLength': 1, 'maxLength': 255},
+        'force': common.boolean,
+        'disk_format': {'type': 'string',
+                        'enum': ['raw', 'vmdk', 'vdi', 'qcow2', 'vhd',
+                                 'vhdx', 'ploop']},
+        'container_format': {'type': 'string',
+                             'enum': ['bare', 'ovf', 'ova', 'aki', 'ari',
+                                      'ami', 'docker', 'compressed']},
+    },
+    'required': ['image_name'],
+    'additionalProperties': False,
+}
+# 3.1: the image's visibility and protection
+_upload_image_v31 = copy.deepcopy(_upload_image)
+_upload_image_v31['properties'].update(
+    visibility={'type': 'string',
+                'enum': ['community', 'public', 'private', 'shared']},
+    protected=common.boolean)
+
+# image metadata: keys as user metadata, values text (image properties
+# may be long)
+_image_metadata = {
+    'type': 'object',
+    'patternProperties': {
+        '^[a-zA-Z0-9-_:. /]{1,255}$': {'type': 'string',
+                                        'maxLength': 65535},
+    },
+    'additionalProperties': False,
+}
+
 ACTIONS = {
+    'os-volume_upload_image': _upload_image_v31,
+    'os-set_image_metadata': {
+        'type': 'object',
+        'properties': {'metadata': _image_metadata},
+        'required': ['metadata'],
+        'additionalProperties': False,
+    },
+    'os-unset_image_metadata': {
+        'type': 'object',
+        'properties': {'key': {'type': 'string', 'minLength': 1,
+                               'maxLength': 255}},
+        'required': ['key'],
+        'additionalProperties': False,
+    },
+    # (Cinder takes any value here)
+    'os-show_image_metadata': {},
     'os-reserve': _nothing,
     'os-unreserve': _nothing,
     'os-begin_detaching': _nothing,
@@ -106,3 +158,13 @@ action = {
     'maxProperties': 1,
     'additionalProperties': False,
 }
+
+
+def _only(name, schema):
+    return {'type': 'object', 'properties': {name: schema},
+            'required': [name], 'additionalProperties': False}
+
+
+UPLOAD_IMAGE = (
+    ((None, (3, 0)), _only('os-volume_upload_image', _upload_image)),
+    (((3, 1), None), _only('os-volume_upload_image', _upload_image_v31)))

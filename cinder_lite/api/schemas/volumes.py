@@ -28,7 +28,10 @@ _create_volume = {
         'backup_id': common.uuid_or_null,
         'consistencygroup_id': common.uuid_or_null,
         'group_id': common.uuid_or_null,
+        # the Glance image to make it from (an id, a name or a URL
+        # ending in the id); image_id is Cinder's other name for it
         'imageRef': {'type': ['string', 'null'], 'maxLength': 255},
+        'image_id': {'type': ['string', 'null'], 'maxLength': 255},
     },
     'additionalProperties': True,
 }

@@ -31,12 +31,13 @@ def summary_of_volumes(req, count, size, metadata):
 
 
 def detail(req, conf, volume, type_name, attachments=(), metadata=None,
-           extended=True):
+           extended=True, image_metadata=None):
     """``extended``: a show or list view, which (as in Cinder) carries
     the admin extensions (``os-vol-host-attr:host``,
-    ``os-vol-mig-status-attr:*``) and tells the volume's own project
-    readers ``os-vol-tenant-attr:tenant_id`` too; create and update
-    responses do not."""
+    ``os-vol-mig-status-attr:*``), tells the volume's own project
+    readers ``os-vol-tenant-attr:tenant_id`` too, and shows
+    ``volume_image_metadata`` (a volume made from an image, to those
+    allowed); create and update responses do not."""
     version = req.version
     is_admin = req.context.is_admin
     view = {
@@ -75,6 +76,10 @@ def detail(req, conf, volume, type_name, attachments=(), metadata=None,
     elif extended and policy.check(req.context, policy.VOLUME_TENANT_ATTR,
                                    {'project_id': volume.project_id}):
         view['os-vol-tenant-attr:tenant_id'] = volume.project_id
+    if extended and image_metadata and policy.check(
+            req.context, policy.IMAGE_METADATA_SHOW,
+            {'project_id': volume.project_id}):
+        view['volume_image_metadata'] = dict(image_metadata)
     if version >= (3, 13):
         view['group_id'] = None
     if version >= (3, 21) and is_admin:

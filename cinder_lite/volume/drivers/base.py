@@ -78,6 +78,19 @@ class VolumeDriver(metaclass=abc.ABCMeta):
     def get_volume_stats(self):
         """The capability dict described in the module docstring."""
 
+    def copy_image_to_volume(self, volume, image_path, image_format):
+        """Write the image file at ``image_path`` (qemu-img format
+        ``image_format``, checked by the caller) into the storage of
+        ``volume``, converted to raw."""
+        raise NotImplementedError(
+            'this backend cannot make volumes from images')
+
+    def copy_volume_to_image(self, volume, image_path, image_format):
+        """Write the data of ``volume`` to a new file at ``image_path`` in
+        qemu-img format ``image_format``."""
+        raise NotImplementedError(
+            'this backend cannot upload volumes to images')
+
     def shares_targets(self):
         """True when attachments of one volume on one host share a target
         connection (consumers then serialise their connects)."""

@@ -14,6 +14,7 @@ import os
 import time
 
 from cinder_lite.common import exception
+from cinder_lite.common import qemu_img
 from cinder_lite.volume.drivers import base
 from cinder_lite.volume.drivers import copy as file_copy
 from cinder_lite.volume.targets import iscsi as iscsi_target
@@ -154,6 +155,17 @@ class FileDriver(base.VolumeDriver):
                     'the file system could not grow the file of volume %s '
                     'to %d GiB: %s' % (volume['id'], new_size,
                                        e.strerror or e)) from None
+
+    # -- images ------------------------------------------------------------
+    def copy_image_to_volume(self, volume, image_path, image_format):
+        # into the existing sparse file: it keeps its size, and what the
+        # image leaves out stays a hole
+        qemu_img.convert(image_path, image_format, self.path(volume['id']),
+                         'raw', dest_exists=True)
+
+    def copy_volume_to_image(self, volume, image_path, image_format):
+        qemu_img.convert(self.path(volume['id']), 'raw', image_path,
+                         image_format)
 
     # -- connections: through the backend's target --------------------------
     def create_export(self, volume, connector, mode, attachment_id):

@@ -6,10 +6,17 @@ state machines) costs more than running it, so each thread keeps one
 engine per flow and resets it between runs: an engine runs one flow at a
 time, and the RPC server's threads each run one request at a time.
 """
+import contextlib
+import logging
 import threading
 
 from taskflow import engines
 from taskflow import states
+
+from cinder_lite.db import api as db_api
+from cinder_lite.db import volumes as db_volumes
+
+LOG = logging.getLogger(__name__)
 
 _local = threading.local()
 # an engine in these states can be reset and run again; one whose revert
@@ -36,3 +43,29 @@ def run(name, build, store):
         if engine.storage.get_flow_state() in _REUSABLE:
             cache[name] = engine
     return engine.storage
+
+
+@contextlib.contextmanager
+def kept_fresh(volume_id, status, interval=30):
+    """While the block runs (a copy that may take longer than
+    ``reconcile_after``), renew the volume's ``updated_at`` every
+    ``interval`` seconds as long as it is ``status``: reconciliation, here
+    or on another member of the cluster, leaves it alone."""
+    done = threading.Event()
+
+    def renew():
+        while not done.wait(interval):
+            try:
+                with db_api.writer() as session:
+                    db_volumes.touch(session, volume_id, status)
+            except Exception:
+                LOG.exception('volume %s: could not renew updated_at',
+                              volume_id)
+    thread = threading.Thread(target=renew, daemon=True,
+                              name='fresh-%s' % volume_id)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()

@@ -1,8 +1,19 @@
 """Manager-side create: make the storage (empty, or a copy of the
 snapshot or volume it is made from), then record the volume available.
 If recording fails the storage is removed again; a copy that fails
-leaves no file behind (the driver copies to a temporary name)."""
+leaves no file behind (the driver copies to a temporary name).
+
+From an image: the storage is made, the volume goes ``downloading``, the
+image is downloaded from Glance into the conversion directory, checked
+(what qemu-img finds must be what Glance says, without a backing file,
+fitting the volume) and written into the storage, and the volume is
+recorded ``available`` and bootable.  A failure anywhere removes the
+storage (the manager records ``error``), and the downloaded file is
+always removed.
+"""
 import logging
+import os
+import uuid
 
 from taskflow.patterns import linear_flow
 from taskflow import task
@@ -11,6 +22,8 @@ from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import flows
+from cinder_lite.volume import glance
+from cinder_lite.volume import image as image_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -45,15 +58,73 @@ class MarkAvailable(task.Task):
         LOG.info('volume %s: creating -> available', volume['id'])
 
 
+class StartDownload(task.Task):
+    def execute(self, volume):
+        with db_api.writer() as session:
+            db_volumes.transition(session, volume['id'], states.DOWNLOADING,
+                                  expected=(states.CREATING,))
+        LOG.info('volume %s: creating -> downloading', volume['id'])
+
+
+class CopyImage(task.Task):
+    """Download, check and write the image; returns the image."""
+
+    def execute(self, driver, volume, image_id, context, conf):
+        client = glance.GlanceClient(conf, context)
+        image = client.show(image_id)
+        image_mod.check_fits(image, volume['size'])
+        os.makedirs(conf.image_conversion_dir, exist_ok=True)
+        path = os.path.join(conf.image_conversion_dir, 'image-%s-%s' % (
+            volume['id'], uuid.uuid4().hex[:8]))
+        try:
+            with flows.kept_fresh(volume['id'], states.DOWNLOADING):
+                size = client.download(image, path)
+                fmt = image_mod.check_image_file(path, image,
+                                                 volume['size'])
+                driver.copy_image_to_volume(volume, path, fmt)
+        finally:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        LOG.info('volume %s: image %s (%s, %d bytes) written', volume['id'],
+                 image_id, image.get('disk_format'), size)
+        return image
+
+
+class MarkDownloaded(task.Task):
+    def execute(self, volume, service_uuid, shared_targets,
+                persistent_reservations):
+        with db_api.writer() as session:
+            db_volumes.transition(
+                session, volume['id'], states.AVAILABLE,
+                expected=(states.DOWNLOADING,),
+                values={'service_uuid': service_uuid,
+                        'shared_targets': shared_targets,
+                        'persistent_reservations': persistent_reservations,
+                        'bootable': True})
+        LOG.info('volume %s: downloading -> available (bootable)',
+                 volume['id'])
+
+
 def build():
     return linear_flow.Flow('volume_create_manager').add(
         CreateStorage(), MarkAvailable())
 
 
+def build_from_image():
+    return linear_flow.Flow('volume_create_from_image').add(
+        CreateStorage(), StartDownload(), CopyImage(), MarkDownloaded())
+
+
 def run(driver, volume, service_uuid, shared_targets,
-        persistent_reservations):
-    flows.run('volume_create_manager', build,
-              {'driver': driver, 'volume': volume,
-               'service_uuid': service_uuid,
-               'shared_targets': shared_targets,
-               'persistent_reservations': persistent_reservations})
+        persistent_reservations, image_id=None, context=None, conf=None):
+    store = {'driver': driver, 'volume': volume,
+             'service_uuid': service_uuid,
+             'shared_targets': shared_targets,
+             'persistent_reservations': persistent_reservations}
+    if image_id is None:
+        flows.run('volume_create_manager', build, store)
+    else:
+        store.update(image_id=image_id, context=context, conf=conf)
+        flows.run('volume_create_from_image', build_from_image, store)

@@ -8,14 +8,14 @@ the audit trail of fencing.  Every export path asks for a live row before
 it exports to a host.
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 """
 from alembic import op
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 revision = '0014'
-down_revision = '0012'
+down_revision = '0013'
 
 DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
                                       'mariadb')
