@@ -268,7 +268,7 @@ class VolumeService:
                     size=request['size'])
                 raise
         volume = record_volume(context, request, volume_type, az, conf,
-                               image_metadata)
+                               image_metadata=image_metadata)
         try:
             cast_to_scheduler(context, self.scheduler_rpcapi, volume,
                               volume_type, az,

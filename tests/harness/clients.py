@@ -74,10 +74,24 @@ def cinder_fails(stack, *args):
     return result.stderr
 
 
+def _forget_osc_clients():
+    """python-openstackclient keeps each service's client on its
+    ClientManager class (osc_lib's ClientCache descriptors), made once per
+    process: a command run here after one against another stack would
+    talk to that stack's endpoint.  A console script starts afresh."""
+    from openstackclient.common import clientmanager
+    from osc_lib import clientmanager as osc_clientmanager
+    for klass in clientmanager.ClientManager.__mro__:
+        for value in vars(klass).values():
+            if isinstance(value, osc_clientmanager.ClientCache):
+                value._handle = None
+
+
 def run_openstack(stack, *args, version='3.71'):
     """``openstack ARGS`` as the console script runs it (keystoneauth's
     token_endpoint plugin)."""
     from openstackclient import shell
+    _forget_osc_clients()
     env = {'OS_AUTH_TYPE': 'token_endpoint',
            'OS_TOKEN': 'admin:%s' % stack_mod.PROJECT,
            'OS_ENDPOINT': '%s/v3/%s' % (stack.url, stack_mod.PROJECT),
