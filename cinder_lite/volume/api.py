@@ -210,7 +210,9 @@ class Source:
                 'cluster_name': self.volume.cluster_name,
                 'availability_zone': self.volume.availability_zone,
                 'snapshot_id': self.snapshot.id if self.snapshot else None,
-                'source_volid': None if self.snapshot else self.volume.id}
+                'source_volid': None if self.snapshot else self.volume.id,
+                # as Cinder: a copy of a bootable volume boots too
+                'bootable': bool(self.volume.bootable)}
 
     def lock_and_check(self, session):
         """Under the lock of the source's row: it is still there and in a

@@ -183,3 +183,22 @@ def test_unknown_sources_are_404(api):
         resp = api.post('/volumes', json={'volume': {
             key: str(uuid.uuid4()), 'size': 1}})
         assert resp.status_code == 404, resp.text
+
+
+def test_copies_of_a_bootable_volume_boot(api):
+    """As Cinder: a clone of a bootable volume, and a volume from a
+    snapshot of one, are bootable (Tempest's
+    test_create_from_bootable_volume)."""
+    src = api.create_volume()
+    path = '/volumes/%s/action' % src['id']
+    assert api.post(path, json={'os-set_bootable': {
+        'bootable': True}}).status_code == 200
+    snap = snapshot(api, src['id'])
+    plain = api.create_volume()
+    for made in (create_from(api, source_volid=src['id']),
+                 create_from(api, snapshot_id=snap['id'])):
+        new = api.wait_volume(made['id'], 'available')
+        assert new['bootable'] == 'true'
+    clone = api.wait_volume(create_from(api, source_volid=plain['id'])['id'],
+                            'available')
+    assert clone['bootable'] == 'false'
