@@ -455,3 +455,207 @@ def test_an_api_with_small_pages(tmp_path, browser):
             'newest 2 live attachments')
     finally:
         small.stop()
+
+
+def snapshot_row(page, name):
+    return page.locator('#snapshots tbody tr', has_text=name)
+
+
+def test_snapshots_through_the_page(stack, browser, tmp_path):
+    from playwright.sync_api import expect
+    api = stack.client()
+    vol = api.create_volume(name='db-data', size=2,
+                            description='the primary database')
+    busy = api.create_volume(name='web-root', size=1)
+    attach(api, busy['id'], 'node-1', 'rw')
+    api.wait_volume(busy['id'], 'in-use')
+    page = browser.new_page(viewport=DESKTOP)
+    sign_in(page, stack.url, 'admin', P, 'admin')
+    page.goto(stack.url + '/dashboard/#/volume/%s' % vol['id'])
+    expect(page.locator('#snapshots')).to_contain_text('No snapshots.',
+                                                       timeout=WAIT_MS)
+    # an available volume needs no force
+    expect(page.locator('#snapshot-force-row')).to_be_hidden()
+    expect(page.locator('#take-snapshot')).to_be_enabled()
+
+    # take one through the page: it becomes available in the table
+    page.fill('#snapshot-name', 'nightly')
+    page.fill('#snapshot-description', 'before the upgrade')
+    page.click('#take-snapshot')
+    row = snapshot_row(page, 'nightly')
+    expect(row).to_contain_text('available', timeout=WAIT_MS)
+    expect(row).to_contain_text('2 GiB')
+    expect(row.locator('.description')).to_have_text('before the upgrade')
+    expect(page.locator('#snapshot-name')).to_have_value('')
+    (snap,) = api.get('/snapshots/detail?volume_id=%s' % vol['id']).json()[
+        'snapshots']
+    assert (snap['name'], snap['description'], snap['size'],
+            snap['status']) == ('nightly', 'before the upgrade', 2,
+                                'available')
+    assert row.get_attribute('data-snapshot') == snap['id']
+
+    # over quota: the API's own refusal, word for word
+    resp = api.put('/os-quota-sets/%s' % P,
+                   json={'quota_set': {'snapshots': 1}})
+    assert resp.status_code == 200, resp.text
+    refused = api.post('/snapshots', json={'snapshot': {
+        'volume_id': vol['id'], 'name': 'one-too-many'}})
+    assert refused.status_code == 413, refused.text
+    message = refused.json()['overLimit']['message']
+    page.fill('#snapshot-name', 'one-too-many')
+    page.click('#take-snapshot')
+    expect(page.locator('#error')).to_contain_text('HTTP 413: ' + message,
+                                                   timeout=WAIT_MS)
+    expect(page.locator('#snapshots tbody tr')).to_have_count(1)
+    resp = api.put('/os-quota-sets/%s' % P,
+                   json={'quota_set': {'snapshots': 10}})
+    assert resp.status_code == 200, resp.text
+    shoot(page, tmp_path, 'volume-snapshots.png')
+
+    # the snapshot's page: its facts, and a volume made from it with the
+    # snapshot's size, which the form starts with
+    row.locator('td.name a').click()
+    facts = page.locator('#snapshot-facts')
+    expect(facts).to_contain_text('available', timeout=WAIT_MS)
+    expect(facts).to_contain_text('db-data')
+    expect(page.locator('#from-snapshot-size')).to_have_value('2')
+    shoot(page, tmp_path, 'snapshot.png')
+    # smaller than the snapshot: the API says no, and the page says why
+    page.fill('#from-snapshot-size', '1')
+    page.fill('#from-snapshot-name', 'too-small')
+    page.click('#create-from-snapshot')
+    expect(page.locator('#error')).to_contain_text('HTTP 400',
+                                                   timeout=WAIT_MS)
+    small = api.post('/volumes', json={'volume': {
+        'size': 1, 'snapshot_id': snap['id']}})
+    assert small.status_code == 400, small.text
+    expect(page.locator('#error')).to_contain_text(
+        small.json()['badRequest']['message'])
+    page.fill('#from-snapshot-size', '2')
+    page.fill('#from-snapshot-name', 'db-restored')
+    page.click('#create-from-snapshot')
+    expect(page.locator('#error')).to_be_hidden()
+    expect(page.locator('#live h1')).to_contain_text('db-restored',
+                                                     timeout=WAIT_MS)
+    facts = page.locator('#live dl.facts')
+    expect(facts).to_contain_text('available', timeout=WAIT_MS)
+    expect(facts).to_contain_text('2 GiB')
+    expect(facts.locator('a[href="#/snapshot/%s"]' % snap['id'])
+           ).to_have_count(1)
+    (made,) = api.get('/volumes/detail?name=db-restored').json()['volumes']
+    assert (made['status'], made['size'], made['snapshot_id']) == (
+        'available', 2, snap['id'])
+    assert page.url.endswith('#/volume/%s' % made['id'])
+
+    # an attached volume: force must be ticked first
+    page.goto(stack.url + '/dashboard/#/volume/%s' % busy['id'])
+    expect(page.locator('#snapshot-force-row')).to_be_visible(
+        timeout=WAIT_MS)
+    expect(page.locator('#take-snapshot')).to_be_disabled()
+    page.fill('#snapshot-name', 'live-copy')
+    shoot(page, tmp_path, 'volume-in-use.png')
+    page.check('#snapshot-force')
+    expect(page.locator('#take-snapshot')).to_be_enabled()
+    page.click('#take-snapshot')
+    expect(snapshot_row(page, 'live-copy')).to_contain_text(
+        'available', timeout=WAIT_MS)
+
+    # the list of every snapshot, each with its volume
+    page.click('#nav-snapshots')
+    listed = page.locator('#snapshot-list tbody tr')
+    expect(listed).to_have_count(2, timeout=WAIT_MS)
+    line = page.locator('#snapshot-list tbody tr', has_text='nightly')
+    expect(line.locator('td.volume')).to_have_text('db-data')
+    expect(line.locator('td.project')).to_have_text(P)
+    page.select_option('#snapshot-filter-status', 'available')
+    page.fill('#snapshot-filter-name', 'live-copy')
+    page.click('#snapshot-filters button[type=submit]')
+    expect(listed).to_have_count(1, timeout=WAIT_MS)
+    expect(listed).to_contain_text('web-root')
+    page.fill('#snapshot-filter-name', '')
+    page.click('#snapshot-filters button[type=submit]')
+    expect(listed).to_have_count(2, timeout=WAIT_MS)
+    shoot(page, tmp_path, 'snapshots.png')
+
+    # at a phone's width: nothing wider than the screen
+    phone = browser.new_page(viewport=PHONE)
+    sign_in(phone, stack.url, 'admin', P, 'admin')
+    phone.goto(stack.url + '/dashboard/#/volume/%s' % vol['id'])
+    expect(snapshot_row(phone, 'nightly')).to_be_visible(timeout=WAIT_MS)
+    shoot(phone, tmp_path, 'volume-snapshots-phone.png')
+    width = phone.evaluate('document.documentElement.scrollWidth')
+    assert width <= PHONE['width'], width
+    phone.click('#nav-snapshots')
+    expect(phone.locator('#snapshot-list tbody tr')).to_have_count(
+        2, timeout=WAIT_MS)
+    shoot(phone, tmp_path, 'snapshots-phone.png')
+    width = phone.evaluate('document.documentElement.scrollWidth')
+    assert width <= PHONE['width'], width
+    phone.goto(stack.url + '/dashboard/#/snapshot/%s' % snap['id'])
+    expect(phone.locator('#snapshot-facts')).to_contain_text(
+        'db-data', timeout=WAIT_MS)
+    shoot(phone, tmp_path, 'snapshot-phone.png')
+    width = phone.evaluate('document.documentElement.scrollWidth')
+    assert width <= PHONE['width'], width
+    # the row's buttons stay on the screen, not behind the scroller
+    phone.goto(stack.url + '/dashboard/#/volume/%s' % vol['id'])
+    delete = snapshot_row(phone, 'nightly').locator('button.delete-snapshot')
+    expect(delete).to_be_visible(timeout=WAIT_MS)
+    box = delete.bounding_box()
+    assert box['x'] + box['width'] <= PHONE['width'], box
+
+    # delete it from its page: back to its volume, where it goes
+    page.goto(stack.url + '/dashboard/#/snapshot/%s' % snap['id'])
+    expect(page.locator('#snapshot-facts')).to_contain_text(
+        'available', timeout=WAIT_MS)
+    page.click('#delete-snapshot')
+    expect(page.locator('#live h1')).to_contain_text('db-data',
+                                                     timeout=WAIT_MS)
+    expect(page.locator('#snapshots')).to_contain_text('No snapshots.',
+                                                       timeout=WAIT_MS)
+    gone = api.get('/snapshots/%s' % snap['id'])
+    assert gone.status_code == 404, gone.text
+
+
+def test_a_reader_sees_but_cannot_act(stack, browser, tmp_path):
+    from playwright.sync_api import expect
+    api = stack.client()
+    vol = api.create_volume(name='reports', size=1)
+    attach(api, vol['id'], 'node-1', 'rw')
+    resp = api.post('/snapshots', json={'snapshot': {
+        'volume_id': vol['id'], 'name': 'monday', 'force': True}})
+    assert resp.status_code == 202, resp.text
+    sid = resp.json()['snapshot']['id']
+    # what the page leaves out, the API refuses to a reader
+    reader = stack.client(user='r', roles='reader')
+    resp = reader.post('/snapshots', json={'snapshot': {
+        'volume_id': vol['id'], 'force': True}})
+    assert resp.status_code == 403, resp.text
+
+    page = browser.new_page(viewport=DESKTOP)
+    sign_in(page, stack.url, 'r', P, 'reader')
+    expect(page.locator('#volumes tbody tr')).to_have_count(
+        1, timeout=WAIT_MS)
+    expect(page.locator('#reader-note')).to_be_visible()
+    expect(page.locator('#create')).to_have_count(0)
+
+    actions = page.locator('#view button, #live button, main a.button')
+    page.goto(stack.url + '/dashboard/#/volume/%s' % vol['id'])
+    expect(snapshot_row(page, 'monday')).to_contain_text(
+        'available', timeout=WAIT_MS)
+    expect(page.locator('#attachments tbody tr')).to_have_count(1)
+    expect(page.locator('#reader-note')).to_be_visible()
+    expect(actions).to_have_count(0)
+    shoot(page, tmp_path, 'volume-reader.png')
+
+    page.goto(stack.url + '/dashboard/#/snapshot/%s' % sid)
+    expect(page.locator('#snapshot-facts')).to_contain_text(
+        'reports', timeout=WAIT_MS)
+    expect(actions).to_have_count(0)
+
+    page.click('#nav-snapshots')
+    expect(page.locator('#snapshot-list tbody tr')).to_have_count(
+        1, timeout=WAIT_MS)
+    # only the list's own filter and pager
+    assert sorted(b.inner_text() for b in actions.all()) == [
+        'Filter', 'Next ›', '‹ Previous']

@@ -1,5 +1,6 @@
 // cinder_lite dashboard: a client of the public v3 API, nothing else.
-// Views: #/volumes, #/volume/<id>, #/backends.  The live part of a view is
+// Views: #/volumes, #/volume/<id>, #/snapshots, #/snapshot/<id>,
+// #/backends.  The live part of a view is
 // read again every few seconds while the tab is visible, and drawn again
 // only when what the API said changed.
 'use strict';
@@ -9,12 +10,14 @@ const REFRESH_MS = 3000;
 const PAGE = 20;
 const CHIPS = 4;                 // host chips per volume before "+N"
 const ATTACHMENTS_LIMIT = 1000;  // the API's default osapi_max_limit
+const SNAPSHOTS_LIMIT = 1000;    // a volume's snapshots, in one answer
 let auth = JSON.parse(sessionStorage.getItem('cl-dashboard-auth') || 'null');
 let isAdmin = false;
 let timer = null;
 let lastKey = null;
 let routeKey = null;
 const list = {markers: [], marker: null, filters: {}};
+const snapList = {markers: [], marker: null, filters: {}};
 
 // -- DOM ---------------------------------------------------------------------
 function h(tag, attrs, ...kids) {
@@ -179,10 +182,12 @@ function signOut() {
 // -- routing and refresh -------------------------------------------------------
 function current() {
   const parts = location.hash.replace(/^#\/?/, '').split('/');
-  if (parts[0] === 'volume' && parts[1]) {
-    return {name: 'volume', id: decodeURIComponent(parts[1])};
+  if ((parts[0] === 'volume' || parts[0] === 'snapshot') && parts[1]) {
+    return {name: parts[0], id: decodeURIComponent(parts[1])};
   }
-  if (parts[0] === 'backends') return {name: 'backends'};
+  if (parts[0] === 'backends' || parts[0] === 'snapshots') {
+    return {name: parts[0]};
+  }
   return {name: 'volumes'};
 }
 
@@ -190,9 +195,10 @@ function route() {
   if (!auth) return;
   const r = current();
   for (const [id, name] of [['nav-volumes', 'volumes'],
+                            ['nav-snapshots', 'snapshots'],
                             ['nav-backends', 'backends']]) {
     $(id).classList.toggle('current', r.name === name ||
-                           (name === 'volumes' && r.name === 'volume'));
+                           r.name + 's' === name);
   }
   routeKey = JSON.stringify(r);
   lastKey = null;
@@ -243,6 +249,35 @@ document.addEventListener('visibilitychange', () => {
 });
 
 // -- helpers -------------------------------------------------------------------
+// A reader may look but not act: the page offers no action to one.  The
+// role is the one chosen at sign-in (noauth); a keystone token's roles
+// are not known to the page, which then offers the actions and shows the
+// API's 403 when one is refused.
+function mayAct() {
+  return !(auth && auth.roles === 'reader');
+}
+
+function readerNote() {
+  return h('p', {class: 'hint', id: 'reader-note'},
+           'Signed in as a reader: you can look, not act.');
+}
+
+// ‹ Previous and Next › of a list whose state is {markers, marker}
+function pager(state, next) {
+  const prev = h('button', {type: 'button', class: 'secondary',
+                            disabled: !state.markers.length, onclick: () => {
+    state.marker = state.markers.pop() || null;
+    refresh(true);
+  }}, '‹ Previous');
+  const nxt = h('button', {type: 'button', class: 'secondary',
+                           disabled: !next, onclick: () => {
+    state.markers.push(state.marker);
+    state.marker = next;
+    refresh(true);
+  }}, 'Next ›');
+  return h('div', {class: 'pager'}, prev, nxt);
+}
+
 function query(params) {
   const parts = Object.entries(params)
     .filter(([, v]) => v !== null && v !== undefined && v !== '')
@@ -326,10 +361,12 @@ function volumesControls() {
       h('label', {}, 'Name', name), h('label', {}, 'Status', st),
       h('label', {}, 'Type', type),
       h('button', {type: 'submit', id: 'apply-filters'}, 'Filter')),
-    h('form', {class: 'toolbar card', id: 'create', onsubmit: create},
+    mayAct() ? h('form', {class: 'toolbar card', id: 'create',
+                          onsubmit: create},
       h('label', {}, 'New volume', newName), h('label', {}, 'GiB', newSize),
       h('label', {}, 'Type', newType),
-      h('button', {type: 'submit', id: 'create-volume'}, 'Create')),
+      h('button', {type: 'submit', id: 'create-volume'}, 'Create'))
+      : readerNote(),
   ];
 }
 
@@ -420,17 +457,6 @@ function volumesDraw(r, data) {
       h('td', {class: 'holders'}, holders.length ? holderChips(holders)
         : h('span', {class: 'muted'}, '-')));
   });
-  const prev = h('button', {type: 'button', class: 'secondary',
-                            disabled: !list.markers.length, onclick: () => {
-    list.marker = list.markers.pop() || null;
-    refresh(true);
-  }}, '‹ Previous');
-  const next = h('button', {type: 'button', class: 'secondary',
-                            disabled: !data.next, onclick: () => {
-    list.markers.push(list.marker);
-    list.marker = data.next;
-    refresh(true);
-  }}, 'Next ›');
   return [
     h('div', {class: 'scroll'}, h('table', {id: 'volumes'},
       h('thead', {}, h('tr', {},
@@ -441,16 +467,47 @@ function volumesDraw(r, data) {
     data.partial === null ? '' : h('p', {class: 'hint', id: 'holders-partial'},
       'The hosts shown are those of the newest ' + data.partial +
       ' live attachments (one page of the API); older ones are missing.'),
-    h('div', {class: 'pager'}, prev, next),
+    pager(list, data.next),
   ];
 }
 
 // -- one volume ----------------------------------------------------------------
+// the statuses in which a volume is attached or on its way: a snapshot
+// then needs ``force`` before 3.66 (this page sends it whatever the
+// version, once the user ticked it)
+const ATTACHED = ['in-use', 'reserved', 'attaching', 'detaching'];
+
 function volumeControls(r) {
+  const back = h('p', {}, h('a', {href: '#/volumes'}, '‹ Volumes'));
+  if (!mayAct()) return [back, readerNote()];
   const size = h('input', {id: 'extend-size', type: 'number', min: 1});
+  const snapName = h('input', {id: 'snapshot-name', placeholder: 'name'});
+  const snapDesc = h('input', {id: 'snapshot-description',
+                               placeholder: 'optional'});
+  const force = h('input', {id: 'snapshot-force', type: 'checkbox'});
+  const forceRow = h('label', {class: 'check', id: 'snapshot-force-row',
+                               hidden: true}, force,
+    'Force: the volume is attached; the snapshot holds what its hosts ' +
+    'have written so far');
+  const take = h('button', {type: 'submit', id: 'take-snapshot'},
+                 'Take snapshot');
+  force.addEventListener('change', () => {
+    take.disabled = !forceRow.hidden && !force.checked;
+  });
+  const snapshot = (ev) => {
+    ev.preventDefault();
+    act(async () => {
+      const body = {volume_id: r.id, name: snapName.value.trim() || null,
+                    description: snapDesc.value.trim() || null};
+      if (!forceRow.hidden && force.checked) body.force = true;
+      await api('POST', '/snapshots', {snapshot: body});
+      snapName.value = '';
+      snapDesc.value = '';
+    });
+  };
   return [
-    h('p', {}, h('a', {href: '#/volumes'}, '‹ Volumes')),
-    h('div', {class: 'actions card'},
+    back,
+    h('div', {class: 'grid controls'}, h('div', {class: 'actions card'},
       h('label', {}, 'New size (GiB)', size),
       h('button', {type: 'button', id: 'extend', onclick: () => act(() =>
         api('POST', '/volumes/' + r.id + '/action',
@@ -460,18 +517,41 @@ function volumeControls(r) {
         await api('DELETE', '/volumes/' + r.id);
         location.hash = '#/volumes';
       })}, 'Delete volume')),
+    h('form', {class: 'toolbar card', id: 'take-snapshot-form',
+               onsubmit: snapshot},
+      h('label', {}, 'New snapshot', snapName),
+      h('label', {}, 'Description', snapDesc), forceRow, take)),
   ];
+}
+
+// the force box shows while the volume is attached, and must be ticked
+// to take a snapshot then
+function showForce(status) {
+  const row = $('snapshot-force-row');
+  if (!row) return;
+  const need = ATTACHED.includes(status);
+  if (row.hidden === need) {
+    row.hidden = !need;
+    $('snapshot-force').checked = false;
+  }
+  $('take-snapshot').disabled = need && !$('snapshot-force').checked;
 }
 
 async function volumeLoad(r) {
   const volume = (await api('GET', '/volumes/' + r.id)).volume;
   const attachments = await allAttachments({volume_id: r.id});
+  const snaps = await api('GET', '/snapshots/detail' + query({
+    volume_id: r.id, limit: SNAPSHOTS_LIMIT,
+    all_tenants: isAdmin ? 1 : null}));
+  const snapshotsPartial = nextMarker(snaps, 'snapshots') === null ? null
+    : snaps.snapshots.length;
   let events = null;
   if (isAdmin) {
     events = (await api('GET', '/os-attachment-events' +
                         query({volume_id: r.id}))).attachment_events;
   }
-  return {volume, attachments, events, admin: isAdmin};
+  return {volume, attachments, snapshots: snaps.snapshots, snapshotsPartial,
+          events, admin: isAdmin};
 }
 
 // the volume's circle, and the largest box of three lines inside it
@@ -535,13 +615,16 @@ function volumeDraw(r, data) {
     h('td', {}, status(a.status)),
     h('td', {class: 'hide-narrow'}, since(a.attached_at)),
     h('td', {class: 'hide-narrow'}, a.export_host || '-'),
-    h('td', {}, h('button', {type: 'button', class: 'secondary detach',
-                             onclick: () => act(() =>
+    mayAct() ? h('td', {}, h('button', {type: 'button',
+                                        class: 'secondary detach',
+                                        onclick: () => act(() =>
       api('DELETE', '/attachments/' + a.id))}, 'Detach'),
       data.admin ? [' ', h('button', {type: 'button', class: 'danger',
                                       onclick: () => act(() =>
         api('POST', '/volumes/' + v.id + '/action',
-            {'os-force_detach': {attachment_id: a.id}}))}, 'Force')] : '')));
+            {'os-force_detach': {attachment_id: a.id}}))}, 'Force')] : '')
+      : null));
+  showForce(v.status);
   const trail = data.events === null
     ? h('p', {class: 'muted'}, 'The audit trail is shown to administrators.')
     : !data.events.length ? h('p', {class: 'muted'}, 'No attachment events.')
@@ -563,7 +646,9 @@ function volumeDraw(r, data) {
         h('dt', {}, 'Size'), h('dd', {}, v.size + ' GiB'),
         h('dt', {}, 'Type'), h('dd', {}, v.volume_type),
         h('dt', {}, 'Backend'), h('dd', {}, v['os-vol-host-attr:host'] || '-'),
-        h('dt', {}, 'Attachments'), h('dd', {}, String(data.attachments.length))
+        h('dt', {}, 'Attachments'), h('dd', {}, String(data.attachments.length)),
+        v.snapshot_id ? [h('dt', {}, 'From snapshot'), h('dd', {},
+          h('a', {href: '#/snapshot/' + v.snapshot_id}, v.snapshot_id))] : ''
       )),
       h('div', {class: 'card'}, picture(v, data.attachments),
         h('p', {class: 'legend'}, 'solid: read-write · dashed: read-only · ' +
@@ -573,11 +658,206 @@ function volumeDraw(r, data) {
       h('thead', {}, h('tr', {}, h('th', {}, 'Instance'), h('th', {}, 'Host'),
         h('th', {}, 'Mode'), h('th', {}, 'Status'),
         h('th', {class: 'hide-narrow'}, 'Attached since'),
-        h('th', {class: 'hide-narrow'}, 'Export host'), h('th', {}, ''))),
+        h('th', {class: 'hide-narrow'}, 'Export host'),
+        mayAct() ? h('th', {}, '') : null)),
       h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', {colspan: 7,
         class: 'muted'}, 'Not attached.'))))),
+    h('h2', {}, 'Snapshots'),
+    snapshotTable(data.snapshots, data.snapshotsPartial),
     h('h2', {}, 'Audit trail'),
     h('div', {class: 'card'}, trail),
+  ];
+}
+
+// a volume's snapshots: each links to its page, which makes volumes
+function snapshotTable(snapshots, partial) {
+  const rows = snapshots.map((sn) => h('tr', {'data-snapshot': sn.id},
+    h('td', {class: 'name'},
+      h('a', {href: '#/snapshot/' + sn.id}, sn.name || '(no name)'),
+      sn.description ? h('div', {class: 'description',
+                                 title: sn.description}, sn.description)
+        : ''),
+    h('td', {}, status(sn.status)),
+    h('td', {class: 'size'}, sn.size + ' GiB'),
+    h('td', {class: 'hide-narrow'}, since(sn.created_at)),
+    mayAct() ? h('td', {class: 'row-actions'},
+      // at a phone's width the name leads to the same form
+      h('a', {class: 'button secondary hide-narrow',
+              href: '#/snapshot/' + sn.id}, 'New volume…'), ' ',
+      h('button', {type: 'button', class: 'danger delete-snapshot',
+                   onclick: () => act(() =>
+        api('DELETE', '/snapshots/' + sn.id))}, 'Delete')) : null));
+  return [
+    h('div', {class: 'scroll'}, h('table', {id: 'snapshots'},
+      h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Status'),
+        h('th', {}, 'Size'), h('th', {class: 'hide-narrow'}, 'Created'),
+        mayAct() ? h('th', {}, '') : null)),
+      h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', {colspan: 5,
+        class: 'muted'}, 'No snapshots.'))))),
+    partial === null ? '' : h('p', {class: 'hint'},
+      'The newest ' + partial + ' snapshots (one page of the API).'),
+  ];
+}
+
+// -- snapshots -----------------------------------------------------------------
+const SNAPSHOT_STATUSES = ['', 'available', 'creating', 'deleting', 'error',
+                           'error_deleting', 'backing-up', 'restoring'];
+
+function snapshotsControls() {
+  const name = h('input', {id: 'snapshot-filter-name',
+                           placeholder: 'the whole name',
+                           value: snapList.filters.name || ''});
+  const st = h('select', {id: 'snapshot-filter-status'},
+               SNAPSHOT_STATUSES.map((x) => h('option', {value: x,
+                 selected: x === (snapList.filters.status || '')},
+               x || 'any')));
+  const apply = (ev) => {
+    ev.preventDefault();
+    snapList.filters = {name: name.value.trim(), status: st.value};
+    snapList.markers = [];
+    snapList.marker = null;
+    refresh(true);
+  };
+  return [
+    h('h1', {}, 'Snapshots'),
+    h('form', {class: 'toolbar', id: 'snapshot-filters', onsubmit: apply},
+      h('label', {}, 'Name', name), h('label', {}, 'Status', st),
+      h('button', {type: 'submit'}, 'Filter')),
+    mayAct() ? h('p', {class: 'hint'},
+                 'A snapshot is taken from its volume\'s page.')
+      : readerNote(),
+  ];
+}
+
+async function snapshotsLoad() {
+  const f = snapList.filters;
+  const all = isAdmin ? 1 : null;
+  // one more than a page, as the volumes list
+  const page = await api('GET', '/snapshots/detail' + query({
+    limit: PAGE + 1, marker: snapList.marker, name: f.name,
+    status: f.status, all_tenants: all}));
+  const snapshots = page.snapshots.slice(0, PAGE);
+  const next = page.snapshots.length > PAGE ? snapshots[PAGE - 1].id
+    : nextMarker(page, 'snapshots');
+  // the volumes' names in one request, not one per snapshot; a volume
+  // beyond that answer is shown by its id
+  const vols = await api('GET', '/volumes' + query({
+    limit: ATTACHMENTS_LIMIT, all_tenants: all}));
+  const wanted = new Set(snapshots.map((sn) => sn.volume_id));
+  const names = {};
+  for (const v of vols.volumes) {
+    if (wanted.has(v.id)) names[v.id] = v.name;
+  }
+  return {snapshots, next, names, admin: isAdmin};
+}
+
+function volumeLink(id, name) {
+  return h('a', {href: '#/volume/' + id, title: id},
+           name || id.slice(0, 8) + '…');
+}
+
+function snapshotsDraw(r, data) {
+  const columns = [
+    ['Name'], data.admin ? ['Project', 'project hide-narrow'] : null,
+    ['ID', 'hide-narrow'], ['Volume'], ['Size', 'hide-narrow'], ['Status'],
+    ['Created', 'hide-narrow']].filter((c) => c);
+  const project = 'os-extended-snapshot-attributes:project_id';
+  const rows = data.snapshots.map((sn) => h('tr', {'data-snapshot': sn.id},
+    h('td', {class: 'name'},
+      h('a', {href: '#/snapshot/' + sn.id}, sn.name || '(no name)'),
+      sn.description ? h('div', {class: 'description',
+                                 title: sn.description}, sn.description)
+        : ''),
+    data.admin ? h('td', {class: 'project hide-narrow', title: sn[project]},
+                   sn[project] || '-') : null,
+    h('td', {class: 'id hide-narrow'}, sn.id),
+    h('td', {class: 'volume'}, volumeLink(sn.volume_id,
+                                          data.names[sn.volume_id])),
+    h('td', {class: 'size hide-narrow'}, sn.size + ' GiB'),
+    h('td', {}, status(sn.status)),
+    h('td', {class: 'hide-narrow'}, since(sn.created_at))));
+  return [
+    h('div', {class: 'scroll'}, h('table', {id: 'snapshot-list'},
+      h('thead', {}, h('tr', {},
+        columns.map(([title, cls]) => h('th', {class: cls}, title)))),
+      h('tbody', {}, rows.length ? rows
+        : h('tr', {}, h('td', {colspan: columns.length, class: 'muted'},
+                        'No snapshots.'))))),
+    pager(snapList, data.next),
+  ];
+}
+
+// -- one snapshot --------------------------------------------------------------
+function snapshotControls(r) {
+  const back = h('p', {}, h('a', {href: '#/snapshots'}, '‹ Snapshots'));
+  if (!mayAct()) return [back, readerNote()];
+  const name = h('input', {id: 'from-snapshot-name', placeholder: 'name'});
+  const size = h('input', {id: 'from-snapshot-size', type: 'number',
+                           min: 1});
+  // the size starts as the snapshot's, the smallest the API accepts
+  api('GET', '/snapshots/' + r.id).then((body) => {
+    size.min = body.snapshot.size;
+    if (!size.value) size.value = body.snapshot.size;
+  }).catch(() => {});   // the live part below says why
+  const create = (ev) => {
+    ev.preventDefault();
+    act(async () => {
+      const volume = {name: name.value.trim() || null, snapshot_id: r.id};
+      if (size.value !== '') volume.size = Number(size.value);
+      const made = await api('POST', '/volumes', {volume});
+      location.hash = '#/volume/' + made.volume.id;
+    });
+  };
+  return [
+    back,
+    // novalidate: a size below the snapshot's goes to the API, which
+    // says why it refuses it
+    h('form', {class: 'toolbar card', id: 'from-snapshot', novalidate: true,
+               onsubmit: create},
+      h('label', {}, 'New volume from it', name),
+      h('label', {}, 'GiB', size),
+      h('button', {type: 'submit', id: 'create-from-snapshot'},
+        'Create volume'),
+      h('button', {type: 'button', class: 'danger', id: 'delete-snapshot',
+                   onclick: () => act(async () => {
+        const sn = (await api('GET', '/snapshots/' + r.id)).snapshot;
+        await api('DELETE', '/snapshots/' + r.id);
+        location.hash = '#/volume/' + sn.volume_id;
+      })}, 'Delete snapshot')),
+  ];
+}
+
+async function snapshotLoad(r) {
+  const snapshot = (await api('GET', '/snapshots/' + r.id)).snapshot;
+  let volume = null;
+  try {
+    volume = (await api('GET', '/volumes/' + snapshot.volume_id)).volume;
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e;
+  }
+  return {snapshot, volume: volume && {id: volume.id, name: volume.name,
+                                       status: volume.status}};
+}
+
+function snapshotDraw(r, data) {
+  const sn = data.snapshot;
+  const extended = (k) => sn['os-extended-snapshot-attributes:' + k];
+  return [
+    h('h1', {}, sn.name || sn.id, ' ',
+      h('span', {class: 'badge snapshot'}, 'snapshot')),
+    h('div', {class: 'card'}, h('dl', {class: 'facts', id: 'snapshot-facts'},
+      h('dt', {}, 'ID'), h('dd', {}, sn.id),
+      h('dt', {}, 'Status'), h('dd', {}, status(sn.status)),
+      h('dt', {}, 'Size'), h('dd', {}, sn.size + ' GiB'),
+      h('dt', {}, 'Volume'), h('dd', {},
+        volumeLink(sn.volume_id, data.volume && data.volume.name),
+        data.volume ? [' ', status(data.volume.status)] : ''),
+      h('dt', {}, 'Created'), h('dd', {}, since(sn.created_at)),
+      h('dt', {}, 'Description'), h('dd', {}, sn.description || '-'),
+      extended('progress') ? [h('dt', {}, 'Progress'),
+                              h('dd', {}, extended('progress'))] : '',
+      extended('project_id') ? [h('dt', {}, 'Project'),
+                                h('dd', {}, extended('project_id'))] : '')),
   ];
 }
 
@@ -640,6 +920,10 @@ function backendsDraw(r, data) {
 const VIEWS = {
   volumes: {controls: volumesControls, load: volumesLoad, draw: volumesDraw},
   volume: {controls: volumeControls, load: volumeLoad, draw: volumeDraw},
+  snapshots: {controls: snapshotsControls, load: snapshotsLoad,
+              draw: snapshotsDraw},
+  snapshot: {controls: snapshotControls, load: snapshotLoad,
+             draw: snapshotDraw},
   backends: {controls: () => [], load: backendsLoad, draw: backendsDraw},
 };
 
