@@ -47,10 +47,12 @@ def browser():
         b.close()
 
 
-def shoot(page, tmp_path, name):
+def shoot(page, tmp_path, name, doc=True):
+    """A full-page screenshot in the test's directory; ``doc``: also in
+    $CINDER_LITE_SCREENSHOTS (the ones doc/ shows or names)."""
     page.screenshot(path=str(tmp_path / name), full_page=True)
     out = os.environ.get('CINDER_LITE_SCREENSHOTS')
-    if out:
+    if out and doc:
         os.makedirs(out, exist_ok=True)
         page.screenshot(path=os.path.join(out, name), full_page=True)
 
@@ -493,6 +495,7 @@ def test_snapshots_through_the_page(stack, browser, tmp_path):
             snap['status']) == ('nightly', 'before the upgrade', 2,
                                 'available')
     assert row.get_attribute('data-snapshot') == snap['id']
+    shoot(page, tmp_path, 'volume-snapshots.png')
 
     # over quota: the API's own refusal, word for word
     resp = api.put('/os-quota-sets/%s' % P,
@@ -510,7 +513,6 @@ def test_snapshots_through_the_page(stack, browser, tmp_path):
     resp = api.put('/os-quota-sets/%s' % P,
                    json={'quota_set': {'snapshots': 10}})
     assert resp.status_code == 200, resp.text
-    shoot(page, tmp_path, 'volume-snapshots.png')
 
     # the snapshot's page: its facts, and a volume made from it with the
     # snapshot's size, which the form starts with
@@ -553,12 +555,15 @@ def test_snapshots_through_the_page(stack, browser, tmp_path):
         timeout=WAIT_MS)
     expect(page.locator('#take-snapshot')).to_be_disabled()
     page.fill('#snapshot-name', 'live-copy')
-    shoot(page, tmp_path, 'volume-in-use.png')
+    shoot(page, tmp_path, 'volume-in-use.png', doc=False)
     page.check('#snapshot-force')
     expect(page.locator('#take-snapshot')).to_be_enabled()
     page.click('#take-snapshot')
     expect(snapshot_row(page, 'live-copy')).to_contain_text(
         'available', timeout=WAIT_MS)
+    # the next one is confirmed again
+    expect(page.locator('#snapshot-force')).not_to_be_checked()
+    expect(page.locator('#take-snapshot')).to_be_disabled()
 
     # the list of every snapshot, each with its volume
     page.click('#nav-snapshots')
@@ -588,13 +593,13 @@ def test_snapshots_through_the_page(stack, browser, tmp_path):
     phone.click('#nav-snapshots')
     expect(phone.locator('#snapshot-list tbody tr')).to_have_count(
         2, timeout=WAIT_MS)
-    shoot(phone, tmp_path, 'snapshots-phone.png')
+    shoot(phone, tmp_path, 'snapshots-phone.png', doc=False)
     width = phone.evaluate('document.documentElement.scrollWidth')
     assert width <= PHONE['width'], width
     phone.goto(stack.url + '/dashboard/#/snapshot/%s' % snap['id'])
     expect(phone.locator('#snapshot-facts')).to_contain_text(
         'db-data', timeout=WAIT_MS)
-    shoot(phone, tmp_path, 'snapshot-phone.png')
+    shoot(phone, tmp_path, 'snapshot-phone.png', doc=False)
     width = phone.evaluate('document.documentElement.scrollWidth')
     assert width <= PHONE['width'], width
     # the row's buttons stay on the screen, not behind the scroller
@@ -646,7 +651,7 @@ def test_a_reader_sees_but_cannot_act(stack, browser, tmp_path):
     expect(page.locator('#attachments tbody tr')).to_have_count(1)
     expect(page.locator('#reader-note')).to_be_visible()
     expect(actions).to_have_count(0)
-    shoot(page, tmp_path, 'volume-reader.png')
+    shoot(page, tmp_path, 'volume-reader.png', doc=False)
 
     page.goto(stack.url + '/dashboard/#/snapshot/%s' % sid)
     expect(page.locator('#snapshot-facts')).to_contain_text(

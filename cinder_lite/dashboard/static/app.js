@@ -503,6 +503,9 @@ function volumeControls(r) {
       await api('POST', '/snapshots', {snapshot: body});
       snapName.value = '';
       snapDesc.value = '';
+      // the next snapshot of a volume in use is confirmed again
+      force.checked = false;
+      take.disabled = !forceRow.hidden;
     });
   };
   return [
@@ -615,10 +618,10 @@ function volumeDraw(r, data) {
     h('td', {}, status(a.status)),
     h('td', {class: 'hide-narrow'}, since(a.attached_at)),
     h('td', {class: 'hide-narrow'}, a.export_host || '-'),
-    mayAct() ? h('td', {}, h('button', {type: 'button',
-                                        class: 'secondary detach',
-                                        onclick: () => act(() =>
-      api('DELETE', '/attachments/' + a.id))}, 'Detach'),
+    mayAct() ? h('td', {class: 'row-actions'},
+      h('button', {type: 'button', class: 'secondary detach',
+                   onclick: () => act(() =>
+        api('DELETE', '/attachments/' + a.id))}, 'Detach'),
       data.admin ? [' ', h('button', {type: 'button', class: 'danger',
                                       onclick: () => act(() =>
         api('POST', '/volumes/' + v.id + '/action',
