@@ -91,9 +91,10 @@ def test_served_as_static_files(stack):
     page = requests.get(stack.url + '/dashboard/')
     assert page.status_code == 200
     assert page.headers['Content-Type'].startswith('text/html')
-    assert '<script src="app.js"' in page.text
-    assert requests.get(stack.url + '/dashboard/app.js').headers[
-        'Content-Type'].startswith('text/javascript')
+    for script in ('snapshots.js', 'app.js'):
+        assert '<script src="%s"' % script in page.text
+        assert requests.get(stack.url + '/dashboard/' + script).headers[
+            'Content-Type'].startswith('text/javascript')
     assert requests.get(stack.url + '/dashboard/nope.js').status_code == 404
     assert requests.post(stack.url + '/dashboard/').status_code == 405
 

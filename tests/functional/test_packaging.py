@@ -52,7 +52,12 @@ def test_the_wheel_syncs_its_database_and_serves(tmp_path):
     assert shipped == {n for n in os.listdir(os.path.join(
         ROOT, 'cinder_lite', 'db', 'migrations', 'versions'))
         if n.endswith('.py')}
-    assert 'cinder_lite/dashboard/static/index.html' in names
+    # every file of the dashboard (the page loads each of its scripts)
+    static = os.path.join(ROOT, 'cinder_lite', 'dashboard', 'static')
+    assert {'index.html', 'app.js', 'snapshots.js'} <= set(
+        os.listdir(static))
+    for name in os.listdir(static):
+        assert 'cinder_lite/dashboard/static/' + name in names, name
 
     site = tmp_path / 'site'
     subprocess.run([sys.executable, '-m', 'pip', 'install', '-q',
