@@ -119,6 +119,10 @@ class Volume(TimestampMixin, Base):
     # source is gone, as in Cinder
     snapshot_id = sa.Column(sa.String(36))
     source_volid = sa.Column(sa.String(36))
+    # the Glance image whose data the volume is made from (migration
+    # 0015); null for any other volume, whatever image metadata it
+    # carries (a clone of a volume from an image carries the image's)
+    image_id = sa.Column(sa.String(36))
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 
@@ -196,6 +200,23 @@ class VolumeImageMetadata(TimestampMixin, Base):
     id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
     volume_id = sa.Column(sa.String(36), sa.ForeignKey('volumes.id'),
                           nullable=False)
+    key = sa.Column(Text255, nullable=False)
+    value = sa.Column(sa.Text, nullable=False)
+
+
+class SnapshotImageMetadata(TimestampMixin, Base):
+    """One key of the image metadata a snapshot keeps of its volume as
+    it was when the snapshot was taken, for the volumes made from the
+    snapshot (migration 0015; Cinder keeps these rows in
+    ``volume_glance_metadata`` with a ``snapshot_id``)."""
+    __tablename__ = 'snapshot_image_metadata'
+    __table_args__ = (
+        sa.UniqueConstraint('snapshot_id', 'key',
+                            name='uniq_snapshot_image_metadata_key'),
+    )
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    snapshot_id = sa.Column(sa.String(36), sa.ForeignKey('snapshots.id'),
+                            nullable=False)
     key = sa.Column(Text255, nullable=False)
     value = sa.Column(sa.Text, nullable=False)
 

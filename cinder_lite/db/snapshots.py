@@ -14,9 +14,11 @@ import sqlalchemy as sa
 
 from cinder_lite.common import exception
 from cinder_lite.common import states
+from cinder_lite.db import image_metadata as db_volume_image_metadata
 from cinder_lite.db import models
 from cinder_lite.db import query
 from cinder_lite.db import quotas as db_quotas
+from cinder_lite.db import snapshot_image_metadata as db_image_metadata
 from cinder_lite.db import snapshot_metadata as db_metadata
 
 S = models.Snapshot
@@ -40,7 +42,9 @@ def footprint(snapshot):
 
 def create(session, values, check=None, metadata=None):
     """Record a snapshot and charge its quota (``check`` asked); the
-    caller holds the volume's row lock."""
+    caller holds the volume's row lock.  The snapshot keeps the volume's
+    image metadata as it is now, as Cinder does: volumes made from the
+    snapshot get it."""
     snapshot = S(**values)
     db_quotas.change(session, snapshot.project_id,
                      db_quotas.snapshot_footprint(snapshot.volume_type_id,
@@ -49,6 +53,8 @@ def create(session, values, check=None, metadata=None):
     session.add(snapshot)
     session.flush()
     db_metadata.add(session, snapshot.id, metadata)
+    db_image_metadata.add(session, snapshot.id, db_volume_image_metadata.get(
+        session, snapshot.volume_id))
     return snapshot
 
 
@@ -166,6 +172,7 @@ def transition(session, snapshot_id, target, expected=None, values=None):
             actual=current, expected=', '.join(allowed))
     if counted is not None:
         db_metadata.purge(session, snapshot_id)
+        db_image_metadata.purge(session, snapshot_id)
         db_quotas.change(session, counted.project_id,
                          db_quotas.difference(footprint(counted), {}))
 
@@ -216,6 +223,7 @@ def remove(session, snapshot_id):
     if row is None:
         return
     db_metadata.purge(session, snapshot_id)
+    db_image_metadata.purge(session, snapshot_id)
     session.execute(S.__table__.delete().where(S.id == snapshot_id))
     db_quotas.change(session, row.project_id,
                      db_quotas.difference(footprint(row), {}))

@@ -32,8 +32,9 @@ def _counts(row):
 
 def create(session, values, check=None, metadata=None,
            image_metadata=None):
-    """``image_metadata``: what a volume made from an image keeps of
-    it."""
+    """``image_metadata``: what the volume keeps of the image it is made
+    from (directly, or through the snapshot or volume it is copied
+    from)."""
     volume = models.Volume(**values)
     db_quotas.change(session, volume.project_id,
                      db_quotas.footprint(volume.volume_type_id, volume.size),
@@ -95,8 +96,10 @@ def summary(volume):
             'volume_type_id': volume.volume_type_id,
             'created_at': created.isoformat() if created else None,
             'multiattach': volume.multiattach,
+            # what it is made from: the manager decides by these alone
             'snapshot_id': volume.snapshot_id,
-            'source_volid': volume.source_volid}
+            'source_volid': volume.source_volid,
+            'image_id': volume.image_id}
 
 
 def _live(stmt):

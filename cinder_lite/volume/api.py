@@ -23,9 +23,12 @@ from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import image_metadata as db_image_metadata
 from cinder_lite.db import models
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import services as db_services
+from cinder_lite.db import snapshot_image_metadata as \
+    db_snapshot_image_metadata
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import transfers as db_transfers
 from cinder_lite.db import volume_metadata as db_metadata
@@ -60,11 +63,13 @@ def check_policy(context, volume_type, conf):
 
 
 def record_volume(context, request, volume_type, availability_zone, conf,
-                  source=None, image_metadata=None):
+                  source=None, image=None):
     """Record a new volume (``creating``) and charge its quota.
     ``source``: the ``Source`` it is made from, locked and checked in the
-    same transaction (the volume then lives on the source's backend);
-    ``image_metadata``: what it keeps of the image it is made from."""
+    same transaction (the volume then lives on the source's backend; it
+    keeps the source's image metadata); ``image``: the Glance image it is
+    made from (recorded as its ``image_id``; it keeps the image's
+    metadata)."""
     values = {
         'id': str(uuid.uuid4()),
         'project_id': context.project_id,
@@ -80,13 +85,19 @@ def record_volume(context, request, volume_type, availability_zone, conf,
         'deleted': False,
         'created_at': models.utcnow(),
     }
+    image_metadata = None
     if source is not None:
         values.update(source.values())
+    if image is not None:
+        values['image_id'] = image['id']
+        image_metadata = image_mod.volume_image_metadata(image)
 
     def record():
         with db_api.writer() as session:
+            metadata_of_image = image_metadata
             if source is not None:
                 source.lock_and_check(session)
+                metadata_of_image = source.image_metadata(session)
             # a type deleted since it was resolved answers 404; one being
             # deleted now waits for this volume and is then refused as in
             # use
@@ -94,7 +105,7 @@ def record_volume(context, request, volume_type, availability_zone, conf,
             return db_volumes.create(session, values, quota.Checker(
                 conf, session, size=values['size']),
                 metadata=request.get('metadata'),
-                image_metadata=image_metadata)
+                image_metadata=metadata_of_image)
     volume = quota.ensuring_rows(record)
     LOG.info('volume %s: recorded as creating', volume.id)
     return volume
@@ -109,11 +120,9 @@ def forget_volume(volume):
 
 
 def cast_to_scheduler(context, scheduler, volume, volume_type,
-                      availability_zone, image_id=None):
+                      availability_zone):
+    # (the summary names the image to write into it: ``image_id``)
     summary = db_volumes.summary(volume)
-    # the image to write into it (None: an empty volume); a volume
-    # service that reads the volume back finds it in its image metadata
-    summary['image_id'] = image_id
     scheduler.create_volume(context, volume.id, {
         'size': volume.size,
         'availability_zone': availability_zone,
@@ -211,8 +220,18 @@ class Source:
                 'availability_zone': self.volume.availability_zone,
                 'snapshot_id': self.snapshot.id if self.snapshot else None,
                 'source_volid': None if self.snapshot else self.volume.id,
+                # a copy, whatever image metadata it takes along
+                'image_id': None,
                 # as Cinder: a copy of a bootable volume boots too
                 'bootable': bool(self.volume.bootable)}
+
+    def image_metadata(self, session):
+        """The image metadata the new volume takes, as Cinder: the
+        snapshot's (its volume's when it was taken), or the source
+        volume's as it is now.  Read under the source's lock."""
+        if self.snapshot is not None:
+            return db_snapshot_image_metadata.get(session, self.snapshot.id)
+        return db_image_metadata.get(session, self.volume.id)
 
     def lock_and_check(self, session):
         """Under the lock of the source's row: it is still there and in a
@@ -248,13 +267,12 @@ class VolumeService:
                            'a snapshot or a volume, not several.')
             return self._create_from(context, request)
         conf = self.conf
-        image = image_metadata = None
+        image = None
         if request.get('image_ref') is not None:
             self.volume_rpcapi.require(image_api.IMAGE_RPC,
                                        'a volume from an image')
             image = image_api.find_image(conf, context, request['image_ref'])
             image_mod.check_fits(image, request['size'])
-            image_metadata = image_mod.volume_image_metadata(image)
         with db_api.reader() as session:
             volume_type = resolve_type(session, context, request, conf)
             check_policy(context, volume_type, conf)
@@ -270,11 +288,10 @@ class VolumeService:
                     size=request['size'])
                 raise
         volume = record_volume(context, request, volume_type, az, conf,
-                               image_metadata=image_metadata)
+                               image=image)
         try:
             cast_to_scheduler(context, self.scheduler_rpcapi, volume,
-                              volume_type, az,
-                              image['id'] if image else None)
+                              volume_type, az)
         except Exception:
             forget_volume(volume)
             raise

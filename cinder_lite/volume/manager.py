@@ -16,7 +16,6 @@ from cinder_lite.common import states
 from cinder_lite.conf import volume as volume_conf
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
-from cinder_lite.db import image_metadata as db_image_metadata
 from cinder_lite.db import messages as db_messages
 from cinder_lite.db import qos_specs as db_qos
 from cinder_lite.db import snapshots as db_snapshots
@@ -222,14 +221,11 @@ class VolumeManager:
                 LOG.warning('create of volume %s: it no longer exists',
                             volume_id)
                 return
-        if 'image_id' in volume:
-            image_id = volume['image_id']
-        else:
-            # read back (reconcile, a sender below RPC 1.2): the image
-            # it is made from is in its image metadata
-            with db_api.reader() as session:
-                image_id = db_image_metadata.get(session, volume_id).get(
-                    'image_id')
+        # What the volume is made from is recorded on it (``image_id``,
+        # ``snapshot_id``, ``source_volid``), never guessed from the image
+        # metadata it carries: a clone of a volume from an image carries
+        # the image's metadata and is a copy, not a download.
+        image_id = volume.get('image_id')
         try:
             with self.working_on(volume_id):
                 create_flow.run(self.driver, volume, self.service_uuid,

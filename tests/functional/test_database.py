@@ -149,3 +149,79 @@ def test_0010_moves_metadata(tmp_path):
     engine = _engine(tmp_path)
     check_0010_moves_metadata(engine)
     engine.dispose()
+
+
+def check_0015_records_image_sources(engine):
+    """Migration 0015: a volume still being made from an image (its
+    image metadata names it; no snapshot, no source volume) records the
+    image as its image_id, no other volume does; live snapshots keep
+    their volume's image metadata; the downgrade drops both."""
+    migration.upgrade('0014', engine=engine)
+    volumes = sa.table('volumes', sa.column('id'), sa.column('project_id'),
+                       sa.column('size'), sa.column('status'),
+                       sa.column('volume_type_id'),
+                       sa.column('multiattach'), sa.column('bootable'),
+                       sa.column('snapshot_id'), sa.column('source_volid'),
+                       sa.column('deleted'), sa.column('created_at'))
+    image_meta = sa.table('volume_image_metadata', sa.column('volume_id'),
+                          sa.column('key'), sa.column('value'),
+                          sa.column('created_at'))
+    snapshots = sa.table('snapshots', sa.column('id'),
+                         sa.column('volume_id'), sa.column('project_id'),
+                         sa.column('status'), sa.column('volume_size'),
+                         sa.column('volume_type_id'), sa.column('deleted'),
+                         sa.column('created_at'))
+    image = str(uuid.uuid4())
+    ids = {name: str(uuid.uuid4()) for name in (
+        'downloading', 'creating', 'available', 'clone', 'named', 'plain')}
+    snap, gone_snap = str(uuid.uuid4()), str(uuid.uuid4())
+    now = models.utcnow()
+    with engine.begin() as conn:
+        type_id = conn.execute(sa.select(models.VolumeType.id)).scalar()
+        for name, vid in ids.items():
+            status = name if name in ('downloading', 'creating') \
+                else 'available' if name != 'clone' else 'creating'
+            conn.execute(sa.insert(volumes).values(
+                id=vid, project_id='p', size=1, status=status,
+                volume_type_id=type_id, multiattach=False, bootable=False,
+                source_volid=ids['available'] if name == 'clone' else None,
+                deleted=False, created_at=now))
+            if name != 'plain':
+                value = 'not-a-uuid-' + 'x' * 40 if name == 'named' \
+                    else image
+                conn.execute(sa.insert(image_meta), [
+                    {'volume_id': vid, 'key': 'image_id', 'value': value,
+                     'created_at': now},
+                    {'volume_id': vid, 'key': 'os_distro',
+                     'value': 'debian', 'created_at': now}])
+        conn.execute(sa.update(volumes).where(volumes.c.id == ids['named'])
+                     .values(status='creating'))
+        for sid, deleted in ((snap, False), (gone_snap, True)):
+            conn.execute(sa.insert(snapshots).values(
+                id=sid, volume_id=ids['available'], project_id='p',
+                status='available', volume_size=1, volume_type_id=type_id,
+                deleted=deleted, created_at=now))
+    migration.upgrade(engine=engine)
+    with engine.connect() as conn:
+        found = dict(conn.execute(sa.select(models.Volume.id,
+                                            models.Volume.image_id)).all())
+        assert found == {vid: (image if name in ('downloading', 'creating')
+                               else None) for name, vid in ids.items()}
+        S = models.SnapshotImageMetadata
+        rows = conn.execute(sa.select(S.snapshot_id, S.key, S.value)
+                            .order_by(S.key)).all()
+        assert [tuple(r) for r in rows] == [(snap, 'image_id', image),
+                                            (snap, 'os_distro', 'debian')]
+    migration.downgrade('0014', engine=engine)
+    with engine.connect() as conn:
+        inspector = sa.inspect(conn)
+        assert 'snapshot_image_metadata' not in inspector.get_table_names()
+        assert 'image_id' not in {c['name'] for c in
+                                  inspector.get_columns('volumes')}
+    migration.upgrade(engine=engine)
+
+
+def test_0015_records_image_sources(tmp_path):
+    engine = _engine(tmp_path)
+    check_0015_records_image_sources(engine)
+    engine.dispose()

@@ -51,3 +51,8 @@ def test_migrations_match_models_and_go_down(engine):
 def test_0010_moves_metadata(engine):
     from tests.functional import test_database
     test_database.check_0010_moves_metadata(engine)
+
+
+def test_0015_records_image_sources(engine):
+    from tests.functional import test_database
+    test_database.check_0015_records_image_sources(engine)
