@@ -129,9 +129,9 @@ def sections(stack, made, workspace):
             'manage_volume': 'false', 'manage_snapshot': 'false',
             'replication': 'false',
             'extend_attached_encrypted_volume': 'false',
-            # image <-> volume <-> instance snapshot dependencies need
-            # volumes from images (issue 29)
-            'enable_volume_image_dep_tests': 'false',
+            # image <-> volume <-> instance snapshot dependencies: the
+            # file driver copies, so nothing depends on a deleted parent
+            'enable_volume_image_dep_tests': 'true',
             # claimed: cinder_lite extends attached volumes
             'extend_attached_volume': 'true',
         },
@@ -157,8 +157,9 @@ def sections(stack, made, workspace):
             # (the fake driver uploads nothing); an attached volume goes
             # through the attachment API with and without a host
             'shelve': 'true',
-            # snapshots of volume-backed servers need volume snapshots
-            'snapshot': 'false',
+            # a snapshot of a volume-backed server is a snapshot of its
+            # volumes (Nova asks cinder_lite with force)
+            'snapshot': 'true',
             # swap volume is Cinder's volume migration
             'swap_volume': 'false',
             'attach_encrypted_volume': 'false',
