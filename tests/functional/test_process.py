@@ -224,10 +224,19 @@ def test_help_explains(tmp_path):
         assert ':' not in [line.strip() for line in out.splitlines()]
 
 
-def test_a_connect_that_times_out_names_what_it_left(stack):
+def test_a_connect_that_times_out_names_what_it_left(tmp_path):
     """A volume service that heartbeats but does not answer (hung): the
     connect times out after volume_rpc_timeout with a 503 that names the
     attachment left error_attaching and says to delete it."""
+    stack = stack_mod.Stack(tmp_path / 'state',
+                            extra={'volume_rpc_timeout': 2}).start()
+    try:
+        _connect_times_out(stack)
+    finally:
+        stack.stop()
+
+
+def _connect_times_out(stack):
     api = stack.client()
     vol = api.create_volume()
     svc = stack.volume_service('file')

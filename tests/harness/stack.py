@@ -121,9 +121,12 @@ class Stack:
                  'osapi_volume_listen_port = 0',
                  'enabled_backends = %s' % ','.join(self.backends),
                  'report_interval = 1',
-                 'service_down_time = 3',
-                 'volume_rpc_timeout = 2']
-        lines += ['%s = %s' % kv for kv in self.extra.items()]
+                 'service_down_time = 3']
+        # long enough for a connect on a loaded 2-core machine (two test
+        # workers beside an OpenStack deployment); a test of the timeout
+        # itself sets a short one in ``extra``
+        extra = dict({'volume_rpc_timeout': 10}, **self.extra)
+        lines += ['%s = %s' % kv for kv in extra.items()]
         for section, opts in list(self.backends.items()) + list(
                 self.sections.items()):
             lines.append('[%s]' % section)

@@ -14,6 +14,7 @@ instead under CINDER_LITE_REQUIRE_SERVICES=1, as in CI.
 """
 import glob
 import hashlib
+import json
 import os
 import subprocess
 import tempfile
@@ -505,3 +506,64 @@ def test_nova_boots_servers_from_image_backed_volumes(
         util.wait_for(lambda: member.volume(
             'GET', '/volumes/%s' % vid).status_code == 404, WAIT,
             interval=0.3, what='volume %s deleted by Nova' % vid)
+
+
+def test_nova_snapshots_a_volume_backed_server_and_boots_from_it(
+        cloud, member, flavor, raw_image, raw_data):
+    """Nova's ``createImage`` of a server booted from a volume: Nova asks
+    cinder_lite for a forced snapshot of the root volume and records it
+    in a Glance image's block device mapping; a server booted from that
+    image gets a new volume made from the snapshot, holding its bytes."""
+    bdm = {'boot_index': 0, 'uuid': raw_image['id'], 'source_type': 'image',
+           'destination_type': 'volume', 'volume_size': 1,
+           'delete_on_termination': True}
+    first = member.compute('POST', '/servers', {'server': {
+        'name': 'bfv-origin', 'flavorRef': flavor, 'networks': 'none',
+        'block_device_mapping_v2': [bdm]}}, version='2.67',
+        expect=202).json()['server']['id']
+    wait_server(member, first)
+    root, = volumes_of_server(member, first)
+
+    image_id = member.compute('POST', '/servers/%s/action' % first, {
+        'createImage': {'name': 'bfv-snapshot'}}, version='2.67',
+        expect=202).json()['image_id']
+
+    def active():
+        image = member.image('GET', '/v2/images/%s' % image_id,
+                             expect=200).json()
+        return image['status'] == 'active' and image
+    image = util.wait_for(active, WAIT, interval=0.3,
+                          what='image %s active' % image_id)
+    mapping, = json.loads(image['block_device_mapping'])
+    assert mapping['source_type'] == 'snapshot'
+    snap = member.volume('GET', '/snapshots/%s' % mapping['snapshot_id'],
+                         expect=200).json()['snapshot']
+    assert snap['volume_id'] == root and snap['status'] == 'available'
+    assert snap['size'] == 1
+
+    second = member.compute('POST', '/servers', {'server': {
+        'name': 'bfv-restored', 'flavorRef': flavor, 'networks': 'none',
+        'imageRef': image_id}}, version='2.67',
+        expect=202).json()['server']['id']
+    wait_server(member, second)
+    restored, = volumes_of_server(member, second)
+    vol = volume(member, restored)
+    assert restored != root
+    assert vol['snapshot_id'] == snap['id'] and vol['status'] == 'in-use'
+    assert vol['bootable'] == 'true'
+    assert_holds(storage_of(cloud, restored), raw_data, 1)
+
+    for sid in (first, second):
+        member.compute('DELETE', '/servers/%s' % sid, expect=204)
+    util.wait_for(lambda: member.volume(
+        'GET', '/volumes/%s' % restored).status_code == 404, WAIT,
+        interval=0.3, what='volume %s deleted by Nova' % restored)
+    # Nova's delete_on_termination of the root is refused while the
+    # snapshot lives (as Cinder): the root is detached and stays
+    wait_status(member, root, ('available',))
+    member.volume('DELETE', '/snapshots/%s' % snap['id'], expect=202)
+    util.wait_for(lambda: member.volume(
+        'GET', '/snapshots/%s' % snap['id']).status_code == 404, WAIT,
+        interval=0.1, what='snapshot %s deleted' % snap['id'])
+    delete(member, root)
+    member.image('DELETE', '/v2/images/%s' % image_id, expect=204)
