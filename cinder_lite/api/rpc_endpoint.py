@@ -10,6 +10,7 @@ from cinder_lite.api.views import attachments as views
 from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite import service
+from cinder_lite.volume import rules
 
 
 def _uuid(value, name, nullable=False):
@@ -45,6 +46,9 @@ class AttachmentEndpoint:
 
     def attachment_create(self, ctxt, volume_id, instance_uuid=None,
                           connector=None, mode=None):
+        # (None or {}: reserve without connecting, as over REST)
+        if connector:
+            rules.check_connector(connector)
         attachment = self.attachments.create(
             _as_service(ctxt), _uuid(volume_id, 'volume_id'),
             instance_uuid=_uuid(instance_uuid, 'instance_uuid', True),
@@ -52,6 +56,7 @@ class AttachmentEndpoint:
         return self._view(attachment)
 
     def attachment_update(self, ctxt, attachment_id, connector):
+        rules.check_connector(connector)
         return self._view(self.attachments.update(
             _as_service(ctxt), _uuid(attachment_id, 'attachment_id'),
             connector))

@@ -22,6 +22,12 @@ def validate(schema, body):
     elif error.validator == 'required':
         message = "Invalid input for field/attribute %s. %s" % (
             path or 'body', error.message)
+    elif isinstance(error.schema, dict) and \
+            isinstance(error.schema.get('description'), str):
+        # a schema that says what its value must be (a connector's)
+        message = 'Invalid input for field/attribute %s. Value: %s. It ' \
+                  'must be %s.' % (path or 'body', _short(error.instance),
+                                   error.schema['description'])
     else:
         message = 'Invalid input for field/attribute %s. Value: %s. %s' % (
             path or 'body', _short(error.instance), error.message)

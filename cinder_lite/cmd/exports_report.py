@@ -26,13 +26,14 @@ from cinder_lite.common import exception
 from cinder_lite.conf import volume as volume_conf
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.volume import rules
 
 # Targets that keep per-attachment records, and the process serving them.
 PROTOCOLS = {'nbd': 'nbdkit', 'iscsi': 'tgtd'}
 # The iSCSI target's record of its daemon, next to the export records.
 TGTD_RECORD = 'tgtd.json'
 # Mode of an attachment that has not been given one yet.
-DEFAULT_MODE = 'rw'
+DEFAULT_MODE = rules.DEFAULT_MODE
 
 HEADERS = ['Backend', 'Attachment ID', 'Volume ID', 'Protocol', 'Mode',
            'Export', 'Initiator', 'DB Status', 'Problem']

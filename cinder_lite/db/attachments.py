@@ -123,6 +123,8 @@ CONNECTED_STATUSES = (states.ATTACH_ATTACHING, states.ATTACHED,
 # status_reason of a read-only attachment becoming its volume's writer
 # (os-takeover): it counts as the writer from the moment it is marked
 TAKING_OVER = 'taking over'
+# status_reason of an attachment whose disconnect is under way
+DISCONNECTING = 'disconnecting'
 
 
 def live_writer(session, volume_id, exclude=None):
@@ -156,15 +158,19 @@ def unmark(session, attachment_id, mark):
         .execution_options(synchronize_session=False))
 
 
-def other_instance(session, volume_id, instance_uuid):
-    """Whether a live attachment of the volume is not ``instance_uuid``'s
-    (any live attachment when it is None)."""
-    stmt = sa.select(A.id).where(A.volume_id == volume_id,
-                                 A.deleted == sa.false())
+def other_instance(session, volume_id, instance_uuid, exclude=None):
+    """The oldest live attachment of the volume that is not
+    ``instance_uuid``'s (any live attachment when it is None) other than
+    ``exclude``, or None: one probe of the index on (volume_id, deleted,
+    created_at), however many attachments the volume has."""
+    stmt = _live(sa.select(A).where(A.volume_id == volume_id))
     if instance_uuid is not None:
         stmt = stmt.where(sa.or_(A.instance_uuid.is_(None),
                                  A.instance_uuid != instance_uuid))
-    return session.execute(stmt.limit(1)).first() is not None
+    if exclude is not None:
+        stmt = stmt.where(A.id != exclude)
+    return session.execute(stmt.order_by(A.created_at, A.id).limit(1)
+                           ).scalar_one_or_none()
 
 
 def live_summaries(session, volume_id):

@@ -25,6 +25,7 @@ from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import attachment_api
 from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
+from cinder_lite.volume import rules
 from cinder_lite.volume import types as volume_types
 
 LOG = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class VolumeActions:
         with db_api.reader() as session:
             return db_attachments.live_for_volume(session, volume_id)
 
-    # -- attach ----------------------------------------------------------------
+    # -- attach ---------------------------------------------------------------
     def reserve(self, context, volume_id):
         """A reservation for an attach to come; the volume shows
         ``attaching`` meanwhile, as Cinder's os-reserve."""
@@ -71,8 +72,8 @@ class VolumeActions:
     def initialize_connection(self, context, volume_id, connector):
         """Connection info for ``connector``'s host: the existing
         connection of that host, a pending reservation connected now, or
-        a new attachment."""
-        attachment_api.validate_connector(connector)
+        a new attachment.  (The REST schema checked the connector against
+        ``rules.CONNECTOR``.)"""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
         with db_api.reader() as session:
             if db_host_fences.is_fenced(session, connector['host'],
@@ -82,8 +83,7 @@ class VolumeActions:
         live = self._live(volume.id)
         for att in live:
             if att.attached_host == connector['host'] and \
-                    att.attach_status in attachment_api.CONNECTED and \
-                    att.connection_info:
+                    rules.exported(att):
                 return att.connection_info
         # only reservations os-reserve made: never one of an instance or
         # of a compute service
@@ -92,7 +92,7 @@ class VolumeActions:
                                           states.ERROR_ATTACHING)
                    and not a.connection_info and a.instance_uuid is None
                    and not a.service_owned]
-        self.attachments._check_backend(volume)
+        self.attachments.check_backend(volume)
         if pending:
             return self.attachments.connect(context, pending[0].id,
                                             connector).connection_info
@@ -113,9 +113,7 @@ class VolumeActions:
     def attach(self, context, volume_id, instance_uuid, host_name,
                mountpoint, mode):
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
-        if mode not in attachment_api.MODES:
-            raise exception.InvalidAttachMode(
-                reason="mode must be 'rw' or 'ro'")
+        rules.check_mode(mode)
         live = self._live(volume.id)
         candidates = [a for a in live
                       if a.attach_status in (states.ATTACH_RESERVED,
@@ -141,19 +139,11 @@ class VolumeActions:
                 att = db_attachments.get(session, chosen.id)
             # what was chosen from the read before the lock may have
             # changed since: decide again on what is there now
-            self._check_attach(session, vol, att, instance_uuid, host_name)
-            if att.attach_mode and att.attach_mode != mode:
-                raise exception.InvalidAttachMode(
-                    reason='attachment %s was set up %s' % (
-                        att.id, att.attach_mode))
-            if vol.readonly and mode == 'rw':
-                raise exception.InvalidAttachMode(
-                    reason='volume %s is read-only' % vol.id)
-            if mode == 'rw' and attachment_api.single_writer(session, vol):
-                if db_attachments.live_writer(session, vol.id,
-                                              exclude=att.id):
-                    raise exception.InvalidAttachMode(
-                        reason='volume %s already has its writer' % vol.id)
+            facts = attachment_api.volume_facts(session, vol)
+            self._check_attach(session, facts, att, instance_uuid,
+                               host_name)
+            rules.attach_mode(facts, att, mode, attachment_api.writers(
+                session, facts, exclude=att.id))
             db_attachments.transition(
                 session, att.id, states.ATTACHED,
                 expected=(states.ATTACH_RESERVED, states.ATTACH_ATTACHING,
@@ -164,31 +154,24 @@ class VolumeActions:
                         'attach_time': att.attach_time or models.utcnow()})
             db_attachments.sync_volume_status(session, vol.id)
 
-    def _check_attach(self, session, vol, att, instance_uuid, host_name):
+    @staticmethod
+    def _check_attach(session, facts, att, instance_uuid, host_name):
         """os-attach of ``att`` for ``instance_uuid`` on ``host_name``,
         under the volume's row lock: the attachment is not another
         instance's, and a plain volume keeps one instance and one
         connection per host."""
-        if att.instance_uuid not in (None, instance_uuid):
-            raise exception.AttachmentRefused(
-                reason='Attachment %s of volume %s belongs to instance %s.'
-                       % (att.id, vol.id, att.instance_uuid))
-        if vol.multiattach:
+        rules.check_owner(att, facts.id, instance_uuid)
+        if facts.multiattach:
             return
-        host = att.attached_host or host_name
-        for other in db_attachments.live_for_volume(session, vol.id):
-            if other.id == att.id:
-                continue
-            if other.instance_uuid != instance_uuid:
-                raise exception.AttachmentRefused(
-                    reason='Volume %s is not multiattach and already has '
-                           'an attachment (%s) for instance %s.' % (
-                               vol.id, other.id, other.instance_uuid))
-            if host and other.attached_host == host and \
-                    attachment_api.holds_connection(other):
-                raise exception.DuplicateConnector(volume_id=vol.id)
+        # (a plain volume has a few live attachments at most)
+        others = [a for a in db_attachments.live_for_volume(session,
+                                                            facts.id)
+                  if a.id != att.id]
+        rules.check_one_instance(facts, instance_uuid, others)
+        rules.check_one_connection(facts, att.attached_host or host_name,
+                                   others)
 
-    # -- detach ----------------------------------------------------------------
+    # -- detach ---------------------------------------------------------------
     def _one_attachment(self, volume, attachment_id, ambiguous=None):
         """The live attachment ``attachment_id`` names or, named none, the
         volume's only one; with several, ``ambiguous`` (an exception class
@@ -237,7 +220,7 @@ class VolumeActions:
                      volume.id, len(attached))
             return
         self._move(volume.id, attached[0].id, states.ATTACH_DETACHING,
-                   (states.ATTACHED,), not_marked=attachment_api.TAKING_OVER)
+                   (states.ATTACHED,), not_marked=rules.TAKING_OVER)
 
     def roll_detaching(self, context, volume_id):
         """Back to attached what os-begin_detaching marked, decided under
@@ -249,7 +232,7 @@ class VolumeActions:
             db_attachments.lock_volume(session, volume.id, load=False)
             for att in db_attachments.live_for_volume(session, volume.id):
                 if att.attach_status == states.ATTACH_DETACHING and \
-                        att.status_reason != attachment_api.DISCONNECTING:
+                        att.status_reason != rules.DISCONNECTING:
                     db_attachments.transition(session, att.id,
                                               states.ATTACHED,
                                               expected=(
@@ -279,7 +262,8 @@ class VolumeActions:
             self.attachments.delete(context, att.id)
 
     def terminate_connection(self, context, volume_id, connector):
-        attachment_api.validate_connector(connector)
+        """(The REST schema checked the connector against
+        ``rules.CONNECTOR``.)"""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
         on_host = [a for a in self._live(volume.id)
                    if a.attached_host == connector['host']]
@@ -312,7 +296,7 @@ class VolumeActions:
                 LOG.info('volume %s: error -> %s after a forced detach',
                          vol.id, derived)
 
-    # -- admin and type actions ------------------------------------------------
+    # -- admin and type actions -----------------------------------------------
     def reset_status(self, context, volume_id, status=None,
                      attach_status=None):
         volume = self._volume(context, volume_id, policy.RESET_STATUS)
@@ -337,8 +321,8 @@ class VolumeActions:
             # read in this transaction: a volume read earlier may have had
             # no host yet
             current = db_volumes.get(session, volume.id)
-            if not current.host or self.attachments._serving(session,
-                                                             current):
+            if not current.host or self.attachments.serving(session,
+                                                            current):
                 # the scheduler or the volume service finishes (or
                 # reconciles) a create, delete or extend under way; a reset
                 # now would leave a volume without storage, or storage
@@ -419,16 +403,14 @@ class VolumeActions:
         volume = self._volume(context, volume_id, policy.VOLUME_UPDATE)
         with db_api.writer() as session:
             vol = db_attachments.lock_volume(session, volume.id)
-            if bootable and vol.multiattach:
-                # what a reservation asks of a bootable shared volume, for
-                # one already shared: becoming bootable must not get round
-                # the rule
-                live = db_attachments.live_for_volume(session, vol.id)
-                instances = {a.instance_uuid for a in live}
-                if len(live) > 1 and (len(instances) > 1
-                                      or None in instances):
-                    policy.authorize(context, policy.MULTIATTACH_BOOTABLE,
-                                     {'project_id': vol.project_id})
+            # what a reservation asks of a bootable shared volume, for one
+            # already shared: becoming bootable must not get round the
+            # rule
+            if bootable and vol.multiattach and rules.bootable_sharing(
+                    attachment_api.volume_facts(session, vol),
+                    db_attachments.live_for_volume(session, vol.id)):
+                policy.authorize(context, policy.MULTIATTACH_BOOTABLE,
+                                 {'project_id': vol.project_id})
             db_volumes.update(session, volume.id, {'bootable': bootable})
 
     def retype(self, context, volume_id, new_type, migration_policy):
@@ -451,10 +433,10 @@ class VolumeActions:
         self._check_backend_holds(volume, target, migration_policy)
         # The volume's own flag is the truth after create, not the old
         # type's specs (an operator may have edited them since).
-        changes_sharing = (
-            multiattach != volume.multiattach
-            or current['extra_specs'].get('mode')
-            != target['extra_specs'].get('mode'))
+        changes_sharing = rules.changes_sharing(
+            volume, multiattach,
+            current['extra_specs'].get(rules.TYPE_MODE_KEY),
+            target['extra_specs'].get(rules.TYPE_MODE_KEY))
         refusal = exception.InvalidVolume(
             reason='retypes affecting multiattach are only allowed on '
                    'available volumes without attachments; volume %s is '
@@ -531,8 +513,8 @@ class VolumeActions:
                           'migration policy is never' % (volume.host,
                                                          target['name']))
             raise exception.InvalidVolume(
-                reason='Volume %s cannot be retyped: %s.' % (volume.id,
-                                                              reason))
+                reason='Volume %s cannot be retyped: %s.' % (
+                    volume.id, reason))
 
     def extend(self, context, volume_id, new_size, version):
         volume = self._volume(context, volume_id, policy.EXTEND)
@@ -551,12 +533,12 @@ class VolumeActions:
                 size=new_size)
         self._check_capacity(volume, new_size)
         if volume.status == states.IN_USE and version >= (3, 42):
-            self.attachments._check_backend(volume)
+            self.attachments.check_backend(volume)
             # the volume service charges the quota when it moves the size
             self.volume_rpcapi.extend_attached_volume(
                 context, volume.host, volume.id, volume.size, new_size)
             return
-        self.attachments._check_backend(volume)
+        self.attachments.check_backend(volume)
 
         def start():
             with db_api.writer() as session:

@@ -1,27 +1,21 @@
 """The service layer for attachments, shared by the REST handlers, the
 legacy volume actions and the RPC endpoint compute nodes call.
 
-Reservation rules (DESIGN §4):
-* a plain volume has at most one live attachment, except that the same
-  instance may hold a second (live migration);
-* a multiattach volume takes any number of reservations, whatever the
-  state of the others: nothing waits for another attach to finish;
-* a single-writer type (extra spec ``mode = RO`` next to multiattach)
-  lets one live attachment be read-write and makes the others read-only;
-* a read-only volume (os-update_readonly_flag) gives read-only attachments.
-
-Every decision is made inside the transaction that holds the volume's row
-lock (``db.attachments.lock_volume``), so it is race-free on every database.
+What a volume's attachments may be (who shares it, in which mode, who
+writes) is ``rules``'s to decide; this module reads the facts the rules
+ask for and acts on the answer.  Every decision is made inside the
+transaction that holds the volume's row lock
+(``db.attachments.lock_volume``), so it is race-free on every database.
+A multiattach volume takes any number of reservations, whatever the state
+of the others: nothing waits for another attach to finish.
 """
 import datetime
-import ipaddress
 import logging
 import random
 import uuid
 
 from cinder_lite.common import constants
 from cinder_lite.common import exception
-from cinder_lite.common import iscsi_name
 from cinder_lite.common import notify
 from cinder_lite.common import policy
 from cinder_lite.common import states
@@ -33,55 +27,40 @@ from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import rpcapi as volume_rpcapi
+from cinder_lite.volume import rules
 
 LOG = logging.getLogger(__name__)
 
-MODES = ('rw', 'ro')
-DEFAULT_MODE = 'rw'
-CONNECTED = db_attachments.CONNECTED_STATUSES
-# status_reason of an attachment whose disconnect is under way
-DISCONNECTING = 'disconnecting'
-TAKING_OVER = db_attachments.TAKING_OVER
+# (kept for the tests and tools that mark attachments by hand)
+DISCONNECTING = rules.DISCONNECTING
+TAKING_OVER = rules.TAKING_OVER
 
 
-def holds_connection(attachment):
-    """Whether detaching must go through the backend.  error_attaching
-    normally holds nothing (the connect flow reverted its export), unless
-    the backend recorded the connection after the API gave up on it."""
-    if attachment.attach_status in CONNECTED:
-        return True
-    return (attachment.attach_status == states.ERROR_ATTACHING
-            and bool(attachment.connection_info))
+def volume_facts(session, volume):
+    """``volume`` as the rules see it.  Its type's ``mode`` spec, which
+    matters on a multiattach volume only, is read once per transaction
+    (asked up to three times per request)."""
+    type_mode = None
+    if volume.multiattach:
+        known = session.info.setdefault('cl_type_mode', {})
+        if volume.volume_type_id not in known:
+            known[volume.volume_type_id] = db_types.spec(
+                session, volume.volume_type_id, rules.TYPE_MODE_KEY)
+        type_mode = known[volume.volume_type_id]
+    return rules.Volume(id=volume.id, multiattach=bool(volume.multiattach),
+                        type_mode=type_mode, readonly=bool(volume.readonly),
+                        bootable=bool(volume.bootable))
 
 
-def completed_unconnected(attachment):
-    """``attached`` without ever being connected: Nova completes the
-    attachment of a volume to a shelved-offloaded server at once and
-    connects it when the server is unshelved (PUT, then os-complete
-    again), as Cinder allows."""
-    return (attachment.attach_status == states.ATTACHED
-            and not attachment.connector
-            and not attachment.connection_info)
-
-
-def half_connected(attachment):
-    """``attaching`` without connection info: the connect has not
-    finished (or its volume service went down before it did)."""
-    return (attachment.attach_status == states.ATTACH_ATTACHING
-            and not attachment.connection_info)
-
-
-def single_writer(session, volume):
-    """True for volumes of a type with ``mode = RO`` and multiattach."""
-    if not volume.multiattach:
-        return False
-    # asked up to three times per request: once per transaction
-    known = session.info.setdefault('cl_single_writer', {})
-    if volume.volume_type_id not in known:
-        mode = db_types.spec(session, volume.volume_type_id, 'mode')
-        known[volume.volume_type_id] = \
-            str(mode or '').strip().upper() == 'RO'
-    return known[volume.volume_type_id]
+def writers(session, facts, exclude=None):
+    """The writer of a single-writer volume other than attachment
+    ``exclude``, as the attachments the mode rules decide from: one
+    indexed probe, and none on other volumes, where no rule asks."""
+    if not facts.single_writer:
+        return []
+    writer = db_attachments.live_writer(session, facts.id, exclude=exclude)
+    return [rules.Attachment(id=writer, attach_mode=rules.RW)] \
+        if writer else []
 
 
 class AttachmentService:
@@ -132,19 +111,16 @@ class AttachmentService:
                 session, project, filters, sort_keys, sort_dirs, limit,
                 marker)
 
-    def _backend_up(self, volume, service_host=None):
-        with db_api.reader() as session:
-            return self._serving(session, volume, service_host)
-
-    def _serving(self, session, volume, service_host=None):
-        """Whether ``_live_members`` finds a live member."""
+    def serving(self, session, volume, service_host=None):
+        """Whether ``volume``'s backend (or, given ``service_host``, that
+        member of it) has a live member, read in ``session``."""
         try:
             self._live_members(session, volume, service_host)
             return True
         except exception.Invalid:
             return False
 
-    def _check_backend(self, volume, service_host=None):
+    def check_backend(self, volume, service_host=None):
         """Fail fast when the volume's backend is down: no member of its
         cluster (or its one service) is up, or, given ``service_host``,
         that member is not."""
@@ -182,7 +158,8 @@ class AttachmentService:
         already exporting it to that host (one connection per host), else
         the enabled member holding the fewest exports."""
         live = self._live_members(session, vol)
-        check_initiator(live, connector)
+        rules.check_initiator(connector, {
+            (m.capabilities or {}).get('storage_protocol') for m in live})
         consumer_host = connector['host']
         if vol.persistent_reservations:
             holder = db_attachments.export_holder(session, vol.id)
@@ -194,7 +171,8 @@ class AttachmentService:
         for other in db_attachments.live_on_host(session, vol.id,
                                                  consumer_host):
             # also a connect still under way: its export is being made
-            if holds_connection(other) and other.export_host in hosts:
+            if rules.holds_connection(other) and \
+                    other.export_host in hosts:
                 return other.export_host
         load = db_attachments.export_load(session, hosts)
         candidates = [m.host for m in live if not m.disabled] or sorted(hosts)
@@ -231,15 +209,15 @@ class AttachmentService:
                              {'project_id': volume.project_id})
             return self.get(context, self.reserve(
                 context, volume, instance_uuid, mode, service_owned))
-        # (_start_connect fails fast, inside the transaction, when the
-        # backend is down)
+        # (the connector was checked against rules.CONNECTOR by the REST
+        # schema or the RPC endpoint; _start_connect fails fast, inside
+        # the transaction, when the backend is down)
         # the connector's mode counts as the top-level one (a compute
         # service passes the attach mode inside the connector)
         with db_api.writer() as session:
             volume = db_volumes.get(session, volume_id, self._scope(context))
             policy.authorize(context, policy.ATTACHMENT_CREATE,
                              {'project_id': volume.project_id})
-            validate_connector(connector)
             connector = dict(connector)
             vol, attachment = self._reserve(
                 session, context, volume, instance_uuid,
@@ -280,13 +258,13 @@ class AttachmentService:
                  service_owned, status, reason=None):
         """Record a new attachment of ``volume`` under its row lock;
         returns (locked volume, attachment)."""
-        if mode is not None and mode not in MODES:
-            raise exception.InvalidAttachMode(
-                reason="mode must be 'rw' or 'ro', not %r" % mode)
+        rules.check_mode(mode)
         vol = db_attachments.lock_volume(session, volume.id,
                                          db_attachments.ATTACHABLE)
-        self._check_sharing(context, session, vol, instance_uuid)
-        mode = self._reserve_mode(session, vol, mode)
+        facts = volume_facts(session, vol)
+        self._check_sharing(context, session, facts, vol.project_id,
+                            instance_uuid)
+        mode = rules.reserve_mode(facts, mode, writers(session, facts))
         attachment = db_attachments.create(session, {
             'id': str(uuid.uuid4()),
             'volume_id': vol.id,
@@ -301,61 +279,22 @@ class AttachmentService:
         })
         return vol, attachment
 
-    def _check_sharing(self, context, session, vol, instance_uuid):
-        if not vol.multiattach:
-            # a plain volume has a few live attachments at most
-            live = db_attachments.live_for_volume(session, vol.id)
-            same = instance_uuid is not None and all(
-                a.instance_uuid == instance_uuid for a in live)
-            if live and not same:
-                raise exception.AttachmentRefused(
-                    reason='Volume %s is not multiattach and already has '
-                           'an attachment (%s, %s); only the same '
-                           'instance may attach it again.' % (
-                               vol.id, live[0].id, live[0].attach_status))
+    def _check_sharing(self, context, session, facts, project_id,
+                       instance_uuid):
+        allowed = self.conf.allow_multiattach
+        if not rules.sharing_matters(facts, allowed):
             return
-        if self.conf.allow_multiattach and not vol.bootable:
-            return
-        others = db_attachments.other_instance(session, vol.id,
-                                               instance_uuid)
-        if others and not self.conf.allow_multiattach:
-            raise exception.AttachmentRefused(
-                reason='Multi-attach is turned off in this cloud.')
-        if others and vol.bootable:
+        other = db_attachments.other_instance(session, facts.id,
+                                              instance_uuid)
+        if rules.check_sharing(facts, instance_uuid,
+                               [other] if other else [], allowed):
             policy.authorize(context, policy.MULTIATTACH_BOOTABLE,
-                             {'project_id': vol.project_id})
-
-    def _reserve_mode(self, session, vol, mode):
-        if vol.readonly:
-            if mode == 'rw':
-                raise exception.InvalidAttachMode(
-                    reason='volume %s is read-only; attach it with mode '
-                           'ro' % vol.id)
-            return 'ro'
-        if mode == 'rw' and single_writer(session, vol):
-            writer = db_attachments.live_writer(session, vol.id)
-            if writer:
-                raise exception.InvalidAttachMode(
-                    reason='volume %s takes one writer and attachment %s '
-                           'is it; attach read-only or wait until it '
-                           'detaches' % (vol.id, writer))
-        # None stays undecided: the connector's mode (or the volume's
-        # default) decides it when the attachment connects
-        return mode
-
-    def _default_mode(self, session, vol, attachment):
-        """The mode of an attachment that nobody chose one for: rw, or on
-        a single-writer volume ro once another attachment is the
-        writer."""
-        if single_writer(session, vol) and db_attachments.live_writer(
-                session, vol.id, exclude=attachment.id):
-            return 'ro'
-        return DEFAULT_MODE
+                             {'project_id': project_id})
 
     # -- connect -------------------------------------------------------------
     def update(self, context, attachment_id, connector):
-        """Connect a reserved attachment (PUT /attachments/{id})."""
-        validate_connector(connector)
+        """Connect a reserved attachment (PUT /attachments/{id}); the
+        connector was checked against ``rules.CONNECTOR``."""
         attachment = self.get(context, attachment_id)
         policy.authorize(context, policy.ATTACHMENT_UPDATE,
                          {'project_id': attachment.project_id})
@@ -368,8 +307,9 @@ class AttachmentService:
             vol = db_attachments.lock_volume(session, attachment.volume_id,
                                              db_attachments.ATTACHABLE)
             attachment = db_attachments.get(session, attachment_id)
-            if attachment.attach_status in CONNECTED and \
-                    not completed_unconnected(attachment):
+            if attachment.attach_status in \
+                    db_attachments.CONNECTED_STATUSES and \
+                    not rules.completed_unconnected(attachment):
                 raise exception.InvalidInput(
                     reason='Attachment %s is already connected (%s); '
                            'delete it and create a new one to connect '
@@ -389,14 +329,22 @@ class AttachmentService:
         if db_host_fences.is_fenced(session, connector['host'], vol.id):
             raise exception.HostFenced(host=connector['host'],
                                        volume_id=vol.id)
-        mode = self._connect_mode(session, vol, attachment, connector)
-        if not vol.multiattach:
-            self._check_one_connection(session, vol, attachment,
-                                       connector['host'])
+        facts = volume_facts(session, vol)
+        mode = rules.connect_mode(
+            facts, attachment, connector.get('mode'),
+            writers(session, facts, exclude=attachment.id))
+        if not facts.multiattach:
+            # (a plain volume has a few live attachments at most)
+            rules.check_one_connection(
+                facts, connector['host'],
+                [a for a in db_attachments.live_on_host(
+                    session, vol.id, connector['host'])
+                 if a.id != attachment.id])
         connector['mode'] = mode
         host = self._export_host(session, vol, connector)
         # one completed before it was connected moves on from attached
-        sources = ((states.ATTACHED,) if completed_unconnected(attachment)
+        sources = ((states.ATTACHED,)
+                   if rules.completed_unconnected(attachment)
                    else None)
         db_attachments.transition(
             session, attachment.id, states.ATTACH_ATTACHING,
@@ -407,13 +355,6 @@ class AttachmentService:
                     'export_host': host, 'status_reason': None},
             current=attachment)
         return host, mode
-
-    def _check_one_connection(self, session, vol, attachment, host):
-        """A plain volume is connected once per host: a second attachment
-        (the same instance, live migrating) connects from another host."""
-        for other in db_attachments.live_on_host(session, vol.id, host):
-            if other.id != attachment.id and holds_connection(other):
-                raise exception.DuplicateConnector(volume_id=vol.id)
 
     def _connect_on_backend(self, context, vol, attachment, host, connector,
                             mode):
@@ -443,28 +384,6 @@ class AttachmentService:
                                attachment.id)) from None
             raise
         return self.get(context, attachment.id)
-
-    def _connect_mode(self, session, vol, attachment, connector):
-        """As Cinder: the mode given when the attachment was made, else
-        the connector's, else the default."""
-        wanted = connector.get('mode')
-        if wanted is not None and wanted not in MODES:
-            raise exception.InvalidAttachMode(
-                reason="connector mode must be 'rw' or 'ro', not %r"
-                       % wanted)
-        mode = (attachment.attach_mode or wanted
-                or self._default_mode(session, vol, attachment))
-        if vol.readonly and mode == 'rw':
-            raise exception.InvalidAttachMode(
-                reason='volume %s is read-only' % vol.id)
-        if mode == 'rw' and single_writer(session, vol):
-            writer = db_attachments.live_writer(session, vol.id,
-                                                exclude=attachment.id)
-            if writer:
-                raise exception.InvalidAttachMode(
-                    reason='volume %s takes one writer and attachment %s '
-                           'is it' % (vol.id, writer))
-        return mode
 
     def _notify(self, context, event_type, vol, attachment, **changed):
         """``event_type`` about ``attachment`` of ``vol`` as it is after
@@ -511,10 +430,10 @@ class AttachmentService:
                            'there.' % attachment_id)
             values = {'attach_time': current.attach_time or models.utcnow()}
             if current.attach_mode is None:
-                # completed without a connect: decide the mode now, so a
-                # single-writer volume never shows two writers
-                values['attach_mode'] = self._default_mode(session, vol,
-                                                           current)
+                facts = volume_facts(session, vol)
+                values['attach_mode'] = rules.complete_mode(
+                    facts, current, writers(session, facts,
+                                            exclude=current.id))
             try:
                 db_attachments.transition(
                     session, attachment_id, states.ATTACHED,
@@ -567,7 +486,7 @@ class AttachmentService:
             # both services must answer: the writer's to cut it, ours to
             # re-export
             self._live_members(session, vol, current.export_host)
-            cut = writer is not None and holds_connection(writer)
+            cut = writer is not None and rules.holds_connection(writer)
             if cut:
                 self._live_members(session, vol, writer.export_host)
             db_attachments.update(session, current.id,
@@ -612,42 +531,19 @@ class AttachmentService:
         self._notify(context, 'volume.attach.end', vol, done)
         return done
 
-    def _check_takeover(self, session, vol, current):
+    @staticmethod
+    def _check_takeover(session, vol, current):
         """Refuse a takeover the volume or the attachment cannot have;
         returns the live writer to cut (None when there is none)."""
-        if not single_writer(session, vol):
-            raise exception.InvalidInput(
-                reason='volume %s is not a single-writer volume (a type '
-                       'with multiattach and mode = RO); its attachments '
-                       'are read-write already or read-only by choice'
-                       % vol.id)
-        if current.attach_mode == 'rw':
-            raise exception.TakeoverRefused(
-                attachment_id=current.id,
-                reason='it is the writer of volume %s already' % vol.id)
-        if vol.readonly:
-            raise exception.InvalidInput(
-                reason='volume %s is read-only: nobody may write it'
-                       % vol.id)
-        self._check_not_busy(current, False, True)
-        if current.attach_status != states.ATTACHED or \
-                not current.connection_info:
-            raise exception.InvalidInput(
-                reason='attachment %s is %s; only a connected attachment '
-                       '(attached) can take over' % (
-                           current.id, current.attach_status))
-        busy = db_attachments.marked(session, vol.id, TAKING_OVER)
-        if busy is not None:
-            raise exception.TakeoverRefused(
-                attachment_id=current.id,
-                reason='attachment %s of volume %s is taking over' % (
-                    busy, vol.id))
+        rules.check_takeover(volume_facts(session, vol), current,
+                             db_attachments.marked(session, vol.id,
+                                                   TAKING_OVER))
         writer_id = db_attachments.live_writer(session, vol.id,
                                                exclude=current.id)
         if writer_id is None:
             return None
         writer = db_attachments.get(session, writer_id)
-        self._check_not_busy(writer, False, True)
+        rules.check_not_busy(writer)
         return writer
 
     def _unmark_takeover(self, attachment_id):
@@ -679,13 +575,8 @@ class AttachmentService:
         ``force`` detach records it detached anyway (see ``detach``), and
         so does one that finds the other request's mark older than an RPC
         can wait (its request died with its API process)."""
-        if current.status_reason == DISCONNECTING:
-            what = 'being disconnected'
-        elif current.status_reason == TAKING_OVER:
-            what = 'taking over as the writer'
-        elif half_connected(current):
-            what = 'being connected'
-        else:
+        what = rules.busy_with(current)
+        if what is None:
             return
         if not backend_up and (force or what == 'being connected'):
             return
@@ -723,12 +614,12 @@ class AttachmentService:
                 and current.connection_info):
             raise exception.AttachmentInUse(attachment_id=current.id,
                                             instance=current.instance_uuid)
-        connected = was_connected = holds_connection(current)
+        connected = was_connected = rules.holds_connection(current)
         # asked once: the checks below must agree on it
-        backend_up = connected and self._serving(
+        backend_up = connected and self.serving(
             session, vol, current.export_host)
         if connected and not backend_up and not force and \
-                not half_connected(current):
+                not rules.half_connected(current):
             # fail fast, naming the service that is down
             self._live_members(session, vol, current.export_host)
         self._check_not_busy(current, force, backend_up)
@@ -741,7 +632,7 @@ class AttachmentService:
                         'is down; recorded without disconnecting',
                         attachment.id, vol.host)
             connected = False
-        elif connected and half_connected(current) and \
+        elif connected and rules.half_connected(current) and \
                 not backend_up:
             # nothing was handed out; an export the service made
             # before it went down is removed when it starts again
@@ -783,51 +674,3 @@ class AttachmentService:
             return
         self._notify(context, 'volume.detach.end', vol, current,
                      attach_status=states.DETACHED)
-
-
-def check_initiator(members, connector):
-    """An iSCSI backend puts the connector's initiator into an ACL: a name
-    that is not an iSCSI name is refused before anything is recorded.  NBD
-    and local exports never read it (Nova's fake compute driver sends
-    ``'fake'``).  ``members``: the backend's services, with the
-    capabilities they reported."""
-    initiator = connector.get('initiator')
-    if initiator is None or iscsi_name.valid(initiator):
-        return
-    if any((m.capabilities or {}).get('storage_protocol') == 'iscsi'
-           for m in members):
-        raise exception.InvalidConnector(
-            reason="'initiator' must be an iSCSI name (iqn.YYYY-MM.domain"
-                   "[:name], eui.<16 hex> or naa.<16 or 32 hex>) for an "
-                   "iSCSI backend, not %r" % initiator)
-
-
-def validate_connector(connector):
-    """The keys cinder_lite needs in a connector, with their types.
-
-    The form of ``initiator`` matters to iSCSI backends only
-    (``check_initiator``)."""
-    if not isinstance(connector, dict):
-        raise exception.InvalidConnector(reason='it must be an object')
-    host = connector.get('host')
-    if not isinstance(host, str) or not host.strip() or len(host) > 255:
-        raise exception.InvalidConnector(
-            reason="'host' must be a non-empty string of at most 255 "
-                   "characters")
-    for key in ('initiator', 'ip', 'mountpoint', 'platform', 'os_type'):
-        value = connector.get(key)
-        if value is not None and (not isinstance(value, str)
-                                  or len(value) > 255):
-            raise exception.InvalidConnector(
-                reason="'%s' must be a string of at most 255 characters"
-                       % key)
-    ip = connector.get('ip')
-    if ip is not None:
-        try:
-            ipaddress.ip_address(ip)
-        except ValueError:
-            raise exception.InvalidConnector(
-                reason="'ip' must be an IPv4 or IPv6 address, not %r" % ip)
-    if connector.get('mode') not in (None,) + MODES:
-        raise exception.InvalidAttachMode(
-            reason="connector mode must be 'rw' or 'ro'")

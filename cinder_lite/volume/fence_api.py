@@ -30,6 +30,7 @@ from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import host_fences as db_host_fences
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import rpcapi as volume_rpcapi
+from cinder_lite.volume import rules
 
 LOG = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def _export_host(attachment, volume):
 def _by_export_host(attachments, volume):
     groups = {}
     for a in attachments:
-        if a.connection_info or a.attach_status == 'attaching':
+        if rules.may_be_exported(a):
             groups.setdefault(_export_host(a, volume), []).append(a.id)
     return groups
 
@@ -118,9 +119,7 @@ class FenceService:
             vol = db_attachments.lock_volume(session, volume_id)
             ended = db_host_fences.unfence(session, host, volume_id, reason)
             attachments = [a for a in db_attachments.of_host(
-                session, volume_id, host)
-                if a.attach_status in db_attachments.CONNECTED_STATUSES
-                and a.connection_info]
+                session, volume_id, host) if rules.exported(a)]
             if ended:
                 for a in attachments:
                     db_attachments.record_event(session, a, why)

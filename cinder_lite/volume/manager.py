@@ -35,6 +35,7 @@ from cinder_lite.volume import glance
 from cinder_lite.volume import image_api
 from cinder_lite.volume import reconcile as reconcile_mod
 from cinder_lite.volume import rpcapi
+from cinder_lite.volume import rules
 
 LOG = logging.getLogger(__name__)
 
@@ -428,7 +429,7 @@ class VolumeManager:
                         attachment_id, attachment.status_reason))
             try:
                 info = self._reexport(volume, attachment_id, connector,
-                                      shared, 'rw')
+                                      shared, rules.TAKEOVER_MODE)
             except Exception as e:
                 LOG.exception('attachment %s: read-write export for the '
                               'takeover failed', attachment_id)
@@ -481,8 +482,10 @@ class VolumeManager:
             db_attachments.transition(
                 session, attachment_id, states.ATTACHED,
                 expected=(states.ATTACHED,),
-                values={'attach_mode': 'rw', 'connection_info': info,
-                        'connector': dict(connector, mode='rw'),
+                values={'attach_mode': rules.TAKEOVER_MODE,
+                        'connection_info': info,
+                        'connector': dict(connector,
+                                          mode=rules.TAKEOVER_MODE),
                         'status_reason': None},
                 reason='took over as the writer', current=current)
         return True
@@ -512,7 +515,7 @@ class VolumeManager:
         ``error_attaching`` recorded read-write: a read-write export may
         be left, so it keeps counting as the writer until it is
         detached."""
-        mode = connector.get('mode') or 'ro'
+        mode = rules.mode_to_restore(connector)
         try:
             if self.driver.export_mode(attachment_id) == mode:
                 # the takeover stopped before touching the export: the
@@ -526,7 +529,7 @@ class VolumeManager:
         except Exception as e:
             LOG.exception('attachment %s: the %s export could not be made '
                           'again', attachment_id, mode)
-            values = {'attach_mode': 'rw',
+            values = {'attach_mode': rules.RW,
                       'status_reason': ('takeover failed (%s), and the '
                                         '%s export too: %s' % (
                                             error, mode, e))[:1024]}

@@ -78,6 +78,7 @@ from cinder_lite.db import models
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import image_api
+from cinder_lite.volume import rules
 
 LOG = logging.getLogger(__name__)
 
@@ -103,14 +104,17 @@ def run(manager, max_age, busy=()):
     with db_api.reader() as session:
         attachments, volumes = _stale(session, manager.host,
                                       manager.backend_id, max_age)
-        attachments = [(a.id, a.attach_status, bool(a.connection_info),
-                        db_volumes.summary(v)) for a, v in attachments]
+        attachments = [(rules.Attachment(
+            id=a.id, attach_status=a.attach_status,
+            connection_info=a.connection_info),
+            db_volumes.summary(v)) for a, v in attachments]
         volumes = [(db_volumes.summary(v), v.updated_at) for v in volumes]
     changes = []
-    for attachment_id, status, connected, volume in attachments:
+    for attachment, volume in attachments:
+        attachment_id, status = attachment.id, attachment.attach_status
         if attachment_id in busy:
             continue
-        if status == states.ATTACH_ATTACHING and not connected:
+        if rules.half_connected(attachment):
             change = _connect_interrupted(manager, attachment_id, volume)
         elif status == states.ATTACH_ATTACHING:
             change = _never_completed(manager, attachment_id, volume,
@@ -248,7 +252,7 @@ def _takeover_interrupted(manager, attachment_id, volume):
                 attachment = db_attachments.get(session, attachment_id)
             except exception.NotFound:
                 return None
-            if attachment.status_reason != db_attachments.TAKING_OVER or \
+            if attachment.status_reason != rules.TAKING_OVER or \
                     (attachment.updated_at or cutoff) > cutoff:
                 return None
             connector = dict(attachment.connector or {})

@@ -8,6 +8,7 @@ from cinder_lite.db import api as db_api
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
+from cinder_lite.volume import rules
 
 LOG = logging.getLogger(__name__)
 
@@ -16,9 +17,7 @@ def _check_specs(specs):
     for key, value in specs.items():
         if key in capabilities.capability_requirements({key: value}):
             capabilities.validate(value)
-    mode = specs.get('mode')
-    if mode is not None and str(mode).upper() not in ('RO', 'RW'):
-        raise exception.InvalidInput(reason="mode must be RO or RW")
+    rules.check_type_mode(specs.get(rules.TYPE_MODE_KEY))
 
 
 def _check_name(name):

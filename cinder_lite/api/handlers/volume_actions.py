@@ -13,6 +13,7 @@ from cinder_lite.api.schemas import common as schema_common
 from cinder_lite.api.schemas import volume_actions as schema
 from cinder_lite.api import validation
 from cinder_lite.api import wsgi
+from cinder_lite.volume import rules
 
 
 UPLOAD_IMAGE_PARAMS = (3, 1)
@@ -49,7 +50,7 @@ def _roll_detaching(req, vid, body):
 def _attach(req, vid, body):
     _actions(req).attach(req.context, vid, body.get('instance_uuid'),
                          body.get('host_name'), body['mountpoint'],
-                         body.get('mode', 'rw'))
+                         body.get('mode', rules.DEFAULT_MODE))
 
 
 def _detach(req, vid, body):

@@ -1,7 +1,10 @@
 """Request bodies of /attachments."""
 import copy
 
-connector = {'type': ['object', 'null']}
+from cinder_lite.volume import rules
+
+# (null or {}: reserve without connecting)
+connector = rules.CONNECTOR_OR_NONE
 
 create = {
     'type': 'object',
@@ -25,7 +28,7 @@ create = {
 # 3.54: the attach mode.
 create_v354 = copy.deepcopy(create)
 create_v354['properties']['attachment']['properties']['mode'] = {
-    'type': 'string', 'enum': ['rw', 'ro']}
+    'type': 'string', 'enum': list(rules.MODES)}
 
 update = {
     'type': 'object',
@@ -33,7 +36,7 @@ update = {
         'attachment': {
             'type': 'object',
             'properties': {
-                'connector': {'type': 'object', 'minProperties': 1},
+                'connector': rules.CONNECTOR,
             },
             'required': ['connector'],
             'additionalProperties': False,

@@ -2,9 +2,10 @@
 import copy
 
 from cinder_lite.api.schemas import common
+from cinder_lite.volume import rules
 
 _nothing = {'type': ['object', 'null'], 'additionalProperties': False}
-_connector = {'type': 'object', 'minProperties': 1}
+_connector = rules.CONNECTOR
 _uuid_or_null = {'type': ['string', 'null'], 'format': 'uuid'}
 
 # os-volume_upload_image (3.0); ``UPLOAD_IMAGE`` per microversion
@@ -70,7 +71,7 @@ ACTIONS = {
                           'maxLength': 255},
             'mountpoint': {'type': 'string', 'minLength': 1,
                            'maxLength': 255},
-            'mode': {'type': 'string', 'enum': ['rw', 'ro']},
+            'mode': {'type': 'string', 'enum': list(rules.MODES)},
         },
         'required': ['mountpoint'],
         'anyOf': [{'required': ['instance_uuid']},

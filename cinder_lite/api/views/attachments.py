@@ -6,7 +6,7 @@ Cinder's names: requests say ``volume_uuid``/``instance_uuid``, responses
 after the call.
 """
 from cinder_lite.api import wsgi
-from cinder_lite.volume import attachment_api
+from cinder_lite.volume import rules
 
 
 def _time(value):
@@ -14,7 +14,7 @@ def _time(value):
 
 
 def mode(attachment):
-    return attachment.attach_mode or attachment_api.DEFAULT_MODE
+    return attachment.attach_mode or rules.DEFAULT_MODE
 
 
 def summary(attachment):
