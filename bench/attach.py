@@ -94,7 +94,7 @@ if ROOT not in sys.path:
 
 from bench import volume_create as vc  # noqa: E402
 from tests.harness import cluster as cluster_mod  # noqa: E402
-from tests.harness import util
+from tests.harness import util  # noqa: E402
 
 PROJECT = cluster_mod.PROJECT
 HEADERS = {'X-Auth-Token': 'admin:%s' % PROJECT,
@@ -243,12 +243,9 @@ class Client:
 # -- CPU accounting ----------------------------------------------------------
 
 def cpu_ticks(pid):
-    try:
-        with open('/proc/%d/stat' % pid, 'rb') as f:
-            data = f.read().decode('ascii', 'replace')
-    except OSError:
+    fields = util.stat_fields(pid)
+    if fields is None:
         return None
-    fields = data[data.rindex(')') + 2:].split()
     return int(fields[11]) + int(fields[12])     # utime + stime
 
 

@@ -93,12 +93,9 @@ def allocated(path):
 
 def ticks(pid):
     """(self, reaped children) CPU ticks of ``pid``; None when gone."""
-    try:
-        with open('/proc/%d/stat' % pid, 'rb') as f:
-            data = f.read().decode('ascii', 'replace')
-    except OSError:
+    fields = util.stat_fields(pid)
+    if fields is None:
         return None
-    fields = data[data.rindex(')') + 2:].split()
     return (int(fields[11]) + int(fields[12]),
             int(fields[13]) + int(fields[14]))
 

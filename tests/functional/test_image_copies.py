@@ -10,7 +10,6 @@ The volume from an image is made through the real Glance, alone
 (tests/harness/glance.py; skipped without the OpenStack virtualenv of
 tools/openstack-venv, failed instead under
 CINDER_LITE_REQUIRE_SERVICES=1); the rest needs no Glance."""
-import hashlib
 import os
 
 import pytest
@@ -26,16 +25,6 @@ from tests.harness import util
 
 MiB = 1024 ** 2
 GiB = 1024 ** 3
-
-
-def pattern(size, seed):
-    """``size`` bytes nobody would mistake for others."""
-    out = bytearray()
-    block = 0
-    while len(out) < size:
-        out += hashlib.sha512(b'%s-%d' % (seed, block)).digest()
-        block += 1
-    return bytes(out[:size])
 
 
 def write(stack, vid, offset, data):
@@ -102,7 +91,7 @@ def glance_stack(tmp_path, glance):
 def test_copies_of_a_volume_from_an_image(glance_stack, glance, tmp_path):
     stack = glance_stack
     api = stack.client()
-    data = pattern(3 * MiB + 512, b'image')
+    data = util.pattern(3 * MiB + 512, b'image')
     path = tmp_path / 'disk.raw'
     path.write_bytes(data)
     image = glance.make_image('copied-image', str(path), 'raw',
@@ -171,7 +160,7 @@ def test_a_create_from_an_image_rolled_forward_downloads_again(
     from is recorded on it."""
     stack = glance_stack
     api = stack.client()
-    data = pattern(2 * MiB, b'again')
+    data = util.pattern(2 * MiB, b'again')
     path = tmp_path / 'disk.raw'
     path.write_bytes(data)
     image = glance.make_image('again', str(path), 'raw')

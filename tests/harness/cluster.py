@@ -347,14 +347,10 @@ def write_conf(path, sections):
 def proc_stat(pid):
     """(state, ppid, starttime) of ``pid`` from /proc, or None when there
     is no such process."""
-    try:
-        with open('/proc/%d/stat' % pid, 'rb') as f:
-            data = f.read().decode('ascii', 'replace')
-    except (FileNotFoundError, ProcessLookupError):
+    fields = util.stat_fields(pid)
+    if fields is None:
         return None
-    # comm (field 2) may contain spaces and parentheses: split after the
-    # last ')'.  Fields from 3 on: state, ppid, ..., starttime (22).
-    fields = data[data.rindex(')') + 2:].split()
+    # from field 3 on: state, ppid, ..., starttime (22)
     return fields[0], int(fields[1]), int(fields[19])
 
 

@@ -71,12 +71,7 @@ class Glance:
                         'enabled_import_methods': '[glance-direct]'},
             'database': {'connection': cluster_mod.sqlite_url(
                 self.path('glance.sqlite'))},
-            'glance_store': {'default_backend': 'fs'},
-            'fs': {'filesystem_store_datadir': dirs['images']},
-            'os_glance_staging_store': {
-                'filesystem_store_datadir': dirs['staging']},
-            'os_glance_tasks_store': {
-                'filesystem_store_datadir': dirs['tasks']},
+            **openstack.glance_stores(dirs),
             'oslo_policy': {'policy_file': self.path('policy.yaml')},
             'oslo_concurrency': {'lock_path': dirs['locks']},
         })

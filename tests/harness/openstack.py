@@ -64,6 +64,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
 
+def glance_stores(dirs):
+    """glance-api.conf's sections for one file store, with the staging
+    and tasks stores Glance 33 wants, under ``dirs['images']``,
+    ``dirs['staging']`` and ``dirs['tasks']``."""
+    return {
+        'glance_store': {'default_backend': 'fs'},
+        'fs': {'filesystem_store_datadir': dirs['images']},
+        'os_glance_staging_store': {
+            'filesystem_store_datadir': dirs['staging']},
+        'os_glance_tasks_store': {
+            'filesystem_store_datadir': dirs['tasks']},
+    }
+
+
 def venv_bin(name):
     return os.path.join(VENV, 'bin', name)
 
@@ -381,12 +395,7 @@ class NovaStack:
                         'enabled_import_methods': '[glance-direct,'
                                                   'copy-image]'},
             'database': {'connection': self._db('glance')},
-            'glance_store': {'default_backend': 'fs'},
-            'fs': {'filesystem_store_datadir': dirs['images']},
-            'os_glance_staging_store': {
-                'filesystem_store_datadir': dirs['staging']},
-            'os_glance_tasks_store': {
-                'filesystem_store_datadir': dirs['tasks']},
+            **glance_stores(dirs),
             'paste_deploy': {'flavor': 'keystone'},
             'keystone_authtoken': self.authtoken_section('glance'),
             'oslo_concurrency': {'lock_path': dirs['locks']},

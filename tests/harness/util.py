@@ -1,5 +1,6 @@
 """Small things every kind of test needs: waiting for a condition, free
 ports, required programs and services, processes by name."""
+import hashlib
 import os
 import shutil
 import socket
@@ -73,3 +74,25 @@ def processes(name, needle):
                 any(needle.encode() in a for a in argv):
             found.append(int(pid))
     return found
+
+
+def stat_fields(pid):
+    """The fields of /proc/<pid>/stat from the third (state) on, as
+    strings, or None when there is no such process.  (comm, field 2, may
+    hold spaces and parentheses: the split is after the last ')'.)"""
+    try:
+        with open('/proc/%d/stat' % pid, 'rb') as f:
+            data = f.read().decode('ascii', 'replace')
+    except OSError:
+        return None
+    return data[data.rindex(')') + 2:].split()
+
+
+def pattern(size, seed):
+    """``size`` bytes nobody would mistake for others (``seed``: bytes)."""
+    out = bytearray()
+    block = 0
+    while len(out) < size:
+        out += hashlib.sha512(b'%s-%d' % (seed, block)).digest()
+        block += 1
+    return bytes(out[:size])

@@ -13,7 +13,6 @@ Skipped without the OpenStack virtualenv (tools/openstack-venv), failed
 instead under CINDER_LITE_REQUIRE_SERVICES=1, as in CI.
 """
 import glob
-import hashlib
 import json
 import os
 import subprocess
@@ -28,16 +27,6 @@ MiB = 1024 ** 2
 GiB = 1024 ** 3
 WAIT = 120
 SHARED_TYPE = 'images-shared'
-
-
-def pattern(size, seed):
-    """``size`` bytes nobody would mistake for others."""
-    out = bytearray()
-    block = 0
-    while len(out) < size:
-        out += hashlib.sha512(b'%s-%d' % (seed, block)).digest()
-        block += 1
-    return bytes(out[:size])
 
 
 def qcow2_of(raw, virtual_size=None):
@@ -83,7 +72,7 @@ def make_image(c, name, data, disk_format='raw', **properties):
 
 @pytest.fixture(scope='module')
 def raw_data():
-    return pattern(3 * MiB + 512, b'raw')
+    return util.pattern(3 * MiB + 512, b'raw')
 
 
 @pytest.fixture(scope='module')
@@ -94,7 +83,7 @@ def raw_image(member, raw_data):
 
 @pytest.fixture(scope='module')
 def qcow2_data():
-    return pattern(2 * MiB, b'qcow2')
+    return util.pattern(2 * MiB, b'qcow2')
 
 
 @pytest.fixture(scope='module')
@@ -266,7 +255,7 @@ def test_image_bigger_than_the_volume_is_refused(cloud, member):
 def corrupt_qcow2():
     """A qcow2 file whose header passes Glance's format check but that
     qemu-img cannot open (its refcount table offset points nowhere)."""
-    data = bytearray(qcow2_of(pattern(MiB, b'junk')))
+    data = bytearray(qcow2_of(util.pattern(MiB, b'junk')))
     data[0x30:0x38] = b'\xff' * 8
     return bytes(data)
 
