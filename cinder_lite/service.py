@@ -86,7 +86,12 @@ class RPCService:
         if self.on_registered:
             self.on_registered(self)
         self._serve()
-        self.beat()
+        try:
+            self.beat()
+        except Exception:
+            # registered and serving: a database or bus outage now must not
+            # end the process (the heartbeat loop tries again)
+            LOG.exception('first heartbeat of %s failed', self.host)
         self._thread = threading.Thread(target=self._beat_loop,
                                         name='heartbeat-%s' % self.host,
                                         daemon=True)

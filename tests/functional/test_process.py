@@ -9,7 +9,9 @@ import time
 import uuid
 
 import requests
+from oslo_config import cfg
 
+from cinder_lite import service as service_mod
 from tests.harness import stack as stack_mod
 from tests.harness import util
 
@@ -267,3 +269,31 @@ def test_rpc_servers_run_on_the_standard_thread_pool(stack):
     assert servers
     for server in servers:
         assert type(server._work_executor) is futures.ThreadPoolExecutor
+
+
+def test_a_failed_first_heartbeat_does_not_end_the_service(stack):
+    """The first heartbeat runs once the service is registered and
+    serving; when it fails (the database went away in that moment, as
+    test_db_outage once caught under load) the service carries on and the
+    heartbeat loop beats again."""
+    reports = []
+
+    def report(svc):
+        reports.append(svc.host)
+        if len(reports) == 2:
+            raise RuntimeError('the database went away')
+        return None
+
+    svc = service_mod.RPCService(
+        cfg.CONF, 'cinder-flaky', 'cinder-flaky', 'testnode@flaky', [],
+        'nova', backend='flaky', report=report)
+    svc.start()
+    try:
+        util.wait_for(lambda: len(reports) >= 3, timeout=10,
+                      what='a heartbeat after the failed first one')
+        services = stack.client().get('/os-services').json()['services']
+        (row,) = [s for s in services if s['host'] == 'testnode@flaky']
+        assert row['state'] == 'up'
+    finally:
+        svc.stop()
+        svc.wait()
