@@ -93,13 +93,19 @@ class GlanceClient:
         return self._request('GET', '/images', (200,),
                              params={'name': name}).json()['images']
 
-    def download(self, image, path):
+    def download(self, image, path, existing=False, limit=None):
         """Write the file of ``image`` (a dict from ``show``) to
         ``path``, checking its size and its hash as Glance recorded
-        them.  Not fsync'd: its reader is qemu-img on this host, through
-        the page cache, and it is removed once read (what must reach the
-        disk is the volume).  Written sparse: its blocks of zeros are
-        holes, which qemu-img skips instead of reading."""
+        them; returns its length.  Written sparse: its blocks of zeros
+        are holes (which qemu-img skips instead of reading), so the file
+        at ``path`` must read as zeros: a new file, made here, or with
+        ``existing``, a file (a volume's) that does and is written in
+        place, never shortened.  ``limit``: bytes beyond which the image
+        is refused as it comes.
+
+        Not fsync'd: a new file's only reader is qemu-img on this host,
+        through the page cache, and it is removed once read; a volume
+        is no more synced than qemu-img convert leaves it."""
         resp = self._request('GET', '/images/%s/file' % image['id'],
                              (200, 204), image_id=image['id'], stream=True)
         if resp.status_code == 204:
@@ -114,10 +120,16 @@ class GlanceClient:
                 digest = None
         md5 = hashlib.md5(usedforsecurity=False) \
             if digest is None and image.get('checksum') else None
-        with open(path, 'wb') as f:
+        with open(path, 'r+b' if existing else 'wb') as f:
             writer = sparse.SparseWriter(f.fileno())
             try:
                 for chunk in resp.iter_content(CHUNK):
+                    if limit is not None and \
+                            writer.written + len(chunk) > limit:
+                        raise exception.ImageUnacceptable(
+                            image_id=image['id'],
+                            reason='it has more than the %d bytes of the '
+                                   'volume' % limit)
                     writer.write(chunk)
                     for h in (digest, md5):
                         if h is not None:
