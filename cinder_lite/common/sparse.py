@@ -9,6 +9,7 @@ in the file (whatever the sizes of the pieces the stream comes in), so
 the holes line up with the filesystem's blocks.
 """
 import os
+import stat
 
 BLOCK = 64 * 1024
 _ZEROS = bytes(BLOCK)
@@ -55,7 +56,9 @@ class SparseWriter:
         if self.pending:
             self._blocks(self.pending, 0, len(self.pending))
             self.pending = b''
-        if os.fstat(self.fd).st_size < self.offset:
+        found = os.fstat(self.fd)
+        # (a device has the length it has)
+        if stat.S_ISREG(found.st_mode) and found.st_size < self.offset:
             os.ftruncate(self.fd, self.offset)
 
     def _blocks(self, data, begin, end):
