@@ -17,9 +17,10 @@ real Glance are tests/integration/test_images.py, with Keystone).
 cinder_lite is ``cinder-lite-all`` as a process of its own (SQLite,
 in-process bus, the file backend) with ``glance_api_servers`` pointing
 at that Glance, so a volume is made the way the product makes it: show
-the image, download its file into the conversion directory (size and
-hash checked), ``qemu-img info``, ``qemu-img convert -n`` into the
-volume's file, record it available and bootable.
+the image, download it (size and hash checked; zeros left as holes)
+straight into the volume's file for raw, into the conversion directory
+for qcow2, ``qemu-img info``, for qcow2 ``qemu-img convert -n`` into
+the volume's file, record it available and bootable.
 
 Timed, per format, ``--reps`` times (after one untimed warm-up): POST
 /volumes {size, imageRef} until GET shows ``available`` (polled every
@@ -134,8 +135,8 @@ def fsync_file(path):
 
 def floor_convert(src, fmt, dst):
     """Seconds and CPU seconds of ``qemu-img convert`` of ``src`` alone
-    (and the fsync of its output: the product's copy is on disk before
-    the volume is recorded available)."""
+    (and the fsync of its output, which the product does not do: its
+    volume is left in the page cache, as qemu-img convert leaves it)."""
     cpu = children_cpu()
     started = time.perf_counter()
     subprocess.run(['qemu-img', 'convert', '-f', fmt, '-O', 'raw', src,

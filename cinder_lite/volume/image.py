@@ -137,18 +137,25 @@ def minimum_volume_size(image):
                image.get('min_disk') or 0)
 
 
-def check_image_file(path, image, volume_size):
-    """Check the downloaded file of ``image`` before it is written to a
-    volume: it is what Glance says (disk_format), has no backing file
-    (which could read any file of this host) and its virtual size fits.
-    Returns the qemu-img format to read it with."""
+def qemu_format(image):
+    """qemu-img's name for the disk format of ``image``; refused
+    (ImageUnacceptable) when cinder_lite does not convert from it."""
     disk_format = image.get('disk_format')
     if disk_format not in QEMU_FORMAT:
         raise exception.ImageUnacceptable(
             image_id=image['id'],
             reason='disk format %s is not supported' % disk_format)
+    return QEMU_FORMAT[disk_format]
+
+
+def check_image_file(path, image, volume_size):
+    """Check the downloaded file of ``image`` before it is written to a
+    volume: it is what Glance says (disk_format), has no backing file
+    (which could read any file of this host) and its virtual size fits.
+    Returns the qemu-img format to read it with."""
+    fmt = qemu_format(image)
+    disk_format = image['disk_format']
     found = qemu_img.info(path)
-    fmt = QEMU_FORMAT[disk_format]
     if found.get('format') != fmt and not (
             fmt == 'raw' and found.get('format') in ('raw', None)):
         raise exception.ImageUnacceptable(

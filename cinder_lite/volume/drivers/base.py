@@ -85,6 +85,15 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         raise NotImplementedError(
             'this backend cannot make volumes from images')
 
+    def raw_image_destination(self, volume):
+        """Where a raw image may be written straight into ``volume``: the
+        path, on this host, of a file (or device) holding the volume's
+        data, made to read as zeros everywhere (blocks of zeros in the
+        image are not written to it); None where the backend has no such
+        path (the image is then downloaded to a file of its own and
+        written with ``copy_image_to_volume``)."""
+        return None
+
     def copy_volume_to_image(self, volume, image_path, image_format):
         """Write the data of ``volume`` to a new file at ``image_path`` in
         qemu-img format ``image_format``."""

@@ -163,6 +163,15 @@ class FileDriver(base.VolumeDriver):
         qemu_img.convert(image_path, image_format, self.path(volume['id']),
                          'raw', dest_exists=True)
 
+    def raw_image_destination(self, volume):
+        path = self.path(volume['id'])
+        # all holes: a create rolled forward may find what an earlier
+        # try wrote, and the zeros of the image are not written
+        with open(path, 'r+b') as f:
+            f.truncate(0)
+            f.truncate(volume['size'] * GiB)
+        return path
+
     def copy_volume_to_image(self, volume, image_path, image_format):
         qemu_img.convert(self.path(volume['id']), 'raw', image_path,
                          image_format)

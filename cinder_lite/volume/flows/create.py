@@ -7,9 +7,10 @@ From an image: the storage is made, the volume goes ``downloading``, the
 image is downloaded from Glance into the conversion directory, checked
 (what qemu-img finds must be what Glance says, without a backing file,
 fitting the volume) and written into the storage, and the volume is
-recorded ``available`` and bootable.  A failure anywhere removes the
-storage (the manager records ``error``), and the downloaded file is
-always removed.
+recorded ``available`` and bootable.  A raw image goes straight into
+the storage where the driver gives a path to it, and is checked there.
+A failure anywhere removes the storage (the manager records ``error``),
+and the downloaded file is always removed.
 """
 import logging
 import os
@@ -73,23 +74,47 @@ class CopyImage(task.Task):
         client = glance.GlanceClient(conf, context)
         image = client.show(image_id)
         image_mod.check_fits(image, volume['size'])
+        fmt = image_mod.qemu_format(image)
+        with flows.kept_fresh(volume['id'], states.DOWNLOADING):
+            dest = driver.raw_image_destination(volume) \
+                if fmt == 'raw' else None
+            if dest is not None:
+                size = self._into_volume(client, image, volume, dest)
+            else:
+                size = self._through_file(client, image, volume, driver,
+                                          conf)
+        LOG.info('volume %s: image %s (%s, %d bytes) written %s',
+                 volume['id'], image_id, image.get('disk_format'), size,
+                 'in place' if dest is not None else 'by qemu-img')
+        return image
+
+    @staticmethod
+    def _into_volume(client, image, volume, dest):
+        """A raw image straight into the volume's data: no file of its
+        own and no conversion.  Checked as the file would be (a raw
+        image that is really qcow2 is refused); it cannot have more
+        bytes than the volume.  On any failure the storage is removed
+        (CreateStorage's revert), so nothing half-made stays."""
+        size = client.download(image, dest, existing=True,
+                               limit=volume['size'] * image_mod.GiB)
+        image_mod.check_image_file(dest, image, volume['size'])
+        return size
+
+    @staticmethod
+    def _through_file(client, image, volume, driver, conf):
         os.makedirs(conf.image_conversion_dir, exist_ok=True)
         path = os.path.join(conf.image_conversion_dir, 'image-%s-%s' % (
             volume['id'], uuid.uuid4().hex[:8]))
         try:
-            with flows.kept_fresh(volume['id'], states.DOWNLOADING):
-                size = client.download(image, path)
-                fmt = image_mod.check_image_file(path, image,
-                                                 volume['size'])
-                driver.copy_image_to_volume(volume, path, fmt)
+            size = client.download(image, path)
+            fmt = image_mod.check_image_file(path, image, volume['size'])
+            driver.copy_image_to_volume(volume, path, fmt)
         finally:
             try:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
-        LOG.info('volume %s: image %s (%s, %d bytes) written', volume['id'],
-                 image_id, image.get('disk_format'), size)
-        return image
+        return size
 
 
 class MarkDownloaded(task.Task):
