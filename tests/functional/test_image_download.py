@@ -92,15 +92,24 @@ def written_how(caplog, vid):
                                      ('qcow2', 'by qemu-img')])
 def test_an_image_with_zeros_makes_a_sparse_volume(glance_stack,
                                                    images, caplog, fmt,
-                                                   how):
+                                                   how, monkeypatch):
     caplog.set_level(logging.INFO, logger='cinder_lite.volume.flows.create')
     stack = glance_stack
     api = stack.client()
     data, made = images
+    synced = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink('/proc/self/fd/%d' % fd))
+        return real_fsync(fd)
+    monkeypatch.setattr(os, 'fsync', fsync)
     vol = create_from(api, size=1, imageRef=made[fmt]['id'])
     assert vol['bootable'] == 'true'
     assert written_how(caplog, vol['id']) == how
     path = volume_file(stack, vol['id'])
+    # the image's data is on disk before the volume is available
+    assert os.path.realpath(path) in synced
     assert os.path.getsize(path) == 1024 * MiB
     assert read(stack, vol['id'], 0, 8 * MiB) == data + bytes(
         8 * MiB - len(data))

@@ -94,6 +94,12 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         written with ``copy_image_to_volume``)."""
         return None
 
+    def sync_volume(self, volume):
+        """Make what was written to the storage of ``volume`` durable
+        (on disk when this returns)."""
+        raise NotImplementedError(
+            'this backend cannot make volumes from images')
+
     def copy_volume_to_image(self, volume, image_path, image_format):
         """Write the data of ``volume`` to a new file at ``image_path`` in
         qemu-img format ``image_format``."""

@@ -172,6 +172,13 @@ class FileDriver(base.VolumeDriver):
             f.truncate(volume['size'] * GiB)
         return path
 
+    def sync_volume(self, volume):
+        fd = os.open(self.path(volume['id']), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def copy_volume_to_image(self, volume, image_path, image_format):
         qemu_img.convert(self.path(volume['id']), 'raw', image_path,
                          image_format)

@@ -83,6 +83,10 @@ class CopyImage(task.Task):
             else:
                 size = self._through_file(client, image, volume, driver,
                                           conf)
+            # neither the download nor qemu-img (its output cache mode
+            # ignores flushes) syncs: the data must be on disk before
+            # the volume is available, as a copy's is
+            driver.sync_volume(volume)
         LOG.info('volume %s: image %s (%s, %d bytes) written %s',
                  volume['id'], image_id, image.get('disk_format'), size,
                  'in place' if dest is not None else 'by qemu-img')
