@@ -45,6 +45,10 @@ class Client:
         if version:
             self.headers['OpenStack-API-Version'] = 'volume %s' % version
         self.session = requests.Session()
+        # the stack is on loopback: no proxy or ~/.netrc to look up (requests
+        # reads the environment and ~/.netrc at every request otherwise,
+        # ~2 ms each on the test machine)
+        self.session.trust_env = False
 
     def request(self, method, path, json=None, data=None, headers=None,
                 raw_path=False):
