@@ -19,9 +19,21 @@ SLOW_FIRST = (
     'tests/integration/test_active_active.py',
     'tests/integration/test_two_schedulers.py',
     'tests/integration/test_manage.py',
+    'tests/functional/test_process.py',
+    'tests/functional/test_dashboard.py',
     'tests/functional/test_readme.py',
     'tests/functional/test_fuzz.py',
-    'tests/functional/test_dashboard.py',
+    'tests/functional/test_manage_cli.py',
+    'tests/functional/test_stateful_fuzz.py',
+    'tests/functional/test_transfers.py',
+    'tests/functional/test_sequences.py',
+    'tests/functional/test_attachments.py',
+    'tests/functional/test_packaging.py',
+    'tests/functional/test_images.py',
+    'tests/functional/test_volume_actions.py',
+    'tests/functional/test_bad_input.py',
+    'tests/functional/test_snapshot_clients.py',
+    'tests/functional/test_image_copies.py',
 )
 
 
@@ -52,6 +64,11 @@ def pytest_xdist_make_scheduler(config, log):
     if config.getvalue('dist') != 'loadfile':
         return None
     from xdist.scheduler import LoadFileScheduling
+    # pytest-xdist hands the modules out by their number of tests, most
+    # first, unless told otherwise: the order above would be lost (the
+    # fuzzers and the README's walk-through, two tests each and the
+    # longest, went last and ran alone at the end)
+    config.option.loadscopereorder = False
 
     class SharedWorkerScheduling(LoadFileScheduling):
 

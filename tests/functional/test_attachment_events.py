@@ -2,10 +2,9 @@
 which host, and when; readable by admins through the API and the manage
 CLI."""
 import os
-import subprocess
-import sys
 import uuid
 
+from tests.harness import forkrun
 
 
 def test_audit_trail_answers_who_attached_read_write(stack, tmp_path):
@@ -54,12 +53,13 @@ def test_audit_trail_answers_who_attached_read_write(stack, tmp_path):
     assert admin.get('/os-attachment-events?colour=red').status_code == 400
 
     def manage_events(*args):
-        out = subprocess.run(
-            [sys.executable, '-m', 'cinder_lite.cmd.manage',
-             '--config-file', os.path.join(stack.state_path,
+        # (a process forked from tests/harness/forkrun.py's server)
+        out = forkrun.run(
+            'cinder_lite.cmd.manage',
+            ['--config-file', os.path.join(stack.state_path,
                                            'cinder-lite.conf'),
              'attachment', 'events', '--volume', vol['id']] + list(args),
-            capture_output=True, text=True, timeout=60)
+            timeout=60)
         return out.returncode, out.stdout.splitlines(), out.stderr
 
     def attached(lines):

@@ -29,8 +29,10 @@ def _chromium():
     return None
 
 
-@pytest.fixture
-def browser():
+@pytest.fixture(scope='module')
+def chromium():
+    """One chromium for the module (a launch costs seconds of CPU here);
+    each test's pages have contexts of their own (``browser``)."""
     path = _chromium()
     required = os.environ.get('CINDER_LITE_REQUIRE_SERVICES', '').lower() \
         in ('1', 'true', 'yes', 'on')
@@ -45,6 +47,17 @@ def browser():
         b = p.chromium.launch(executable_path=path, args=['--no-sandbox'])
         yield b
         b.close()
+
+
+@pytest.fixture
+def browser(chromium):
+    """The module's chromium; what a test opened (``new_page`` makes a
+    context of its own: cookies, storage) is closed after it."""
+    before = set(chromium.contexts)
+    yield chromium
+    for context in chromium.contexts:
+        if context not in before:
+            context.close()
 
 
 def shoot(page, tmp_path, name, doc=True):

@@ -8,6 +8,8 @@
 * ``attach``: attachment requests and connectors as tests make them.
 * ``clients``: python-cinderclient's and python-openstackclient's command
   lines, run in this process.
+* ``forkrun``: ``python -m cinder_lite.cmd.X`` as a process forked from a
+  server that imported cinder_lite once (no interpreter start per command).
 * ``dataplane``: stacks exporting over NBD or iSCSI and what the tests
   look at from the storage side.
 * ``cluster``: distributed cinder_lite as separate processes over RabbitMQ

@@ -6,14 +6,20 @@ scheduler, the volume backends and the API on an ephemeral port, all on
 the in-process bus.  ``Client`` talks to it over real HTTP.
 ``start_all`` runs ``cinder-lite-all`` as a process of its own instead.
 """
+import atexit
+import contextlib
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
 from oslo_config import cfg
 import requests
+import sqlalchemy
 
 from cinder_lite.api import server
 from cinder_lite.cmd import all as cmd_all
@@ -45,6 +51,10 @@ class Client:
         if version:
             self.headers['OpenStack-API-Version'] = 'volume %s' % version
         self.session = requests.Session()
+        # the stack is on loopback: no proxy or ~/.netrc to look up (requests
+        # reads the environment and ~/.netrc at every request otherwise,
+        # ~2 ms each on the test machine)
+        self.session.trust_env = False
 
     def request(self, method, path, json=None, data=None, headers=None,
                 raw_path=False):
@@ -101,6 +111,34 @@ class Client:
                       == 404, what='volume %s deleted' % volume_id)
 
 
+# A copy of the SQLite database the migrations made for this process's
+# first stack, before any service wrote to it: later stacks start from a
+# copy instead of running the ~20 migrations again (~0.08 s of CPU a
+# stack; a few hundred stacks in the functional tier).
+_schema = {'template': None}
+
+
+def _fresh_sqlite(connection):
+    """The path of ``connection``'s SQLite file when it is a file that
+    does not exist yet; None otherwise."""
+    url = sqlalchemy.engine.make_url(connection)
+    if url.get_backend_name() != 'sqlite' or not url.database or \
+            url.database == ':memory:' or os.path.exists(url.database):
+        return None
+    return url.database
+
+
+def _keep_schema(path):
+    workdir = tempfile.mkdtemp(prefix='cl-schema-')
+    atexit.register(shutil.rmtree, workdir, True)
+    template = os.path.join(workdir, 'schema.sqlite')
+    # (SQLite's backup API: a consistent copy whatever the journal mode)
+    with contextlib.closing(sqlite3.connect(path)) as source, \
+            contextlib.closing(sqlite3.connect(template)) as copy:
+        source.backup(copy)
+    _schema['template'] = template
+
+
 class Stack:
 
     def __init__(self, state_path, backends=None, extra=None, sections=None):
@@ -149,8 +187,15 @@ class Stack:
                           default_transport_url=cmd_all.EMBEDDED_TRANSPORT)
         conf.set_override('control_exchange', 'test-%s' % uuid.uuid4().hex)
         self.conf = conf
+        fresh = _fresh_sqlite(conf.database.connection)
+        if fresh and _schema['template']:
+            # the schema the migrations made for the first stack of this
+            # process (upgrade below finds it at head: a no-op)
+            shutil.copyfile(_schema['template'], fresh)
         db_api.configure(conf)
         migration.upgrade()
+        if fresh and not _schema['template']:
+            _keep_schema(fresh)
         self.scheduler = scheduler_service.build(conf)
         self.volume_services = volume_service.build(conf)
         self.api_services = server.build(conf)
