@@ -245,15 +245,17 @@ def get(session, attachment_id, project_id=None):
     return attachment
 
 
-def transition(session, attachment_id, target, expected=None, values=None,
+def transition(session, attachment_id, event, target=None, values=None,
                reason=None, current=None):
-    """Compare-and-swap of an attachment's status, recorded as an
-    attachment event (``reason``, else the new status_reason, says why).
+    """Apply ``event`` to an attachment (``states.ATTACHMENT``): a
+    compare-and-swap of its status from the statuses the event leads to
+    its target from (the target named, for an event that leads to
+    several), recorded as an attachment event (``reason``, else the
+    new status_reason, says why).
     ``current``: the attachment as this transaction read it under the
     volume's lock (saves reading it again for the event); it shows the
     change afterwards."""
-    allowed = tuple(expected or states.sources_for(
-        target, states.ATTACHMENT_TRANSITIONS))
+    target, allowed = states.ATTACHMENT.resolve(event, target)
     values = dict(values or {})
     values.update(attach_status=target, updated_at=models.utcnow())
     if target == states.DETACHED:
@@ -293,7 +295,7 @@ def transition(session, attachment_id, target, expected=None, values=None,
             raise exception.AttachmentNotFound(attachment_id=attachment_id)
         raise exception.InvalidTransition(
             resource='attachment', id=attachment_id, target=target,
-            actual=current, expected=', '.join(allowed))
+            actual=current, allowed=', '.join(allowed))
 
 
 def update(session, attachment_id, values):

@@ -343,12 +343,10 @@ class AttachmentService:
         connector['mode'] = mode
         host = self._export_host(session, vol, connector)
         # one completed before it was connected moves on from attached
-        sources = ((states.ATTACHED,)
-                   if rules.completed_unconnected(attachment)
-                   else None)
         db_attachments.transition(
-            session, attachment.id, states.ATTACH_ATTACHING,
-            expected=sources,
+            session, attachment.id,
+            'connect_completed' if rules.completed_unconnected(attachment)
+            else 'connect',
             values={'attach_mode': mode, 'connector': connector,
                     'attached_host': connector['host'],
                     'mountpoint': connector.get('mountpoint'),
@@ -371,8 +369,7 @@ class AttachmentService:
         except Exception as e:
             # The backend did not answer: record why, leave nothing
             # pretending to be connected.
-            self._mark_failed(attachment.id, states.ERROR_ATTACHING,
-                              (states.ATTACH_ATTACHING,), str(e))
+            self._mark_failed(attachment.id, 'connect_lost', str(e))
             if isinstance(e, exception.ServiceUnavailable):
                 # the caller holds an attachment it never saw: name it
                 raise exception.ServiceUnavailable(
@@ -395,14 +392,14 @@ class AttachmentService:
         notify.info(context, self.conf.host, event_type,
                     notify.attachment_payload(vol, fields))
 
-    def _mark_failed(self, attachment_id, target, expected, reason):
+    def _mark_failed(self, attachment_id, change, reason):
         with db_api.writer() as session:
             try:
                 attachment = db_attachments.get(session, attachment_id)
                 db_attachments.lock_volume(session, attachment.volume_id,
                                            load=False)
                 db_attachments.transition(
-                    session, attachment_id, target, expected=expected,
+                    session, attachment_id, change,
                     values={'status_reason': reason[:1024]})
                 db_attachments.sync_volume_status(session,
                                                   attachment.volume_id)
@@ -436,9 +433,7 @@ class AttachmentService:
                                             exclude=current.id))
             try:
                 db_attachments.transition(
-                    session, attachment_id, states.ATTACHED,
-                    expected=(states.ATTACH_RESERVED,
-                              states.ATTACH_ATTACHING),
+                    session, attachment_id, 'complete',
                     values=values, current=current)
             except exception.InvalidTransition as e:
                 raise exception.InvalidInput(
@@ -495,7 +490,7 @@ class AttachmentService:
             if writer is not None:
                 db_attachments.transition(
                     session, writer.id,
-                    states.ATTACH_DETACHING if cut else states.DETACHED,
+                    'start_disconnect' if cut else 'detach',
                     values={'status_reason': DISCONNECTING if cut
                             else why}, reason=why, current=writer)
             status = db_attachments.sync_volume_status(session, vol.id)
@@ -641,10 +636,9 @@ class AttachmentService:
                         'is down; recorded detached without it',
                         attachment.id, host)
             connected = False
-        target = (states.ATTACH_DETACHING if connected
-                  else states.DETACHED)
         db_attachments.transition(
-            session, attachment.id, target,
+            session, attachment.id,
+            'start_disconnect' if connected else 'detach',
             values={'status_reason': DISCONNECTING} if connected
             else None, current=current)
         status = db_attachments.sync_volume_status(session, vol.id)
@@ -665,8 +659,8 @@ class AttachmentService:
             except (exception.ConnectFailed, exception.ConnectRefused):
                 raise
             except Exception as e:
-                self._mark_failed(attachment.id, states.ERROR_DETACHING,
-                                  (states.ATTACH_DETACHING,), str(e))
+                self._mark_failed(attachment.id, 'disconnect_lost',
+                                  str(e))
                 raise
         elif not was_connected:
             LOG.info('attachment %s: -> detached (never connected); volume '

@@ -243,9 +243,8 @@ class VolumeManager:
             else:
                 event = EVENT_CREATE_FAILED
                 detail = 'create volume: %s' % e
-            self._record_failure(ctxt, volume, states.ERROR,
-                                 (states.CREATING, states.DOWNLOADING),
-                                 event, detail)
+            self._record_failure(ctxt, volume, 'create_failed', event,
+                                 detail)
             return
         notify.info(ctxt, self.host, 'volume.create.end',
                     notify.volume_payload(dict(volume,
@@ -302,8 +301,7 @@ class VolumeManager:
                           'snapshot %s could not be deleted', volume_id,
                           snapshot['id'])
                 self._record_failure(
-                    ctxt, volume, states.ERROR_DELETING, (states.DELETING,),
-                    EVENT_DELETE_FAILED,
+                    ctxt, volume, 'delete_failed', EVENT_DELETE_FAILED,
                     'delete volume: its snapshot %s could not be deleted'
                     % snapshot['id'])
                 return
@@ -312,8 +310,8 @@ class VolumeManager:
                 delete_flow.run(self.driver, volume)
         except Exception as e:
             LOG.exception('volume %s: deleting -> error_deleting', volume_id)
-            self._record_failure(ctxt, volume, states.ERROR_DELETING,
-                                 (states.DELETING,), EVENT_DELETE_FAILED,
+            self._record_failure(ctxt, volume, 'delete_failed',
+                                 EVENT_DELETE_FAILED,
                                  'delete volume: %s' % e)
             return
         notify.info(ctxt, self.host, 'volume.delete.end',
@@ -329,7 +327,7 @@ class VolumeManager:
                 snapshot_flow.create(self.driver, snapshot)
         except Exception as e:
             LOG.exception('snapshot %s: creating -> error', snapshot['id'])
-            self._snapshot_failed(ctxt, snapshot, states.ERROR,
+            self._snapshot_failed(ctxt, snapshot, 'create_failed',
                                   EVENT_SNAPSHOT_CREATE_FAILED,
                                   'create snapshot: %s' % e)
             return
@@ -348,7 +346,7 @@ class VolumeManager:
         except Exception as e:
             LOG.exception('snapshot %s: deleting -> error_deleting',
                           snapshot['id'])
-            self._snapshot_failed(ctxt, snapshot, states.ERROR_DELETING,
+            self._snapshot_failed(ctxt, snapshot, 'delete_failed',
                                   EVENT_SNAPSHOT_DELETE_FAILED,
                                   'delete snapshot: %s' % e)
             return False
@@ -357,10 +355,10 @@ class VolumeManager:
         return True
 
     @staticmethod
-    def _snapshot_failed(ctxt, snapshot, target, event, detail):
+    def _snapshot_failed(ctxt, snapshot, change, event, detail):
         with db_api.writer() as session:
             try:
-                db_snapshots.transition(session, snapshot['id'], target)
+                db_snapshots.transition(session, snapshot['id'], change)
             except (exception.InvalidTransition, exception.NotFound):
                 return
             db_messages.create(session, snapshot['project_id'], event,
@@ -480,8 +478,7 @@ class VolumeManager:
                     current.status_reason != db_attachments.TAKING_OVER:
                 return False
             db_attachments.transition(
-                session, attachment_id, states.ATTACHED,
-                expected=(states.ATTACHED,),
+                session, attachment_id, 'promote',
                 values={'attach_mode': rules.TAKEOVER_MODE,
                         'connection_info': info,
                         'connector': dict(connector,
@@ -525,7 +522,7 @@ class VolumeManager:
                 values = {'connection_info': self._reexport(
                     volume, attachment_id, connector, shared, mode),
                     'status_reason': None}
-            target = states.ATTACHED
+            change, target = 'takeover_undone', states.ATTACHED
         except Exception as e:
             LOG.exception('attachment %s: the %s export could not be made '
                           'again', attachment_id, mode)
@@ -533,12 +530,11 @@ class VolumeManager:
                       'status_reason': ('takeover failed (%s), and the '
                                         '%s export too: %s' % (
                                             error, mode, e))[:1024]}
-            target = states.ERROR_ATTACHING
+            change, target = 'takeover_failed', states.ERROR_ATTACHING
         with db_api.writer() as session:
             db_attachments.lock_volume(session, volume['id'], load=False)
             try:
-                db_attachments.transition(session, attachment_id, target,
-                                          expected=(states.ATTACHED,),
+                db_attachments.transition(session, attachment_id, change,
                                           values=values)
             except exception.NotFound:
                 gone = True
@@ -650,15 +646,14 @@ class VolumeManager:
                 self.driver.extend_volume(volume, new_size)
         except Exception as e:
             LOG.exception('volume %s: extend failed', volume_id)
-            self._record_failure(ctxt, volume, states.ERROR_EXTENDING,
-                                 (states.EXTENDING,), EVENT_EXTEND_FAILED,
+            self._record_failure(ctxt, volume, 'extend_failed',
+                                 EVENT_EXTEND_FAILED,
                                  'extend volume: %s' % e,
                                  extending_to=new_size)
             return
         try:
             with db_api.writer() as session:
-                db_volumes.transition(session, volume_id, states.AVAILABLE,
-                                      expected=(states.EXTENDING,),
+                db_volumes.transition(session, volume_id, 'extended',
                                       values={'size': new_size},
                                       extending_to=new_size)
         except (exception.InvalidTransition, exception.VolumeNotFound) as e:
@@ -724,34 +719,32 @@ class VolumeManager:
             # fenced while connecting: the flow removed its export
             LOG.warning('attachment %s: %s -> %s: %s', attachment_id,
                         current, failed, e)
-            self._attachment_failed(volume, attachment_id, failed,
-                                    (current, failed),
+            self._attachment_failed(volume, attachment_id, what,
                                     '%s refused: %s' % (what, e))
             raise
         except exception.Invalid as e:
             LOG.warning('attachment %s: %s -> %s: %s', attachment_id,
                         current, failed, e)
-            self._attachment_failed(volume, attachment_id, failed,
-                                    (current, failed),
+            self._attachment_failed(volume, attachment_id, what,
                                     '%s refused: %s' % (what, e))
             raise (exception.DisconnectRefused if what == 'disconnect'
                    else exception.ConnectRefused)(reason=str(e))
         except Exception as e:
             LOG.exception('attachment %s: %s -> %s', attachment_id, current,
                           failed)
-            self._attachment_failed(volume, attachment_id, failed,
-                                    (current, failed),
+            self._attachment_failed(volume, attachment_id, what,
                                     '%s failed: %s' % (what, e))
             raise (exception.DisconnectFailed if what == 'disconnect'
                    else exception.ConnectFailed)(reason=str(e))
 
-    def _attachment_failed(self, volume, attachment_id, target, expected,
-                           reason):
+    def _attachment_failed(self, volume, attachment_id, what, reason):
+        """Record the ``what`` ('connect', 'disconnect') of an attachment
+        failed, with ``reason``."""
         with db_api.writer() as session:
             try:
                 db_attachments.lock_volume(session, volume['id'], load=False)
                 db_attachments.transition(
-                    session, attachment_id, target, expected=expected,
+                    session, attachment_id, what + '_failed',
                     values={'status_reason': reason[:1024]})
             except (exception.InvalidTransition, exception.NotFound,
                     exception.InvalidVolume):
@@ -769,12 +762,11 @@ class VolumeManager:
         caps['host'] = self.host
         return caps
 
-    def _record_failure(self, ctxt, volume, target, expected, event, detail,
+    def _record_failure(self, ctxt, volume, change, event, detail,
                         extending_to=None):
         with db_api.writer() as session:
             try:
-                db_volumes.transition(session, volume['id'], target,
-                                      expected=expected,
+                db_volumes.transition(session, volume['id'], change,
                                       extending_to=extending_to)
             except (exception.InvalidTransition, exception.VolumeNotFound):
                 return

@@ -186,7 +186,7 @@ def _connect_interrupted(manager, attachment_id, volume):
     reason = ('connect interrupted (the volume service stopped before it '
               'finished); delete the attachment or connect again')
     settled = _settle_attaching(attachment_id, volume, False,
-                                states.ERROR_ATTACHING,
+                                'reconcile_abandon',
                                 {'status_reason': reason}, reason)
     if settled is None:
         return None
@@ -200,7 +200,8 @@ def _connect_interrupted(manager, attachment_id, volume):
 def _never_completed(manager, attachment_id, volume, max_age):
     reason = ('connected and not completed within %d s; completed by '
               'reconcile (the host holds the connection)' % max_age)
-    settled = _settle_attaching(attachment_id, volume, True, states.ATTACHED,
+    settled = _settle_attaching(attachment_id, volume, True,
+                                'reconcile_complete',
                                 {'attach_time': models.utcnow()}, reason)
     if settled is None:
         return None
@@ -216,10 +217,10 @@ def _never_completed(manager, attachment_id, volume, max_age):
     return 'attachment %s: attaching -> attached' % attachment_id
 
 
-def _settle_attaching(attachment_id, volume, connected, target, values,
+def _settle_attaching(attachment_id, volume, connected, change, values,
                       reason):
-    """Move an ``attaching`` attachment (with connection info or not, as
-    ``connected`` says) to ``target`` under the volume's lock, which
+    """Apply ``change`` to an ``attaching`` attachment (with connection
+    info or not, as ``connected`` says) under the volume's lock, which
     recording a connection also takes; returns the volume's status and
     the attachment's fields, or None when it moved on meanwhile."""
     with db_api.writer() as session:
@@ -233,8 +234,7 @@ def _settle_attaching(attachment_id, volume, connected, target, values,
             values = dict(values, attach_time=current.attach_time)
         fields = {k: getattr(current, k) for k in (
             'id', 'instance_uuid', 'attached_host', 'attach_mode')}
-        db_attachments.transition(session, attachment_id, target,
-                                  expected=(states.ATTACH_ATTACHING,),
+        db_attachments.transition(session, attachment_id, change,
                                   values=values, reason=reason)
         return (db_attachments.sync_volume_status(session, volume['id']),
                 fields)
@@ -285,9 +285,7 @@ def _finish_disconnect(manager, attachment_id, volume, status):
             db_attachments.lock_volume(session, volume['id'], load=False)
             try:
                 db_attachments.transition(
-                    session, attachment_id, states.ERROR_DETACHING,
-                    expected=(states.ATTACH_DETACHING,
-                              states.ERROR_DETACHING),
+                    session, attachment_id, 'disconnect_retry_failed',
                     values={'status_reason': reason[:1024]})
             except (exception.InvalidTransition, exception.NotFound):
                 return None
@@ -298,9 +296,8 @@ def _finish_disconnect(manager, attachment_id, volume, status):
     with db_api.writer() as session:
         db_attachments.lock_volume(session, volume['id'], load=False)
         try:
-            db_attachments.transition(
-                session, attachment_id, states.DETACHED,
-                expected=(states.ATTACH_DETACHING, states.ERROR_DETACHING))
+            db_attachments.transition(session, attachment_id,
+                                      'disconnect_retried')
         except (exception.InvalidTransition, exception.NotFound):
             return None
         volume_status = db_attachments.sync_volume_status(session,
@@ -349,8 +346,8 @@ def _download_interrupted(manager, volume):
     manager.driver.delete_volume(volume)
     with db_api.writer() as session:
         try:
-            db_volumes.transition(session, volume['id'], states.ERROR,
-                                  expected=(states.DOWNLOADING,))
+            db_volumes.transition(session, volume['id'],
+                                  'download_interrupted')
         except (exception.InvalidTransition, exception.VolumeNotFound):
             return states.DOWNLOADING
         db_messages.create(
@@ -381,8 +378,8 @@ def _upload_interrupted(volume):
 def _extend_interrupted(volume):
     with db_api.writer() as session:
         try:
-            db_volumes.transition(session, volume['id'], states.AVAILABLE,
-                                  expected=(states.EXTENDING,))
+            db_volumes.transition(session, volume['id'],
+                                  'extend_interrupted')
         except (exception.InvalidTransition, exception.VolumeNotFound):
             return states.EXTENDING
         db_messages.create(

@@ -9,7 +9,6 @@ from taskflow.patterns import linear_flow
 from taskflow import task
 
 from cinder_lite.common import exception
-from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import host_fences as db_host_fences
@@ -70,8 +69,7 @@ class RecordConnection(task.Task):
                 raise exception.HostFenced(host=current.attached_host,
                                            volume_id=volume['id'])
             db_attachments.transition(
-                session, attachment_id, states.ATTACH_ATTACHING,
-                expected=(states.ATTACH_ATTACHING,),
+                session, attachment_id, 'connected',
                 # the export is on this volume service, whichever the API
                 # meant: the disconnect must come here
                 values={'connection_info': connection_info,

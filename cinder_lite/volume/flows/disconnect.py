@@ -6,7 +6,6 @@ import logging
 from taskflow.patterns import linear_flow
 from taskflow import task
 
-from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.volume import flows
@@ -41,8 +40,7 @@ class RecordDetached(task.Task):
         with db_api.writer() as session:
             db_attachments.lock_volume(session, volume['id'], load=False)
             db_attachments.transition(
-                session, attachment_id, states.DETACHED,
-                expected=(states.ATTACH_DETACHING,),
+                session, attachment_id, 'disconnected',
                 values={'status_reason': reason} if reason else None)
             status = db_attachments.sync_volume_status(session,
                                                        volume['id'])
