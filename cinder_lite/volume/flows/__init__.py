@@ -19,9 +19,12 @@ from cinder_lite.db import volumes as db_volumes
 LOG = logging.getLogger(__name__)
 
 _local = threading.local()
-# an engine in these states can be reset and run again; one whose revert
-# failed (FAILURE) is dropped and built anew
-_REUSABLE = (states.SUCCESS, states.REVERTED)
+# an engine that succeeded is reset and run again; one that reverted (or
+# whose revert failed) is dropped and built anew: a reset engine's storage
+# still holds the failures of its last run, which the next failure's
+# WrappedFailure would carry too (a reverted promote and then another on
+# the same thread raised both)
+_REUSABLE = (states.SUCCESS,)
 
 
 def run(name, build, store):
