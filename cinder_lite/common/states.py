@@ -76,11 +76,36 @@ ATTACHMENT_STATUSES = frozenset([
     ATTACH_RESERVED, ATTACH_ATTACHING, ATTACHED, ATTACH_DETACHING, DETACHED,
     ERROR_ATTACHING, ERROR_DETACHING])
 
-# Not stored: how ``derive_volume_status`` names a reservation that
-# Cinder's legacy os-reserve made (an ``reserved`` attachment marked so),
-# which shows its volume ``attaching`` as Cinder's legacy flow does; the
-# attachments API's reservations show it ``reserved``.
-ATTACH_LEGACY_RESERVED = 'reserved (os-reserve)'
+# What is under way on an attachment besides its status (its
+# ``operation`` column; null when nothing is): set by the change that
+# starts it, cleared by the one that ends it.
+# - a read-only attachment becoming its volume's writer (os-takeover): it
+#   counts as the writer from the moment it is marked
+TAKING_OVER = 'taking_over'
+# - its disconnect is under way (on a ``detaching`` attachment)
+DISCONNECTING = 'disconnecting'
+# - a reservation the legacy os-reserve made: its volume shows
+#   ``attaching`` (as Cinder's os-reserve) until it is connected, attached
+#   or dropped
+LEGACY_RESERVE = 'os-reserve'
+# how each shows as the attachment's status_reason while it has no other
+# (the words that marked it before the column, migration 0016)
+OPERATION_REASONS = {TAKING_OVER: 'taking over',
+                     DISCONNECTING: 'disconnecting',
+                     LEGACY_RESERVE: 'reserved by os-reserve'}
+
+# (status, operation) of a reservation os-reserve made, as
+# ``derive_volume_status`` is given it: it shows its volume ``attaching``
+# as Cinder's legacy flow does; the attachments API's reservations show it
+# ``reserved``.
+ATTACH_LEGACY_RESERVED = (ATTACH_RESERVED, LEGACY_RESERVE)
+
+
+def shown_reason(status_reason, operation):
+    """The status_reason a client sees: the row's, else the words of
+    the operation under way."""
+    return status_reason or OPERATION_REASONS.get(operation)
+
 
 # -- snapshot ------------------------------------------------------------------
 # (the names are the volume's where Cinder's strings are the same)
@@ -126,7 +151,8 @@ SERVICE_DISABLED = 'disabled'
 
 
 def derive_volume_status(attach_statuses):
-    """Volume status implied by the statuses of its live attachments.
+    """Volume status implied by the statuses of its live attachments
+    (and ``ATTACH_LEGACY_RESERVED`` for an os-reserve reservation).
 
     ``error_*`` attachments neither hide the others nor keep a volume busy
     on their own; they stay visible until deleted or reconciled.

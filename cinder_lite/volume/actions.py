@@ -55,9 +55,8 @@ class VolumeActions:
         """A reservation for an attach to come; the volume shows
         ``attaching`` meanwhile, as Cinder's os-reserve."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
-        self.attachments.reserve(
-            context, volume, None, None,
-            reason=db_attachments.LEGACY_RESERVATION)
+        self.attachments.reserve(context, volume, None, None,
+                                 operation=states.LEGACY_RESERVE)
 
     def unreserve(self, context, volume_id):
         """Drop the newest reservation that os-reserve made (no instance,
@@ -227,26 +226,24 @@ class VolumeActions:
         attached with its export gone and its disconnect mark on)."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume.id, load=False)
-            for att in db_attachments.live_for_volume(session, volume.id):
-                if att.attach_status == states.ATTACH_DETACHING and \
-                        att.status_reason != rules.DISCONNECTING:
-                    db_attachments.transition(session, att.id,
-                                              'roll_detaching')
-            db_attachments.sync_volume_status(session, volume.id)
+            with db_attachments.locked_volume(session, volume.id, load=False):
+                for att in db_attachments.live_for_volume(session, volume.id):
+                    if att.attach_status == states.ATTACH_DETACHING and \
+                            att.operation != rules.DISCONNECTING:
+                        db_attachments.transition(session, att.id,
+                                                  'roll_detaching')
 
     def _move(self, volume_id, attachment_id, change, not_marked=None):
         """``not_marked``: refuse (409) while the attachment carries that
         mark (a takeover in flight re-exports it)."""
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume_id, load=False)
-            if not_marked is not None and db_attachments.get(
-                    session, attachment_id).status_reason == not_marked:
-                raise exception.AttachmentBusy(
-                    attachment_id=attachment_id,
-                    what='taking over as the writer')
-            db_attachments.transition(session, attachment_id, change)
-            db_attachments.sync_volume_status(session, volume_id)
+            with db_attachments.locked_volume(session, volume_id, load=False):
+                if not_marked is not None and db_attachments.get(
+                        session, attachment_id).operation == not_marked:
+                    raise exception.AttachmentBusy(
+                        attachment_id=attachment_id,
+                        what='taking over as the writer')
+                db_attachments.transition(session, attachment_id, change)
 
     def detach(self, context, volume_id, attachment_id=None):
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)

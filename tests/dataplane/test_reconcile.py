@@ -44,7 +44,7 @@ def test_interrupted_detach_is_rolled_forward(nbd_stack):
         db_attachments.lock_volume(session, vol['id'])
         db_attachments.transition(
             session, att['id'], 'start_disconnect',
-            values={'status_reason': attachment_api.DISCONNECTING})
+            values={'operation': attachment_api.DISCONNECTING})
         db_attachments.sync_volume_status(session, vol['id'])
     assert api.get('/volumes/%s' % vol['id']).json()['volume'][
         'status'] == 'detaching'

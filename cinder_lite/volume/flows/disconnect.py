@@ -38,12 +38,12 @@ class RemoveExport(task.Task):
 class RecordDetached(task.Task):
     def execute(self, volume, attachment_id, reason):
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume['id'], load=False)
-            db_attachments.transition(
-                session, attachment_id, 'disconnected',
-                values={'status_reason': reason} if reason else None)
-            status = db_attachments.sync_volume_status(session,
-                                                       volume['id'])
+            with db_attachments.locked_volume(session, volume['id'],
+                                              load=False) as held:
+                db_attachments.transition(
+                    session, attachment_id, 'disconnected',
+                    values={'status_reason': reason} if reason else None)
+            status = held.status
         LOG.info('attachment %s of volume %s: detaching -> detached '
                  '(volume %s)', attachment_id, volume['id'], status)
 
