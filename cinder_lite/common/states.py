@@ -168,7 +168,7 @@ def derive_volume_status(attach_statuses):
     return AVAILABLE
 
 
-# -- the machines --------------------------------------------------------------
+# -- the machines -------------------------------------------------------------
 class StateMachine(object):
     """The events of one kind of resource: ``(source, event) -> targets``.
 
