@@ -160,7 +160,7 @@ class InvalidTransition(Invalid):
     allow."""
 
     msg_fmt = ('Cannot move %(resource)s %(id)s to %(target)s: its status '
-               'is %(actual)s, expected one of %(expected)s.')
+               'is %(actual)s, expected one of %(allowed)s.')
 
 
 class InvalidAuthKey(Invalid):

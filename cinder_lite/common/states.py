@@ -1,9 +1,15 @@
 """Every status string and every legal status change, in one place.
 
-Other modules refer to the names below, never to literal strings.  A status
-change is a compare-and-swap in the database (``WHERE status IN
-(allowed sources)``); ``sources_for`` gives that list from the table.
+Other modules refer to the names below, never to literal strings.  Every
+status change is an event with a name (as in Ironic's state machine:
+``add_transition(source, target, event)``): a caller says what happened
+(``'complete'``, ``'extend_failed'``) and the machine of its resource
+says from which statuses that event leads where.  In the database the
+change is a compare-and-swap (``WHERE status IN (the event's sources)``)
+that only ``cinder_lite/db`` writes; nobody outside it names the allowed
+sources (tests/unit/test_state_machine.py fails on an ``expected=``).
 """
+from cinder_lite.common import exception
 
 # -- volume ------------------------------------------------------------------
 CREATING = 'creating'
@@ -39,30 +45,6 @@ VOLUME_STATUSES = frozenset([
     DELETING, ERROR_DELETING, EXTENDING, ERROR_EXTENDING, RETYPING,
     AWAITING_TRANSFER, DOWNLOADING, UPLOADING, MAINTENANCE, DELETED])
 
-# target -> statuses a volume may be in when it moves there
-VOLUME_TRANSITIONS = {
-    # (from awaiting-transfer: the transfer was accepted or deleted)
-    # (from downloading: the image is written; from uploading: the copy
-    # is done and no attachment is attached)
-    AVAILABLE: (CREATING, RESERVED, ATTACHING, DETACHING, IN_USE, EXTENDING,
-                RETYPING, AWAITING_TRANSFER, DOWNLOADING, UPLOADING),
-    ERROR: (CREATING, DOWNLOADING),
-    DOWNLOADING: (CREATING,),
-    # an in-use volume only with os-volume_upload_image's force
-    UPLOADING: (AVAILABLE, IN_USE),
-    ERROR_EXTENDING: (EXTENDING,),
-    RESERVED: (AVAILABLE, RESERVED, ATTACHING, IN_USE, DETACHING),
-    ATTACHING: (RESERVED, ATTACHING, IN_USE, DETACHING),
-    IN_USE: (ATTACHING, RESERVED, IN_USE, DETACHING, UPLOADING),
-    DETACHING: (IN_USE, DETACHING),
-    DELETING: (AVAILABLE, ERROR, ERROR_DELETING, ERROR_EXTENDING),
-    ERROR_DELETING: (DELETING,),
-    EXTENDING: (AVAILABLE, ERROR_EXTENDING),
-    RETYPING: (AVAILABLE,),
-    AWAITING_TRANSFER: (AVAILABLE,),
-    DELETED: (DELETING,),
-}
-
 # Statuses a volume service's operation owns while it runs (os-reset_status
 # leaves them alone while that service is up).
 VOLUME_BUSY_STATUSES = frozenset([CREATING, DELETING, EXTENDING,
@@ -94,40 +76,41 @@ ATTACHMENT_STATUSES = frozenset([
     ATTACH_RESERVED, ATTACH_ATTACHING, ATTACHED, ATTACH_DETACHING, DETACHED,
     ERROR_ATTACHING, ERROR_DETACHING])
 
-ATTACHMENT_TRANSITIONS = {
-    ATTACH_ATTACHING: (ATTACH_RESERVED, ERROR_ATTACHING),
-    ATTACHED: (ATTACH_ATTACHING, ATTACH_RESERVED, ATTACH_DETACHING),
-    # detaching -> detaching: os-begin_detaching marked it, os-detach or a
-    # delete now disconnects it.
-    ATTACH_DETACHING: (ATTACHED, ATTACH_ATTACHING, ATTACH_DETACHING,
-                       ERROR_ATTACHING, ERROR_DETACHING),
-    DETACHED: (ATTACH_DETACHING, ATTACH_RESERVED, ATTACH_ATTACHING,
-               ATTACHED, ERROR_ATTACHING, ERROR_DETACHING),
-    ERROR_ATTACHING: (ATTACH_RESERVED, ATTACH_ATTACHING),
-    ERROR_DETACHING: (ATTACH_DETACHING,),
-}
+# What is under way on an attachment besides its status (its
+# ``operation`` column; null when nothing is): set by the change that
+# starts it, cleared by the one that ends it.
+# - a read-only attachment becoming its volume's writer (os-takeover): it
+#   counts as the writer from the moment it is marked
+TAKING_OVER = 'taking_over'
+# - its disconnect is under way (on a ``detaching`` attachment)
+DISCONNECTING = 'disconnecting'
+# - a reservation the legacy os-reserve made: its volume shows
+#   ``attaching`` (as Cinder's os-reserve) until it is connected, attached
+#   or dropped
+LEGACY_RESERVE = 'os-reserve'
+# how each shows as the attachment's status_reason while it has no other
+# (the words that marked it before the column, migration 0016)
+OPERATION_REASONS = {TAKING_OVER: 'taking over',
+                     DISCONNECTING: 'disconnecting',
+                     LEGACY_RESERVE: 'reserved by os-reserve'}
 
-# Not stored: how ``derive_volume_status`` names a reservation that
-# Cinder's legacy os-reserve made (an ``reserved`` attachment marked so),
-# which shows its volume ``attaching`` as Cinder's legacy flow does; the
-# attachments API's reservations show it ``reserved``.
-ATTACH_LEGACY_RESERVED = 'reserved (os-reserve)'
+# (status, operation) of a reservation os-reserve made, as
+# ``derive_volume_status`` is given it: it shows its volume ``attaching``
+# as Cinder's legacy flow does; the attachments API's reservations show it
+# ``reserved``.
+ATTACH_LEGACY_RESERVED = (ATTACH_RESERVED, LEGACY_RESERVE)
+
+
+def shown_reason(status_reason, operation):
+    """The status_reason a client sees: the row's, else the words of
+    the operation under way."""
+    return status_reason or OPERATION_REASONS.get(operation)
+
 
 # -- snapshot ------------------------------------------------------------------
 # (the names are the volume's where Cinder's strings are the same)
 SNAPSHOT_STATUSES = frozenset([CREATING, AVAILABLE, ERROR, DELETING,
                                ERROR_DELETING, DELETED])
-
-# target -> statuses a snapshot may be in when it moves there
-SNAPSHOT_TRANSITIONS = {
-    AVAILABLE: (CREATING,),
-    ERROR: (CREATING,),
-    # a delete already under way may be sent again (a forced delete, a
-    # cascade after a lost message)
-    DELETING: (AVAILABLE, ERROR, ERROR_DELETING),
-    ERROR_DELETING: (DELETING,),
-    DELETED: (DELETING,),
-}
 
 # Statuses a volume's snapshots may be in for a delete of the volume with
 # cascade=true (Cinder's; forced: any)
@@ -167,13 +150,9 @@ SERVICE_ENABLED = 'enabled'
 SERVICE_DISABLED = 'disabled'
 
 
-def sources_for(target, table=VOLUME_TRANSITIONS):
-    """The statuses from which ``target`` may be reached."""
-    return table[target]
-
-
 def derive_volume_status(attach_statuses):
-    """Volume status implied by the statuses of its live attachments.
+    """Volume status implied by the statuses of its live attachments
+    (and ``ATTACH_LEGACY_RESERVED`` for an os-reserve reservation).
 
     ``error_*`` attachments neither hide the others nor keep a volume busy
     on their own; they stay visible until deleted or reconciled.
@@ -187,3 +166,209 @@ def derive_volume_status(attach_statuses):
         if attach_status in present:
             return volume_status
     return AVAILABLE
+
+
+# -- the machines -------------------------------------------------------------
+class StateMachine(object):
+    """The events of one kind of resource: ``(source, event) -> targets``.
+
+    Most events lead from a source to one target.  A few name a change
+    whose target the caller decides from what it knows (an operator's
+    os-reset_status, the status a volume's attachments make it): they
+    lead to several, and the caller names which.
+    """
+
+    def __init__(self, resource, statuses):
+        self.resource = resource
+        self.statuses = frozenset(statuses)
+        self._targets = {}          # (source, event) -> {target: None}
+        self._events = {}           # event -> {target: {source: None}}
+
+    def add_transition(self, source, target, event):
+        for status in (source, target):
+            if status not in self.statuses:
+                raise ValueError('%s: unknown status %r' % (self.resource,
+                                                            status))
+        self._targets.setdefault((source, event), {})[target] = None
+        self._events.setdefault(event, {}).setdefault(
+            target, {})[source] = None
+
+    @property
+    def events(self):
+        return tuple(self._events)
+
+    def targets(self, event):
+        """Where ``event`` may lead, from any source."""
+        return tuple(self._table(event))
+
+    def _table(self, event):
+        try:
+            return self._events[event]
+        except KeyError:
+            raise ValueError('%s: no event %r' % (self.resource,
+                                                  event)) from None
+
+    def resolve(self, event, target=None):
+        """(target, sources) of ``event``: the target it names (the
+        caller's must be one of the event's), and the statuses from which
+        the event leads there -- what a compare-and-swap allows."""
+        table = self._table(event)
+        if target is None:
+            if len(table) != 1:
+                raise ValueError('%s: event %r leads to %s; name the '
+                                 'target' % (self.resource, event,
+                                             ', '.join(table)))
+            target = next(iter(table))
+        elif target not in table:
+            raise ValueError('%s: event %r does not lead to %r' % (
+                self.resource, event, target))
+        return target, tuple(table[target])
+
+    def process_event(self, current, event, target=None, id=None):
+        """The status ``event`` moves a resource in ``current`` to (the
+        ``target`` named, for an event that leads to several); raises
+        InvalidTransition when it does not apply to ``current``."""
+        target, sources = self.resolve(event, target)
+        if current not in sources:
+            raise exception.InvalidTransition(
+                resource=self.resource, id=id, target=target,
+                actual=current, allowed=', '.join(sources))
+        return target
+
+
+def _add_all(machine, sources, targets, event):
+    for source in sources:
+        for target in targets:
+            machine.add_transition(source, target, event)
+
+
+VOLUME = StateMachine('volume', VOLUME_STATUSES)
+_v = VOLUME.add_transition
+# making it
+_v(CREATING, AVAILABLE, 'created')
+_v(CREATING, DOWNLOADING, 'start_download')
+_v(DOWNLOADING, AVAILABLE, 'downloaded')
+_v(CREATING, ERROR, 'create_failed')
+_v(DOWNLOADING, ERROR, 'create_failed')
+# the scheduler found no backend for it
+_v(CREATING, ERROR, 'schedule_failed')
+# the service stopped while the image was written (reconcile)
+_v(DOWNLOADING, ERROR, 'download_interrupted')
+# deleting it
+for _s in (AVAILABLE, ERROR, ERROR_DELETING, ERROR_EXTENDING):
+    _v(_s, DELETING, 'delete')
+# os-force_delete: from any status, as in Cinder (a delete under way is
+# sent again)
+_add_all(VOLUME, sorted(VOLUME_STATUSES - {DELETED}), [DELETING],
+         'force_delete')
+_v(DELETING, DELETED, 'deleted')
+_v(DELETING, ERROR_DELETING, 'delete_failed')
+# extending it (an in-use volume's extend swaps the size, not the status)
+_v(AVAILABLE, EXTENDING, 'extend')
+_v(ERROR_EXTENDING, EXTENDING, 'extend')
+_v(EXTENDING, AVAILABLE, 'extended')
+_v(EXTENDING, ERROR_EXTENDING, 'extend_failed')
+# the service stopped during the extend (reconcile): the old size stays
+_v(EXTENDING, AVAILABLE, 'extend_interrupted')
+# os-volume_upload_image (an in-use volume only with its force); when the
+# copy ends, the volume is what its attachments make it
+_v(AVAILABLE, UPLOADING, 'upload')
+_v(AVAILABLE, UPLOADING, 'force_upload')
+_v(IN_USE, UPLOADING, 'force_upload')
+_add_all(VOLUME, [UPLOADING],
+         [AVAILABLE, IN_USE, ATTACHING, DETACHING, RESERVED], 'upload_ended')
+# transfers
+_v(AVAILABLE, AWAITING_TRANSFER, 'offer')
+_v(AWAITING_TRANSFER, AVAILABLE, 'transfer_ended')
+# os-begin_detaching of a volume with several attachments: the detach
+# names its attachment
+_v(IN_USE, DETACHING, 'begin_detaching')
+# os-force_detach of a volume an operator reset to error: what its
+# remaining attachments make it
+_add_all(VOLUME, [ERROR],
+         [AVAILABLE, IN_USE, ATTACHING, DETACHING, RESERVED],
+         'force_detached')
+# os-reset_status: the operator names the target; while the volume
+# service is up (``reset_status_served``) not from a status one of its
+# operations owns
+_add_all(VOLUME, sorted(VOLUME_STATUSES - {DELETED}),
+         sorted(VOLUME_RESET_STATUSES), 'reset_status')
+_add_all(VOLUME, sorted(VOLUME_STATUSES - {DELETED} - VOLUME_BUSY_STATUSES),
+         sorted(VOLUME_RESET_STATUSES), 'reset_status_served')
+
+ATTACHMENT = StateMachine('attachment', ATTACHMENT_STATUSES)
+_a = ATTACHMENT.add_transition
+# connecting: the API marks it, the volume service records the connection
+# info it made (attaching -> attaching), os-complete ends it
+_a(ATTACH_RESERVED, ATTACH_ATTACHING, 'connect')
+_a(ERROR_ATTACHING, ATTACH_ATTACHING, 'connect')
+# completed before it was connected (Nova's order for some volumes)
+_a(ATTACHED, ATTACH_ATTACHING, 'connect_completed')
+_a(ATTACH_ATTACHING, ATTACH_ATTACHING, 'connected')
+_a(ATTACH_RESERVED, ATTACHED, 'complete')
+_a(ATTACH_ATTACHING, ATTACHED, 'complete')
+# the legacy os-attach (again for the same server: no change but its
+# fields)
+for _s in (ATTACH_RESERVED, ATTACH_ATTACHING, ATTACHED):
+    _a(_s, ATTACHED, 'legacy_attach')
+# the connect failed on the volume service (recorded there, also over a
+# failure the API recorded first: the backend's reason is better) or its
+# answer was lost (recorded by the API)
+_a(ATTACH_ATTACHING, ERROR_ATTACHING, 'connect_failed')
+_a(ERROR_ATTACHING, ERROR_ATTACHING, 'connect_failed')
+_a(ATTACH_ATTACHING, ERROR_ATTACHING, 'connect_lost')
+# reconcile: connected and never completed, or never connected
+_a(ATTACH_ATTACHING, ATTACHED, 'reconcile_complete')
+_a(ATTACH_ATTACHING, ERROR_ATTACHING, 'reconcile_abandon')
+# detaching: ``start_disconnect`` when an export is to be removed, else
+# straight to ``detach``
+for _s in (ATTACHED, ATTACH_ATTACHING, ATTACH_DETACHING, ERROR_ATTACHING,
+           ERROR_DETACHING):
+    # (detaching -> detaching: os-begin_detaching marked it, os-detach or
+    # a delete now disconnects it)
+    _a(_s, ATTACH_DETACHING, 'start_disconnect')
+for _s in (ATTACH_DETACHING, ATTACH_RESERVED, ATTACH_ATTACHING, ATTACHED,
+           ERROR_ATTACHING, ERROR_DETACHING):
+    _a(_s, DETACHED, 'detach')
+_a(ATTACH_DETACHING, DETACHED, 'disconnected')
+_a(ATTACH_DETACHING, ERROR_DETACHING, 'disconnect_failed')
+_a(ERROR_DETACHING, ERROR_DETACHING, 'disconnect_failed')
+_a(ATTACH_DETACHING, ERROR_DETACHING, 'disconnect_lost')
+# reconcile retries a disconnect
+_a(ATTACH_DETACHING, DETACHED, 'disconnect_retried')
+_a(ERROR_DETACHING, DETACHED, 'disconnect_retried')
+_a(ATTACH_DETACHING, ERROR_DETACHING, 'disconnect_retry_failed')
+_a(ERROR_DETACHING, ERROR_DETACHING, 'disconnect_retry_failed')
+# os-begin_detaching and os-roll_detaching
+_a(ATTACHED, ATTACH_DETACHING, 'begin_detaching')
+_a(ATTACH_DETACHING, ATTACHED, 'roll_detaching')
+# a takeover: the new writer's read-write export is recorded (promote),
+# or, when it did not finish, its old export is made again (or could not
+# be: a read-write export may be left)
+_a(ATTACHED, ATTACHED, 'promote')
+_a(ATTACHED, ATTACHED, 'takeover_undone')
+_a(ATTACHED, ERROR_ATTACHING, 'takeover_failed')
+
+SNAPSHOT = StateMachine('snapshot', SNAPSHOT_STATUSES |
+                        set(SNAPSHOT_RESET_STATUSES))
+_s_ = SNAPSHOT.add_transition
+_s_(CREATING, AVAILABLE, 'created')
+_s_(CREATING, ERROR, 'create_failed')
+_s_(AVAILABLE, DELETING, 'delete')
+_s_(ERROR, DELETING, 'delete')
+# os-force_delete, and a cascade from its volume: from any live status
+_add_all(SNAPSHOT, SNAPSHOT_FORCE_DELETE_STATUSES, [DELETING],
+         'force_delete')
+_s_(DELETING, DELETED, 'deleted')
+_s_(DELETING, ERROR_DELETING, 'delete_failed')
+# os-reset_status: the operator names the target
+_add_all(SNAPSHOT, SNAPSHOT_FORCE_DELETE_STATUSES + tuple(
+    s for s in SNAPSHOT_RESET_STATUSES
+    if s not in SNAPSHOT_FORCE_DELETE_STATUSES),
+    SNAPSHOT_RESET_STATUSES, 'reset_status')
+# os-update_snapshot_status (a driver outside reporting its progress);
+# the same status again changes only the progress
+for _s, _targets in SNAPSHOT_UPDATE_STATUS.items():
+    _add_all(SNAPSHOT, [_s], [t for t in _targets if t != _s],
+             'update_status')
+del _v, _a, _s_, _s, _targets

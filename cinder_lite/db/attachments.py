@@ -9,9 +9,12 @@ statements of that transaction, never across an RPC.  At READ COMMITTED
 (MariaDB, PostgreSQL) a transaction that waited for the lock re-reads the
 committed rows, so the counts it makes are exact; SQLite's BEGIN IMMEDIATE
 serialises writers outright.  The volume status is then derived from the
-live attachments before commit.
+live attachments before commit: ``with locked_volume(session, id) as
+held:`` does both (the lock on entry, the derived status on a normal exit,
+in ``held.status``).  A failure is recorded by ``record_failure``.
 """
 import collections
+import contextlib
 
 from oslo_context import context as o_context
 import sqlalchemy as sa
@@ -70,6 +73,46 @@ def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
         .execution_options(populate_existing=True)).scalar_one()
 
 
+class Held(object):
+    """What ``locked_volume`` yields: the ``volume`` as it is under the
+    lock (None with ``load=False``); after a normal exit, ``status``, the
+    volume's status its live attachments make it."""
+
+    def __init__(self, volume):
+        self.volume = volume
+        self.status = None
+
+
+@contextlib.contextmanager
+def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
+                  load=True):
+    """The one entry point for a change to a volume's attachments: the
+    volume's row lock (``lock_volume``) on entry and, when the block ends
+    without an error, the volume's status derived from its live
+    attachments (``sync_volume_status``), in the same transaction."""
+    held = Held(lock_volume(session, volume_id, allowed, project_id, load))
+    yield held
+    held.status = sync_volume_status(session, volume_id)
+
+
+def record_failure(session, attachment_id, event, reason, volume_id=None):
+    """Apply the failure ``event`` (``connect_failed``,
+    ``disconnect_lost``...) to the attachment under its volume's lock,
+    with ``reason`` as its status_reason; returns the volume's status
+    then, or None when there is nothing to record: the attachment (or its
+    volume) is gone, or another request moved it on meanwhile."""
+    try:
+        if volume_id is None:
+            volume_id = get(session, attachment_id).volume_id
+        with locked_volume(session, volume_id, load=False) as held:
+            transition(session, attachment_id, event,
+                       values={'status_reason': reason[:1024]})
+    except (exception.NotFound, exception.InvalidTransition,
+            exception.InvalidVolume):
+        return None
+    return held.status
+
+
 def _live(stmt):
     # Status changes are Core UPDATEs; re-read rows the session already
     # holds instead of trusting its identity map.
@@ -103,7 +146,7 @@ def live_statuses(session, volume_id):
         sa.exists().where(A.volume_id == volume_id,
                           A.deleted == sa.false(),
                           A.attach_status == states.ATTACH_RESERVED,
-                          A.status_reason == LEGACY_RESERVATION)])).one()
+                          A.operation == LEGACY_RESERVE)])).one()
     present = {status for status, there in zip(LIVE_STATUSES, row)
                if there}
     if row[-1]:
@@ -111,20 +154,16 @@ def live_statuses(session, volume_id):
     return present
 
 
-# status_reason of a reservation the legacy os-reserve made: its volume
-# shows ``attaching`` (as Cinder's os-reserve) until it is connected,
-# attached or dropped
-LEGACY_RESERVATION = 'reserved by os-reserve'
+# the operations under way on an attachment (its ``operation`` column;
+# common/states.py says what each means)
+LEGACY_RESERVE = states.LEGACY_RESERVE
+TAKING_OVER = states.TAKING_OVER
+DISCONNECTING = states.DISCONNECTING
 
 
 # the statuses of an attachment that holds (or is making) a connection
 CONNECTED_STATUSES = (states.ATTACH_ATTACHING, states.ATTACHED,
                       states.ATTACH_DETACHING, states.ERROR_DETACHING)
-# status_reason of a read-only attachment becoming its volume's writer
-# (os-takeover): it counts as the writer from the moment it is marked
-TAKING_OVER = 'taking over'
-# status_reason of an attachment whose disconnect is under way
-DISCONNECTING = 'disconnecting'
 
 
 def live_writer(session, volume_id, exclude=None):
@@ -134,27 +173,27 @@ def live_writer(session, volume_id, exclude=None):
         sa.select(A.id).where(A.volume_id == volume_id,
                               A.deleted == sa.false(),
                               sa.or_(A.attach_mode == 'rw',
-                                     A.status_reason == TAKING_OVER),
+                                     A.operation == TAKING_OVER),
                               A.id != (exclude or ''))
         .limit(1)).scalar_one_or_none()
 
 
 def marked(session, volume_id, mark):
-    """Id of a live attachment of the volume whose status_reason is
+    """Id of a live attachment of the volume whose operation is
     ``mark``, or None."""
     return session.execute(
         sa.select(A.id).where(A.volume_id == volume_id,
                               A.deleted == sa.false(),
-                              A.status_reason == mark)
+                              A.operation == mark)
         .limit(1)).scalar_one_or_none()
 
 
 def unmark(session, attachment_id, mark):
-    """Clear ``mark`` from the attachment's status_reason (nothing when it
-    says something else by now)."""
+    """End the operation ``mark`` of the attachment (nothing when
+    another is under way by now)."""
     session.execute(
-        sa.update(A).where(A.id == attachment_id, A.status_reason == mark)
-        .values(status_reason=None, updated_at=models.utcnow())
+        sa.update(A).where(A.id == attachment_id, A.operation == mark)
+        .values(operation=None, updated_at=models.utcnow())
         .execution_options(synchronize_session=False))
 
 
@@ -196,7 +235,8 @@ def create(session, values):
     _record(session, attachment.id, attachment.volume_id,
             attachment.project_id, None, attachment.attach_status,
             attachment.instance_uuid, attachment.attached_host,
-            attachment.attach_mode, attachment.status_reason)
+            attachment.attach_mode, states.shown_reason(
+                attachment.status_reason, attachment.operation))
     return attachment
 
 
@@ -245,16 +285,18 @@ def get(session, attachment_id, project_id=None):
     return attachment
 
 
-def transition(session, attachment_id, target, expected=None, values=None,
+def transition(session, attachment_id, event, target=None, values=None,
                reason=None, current=None):
-    """Compare-and-swap of an attachment's status, recorded as an
-    attachment event (``reason``, else the new status_reason, says why).
+    """Apply ``event`` to an attachment (``states.ATTACHMENT``): a
+    compare-and-swap of its status from the statuses the event leads to
+    its target from (the target named, for an event that leads to
+    several), recorded as an attachment event (``reason``, else the
+    new status_reason, says why).
     ``current``: the attachment as this transaction read it under the
     volume's lock (saves reading it again for the event); it shows the
     change afterwards."""
-    allowed = tuple(expected or states.sources_for(
-        target, states.ATTACHMENT_TRANSITIONS))
-    values = dict(values or {})
+    target, allowed = states.ATTACHMENT.resolve(event, target)
+    values = _one_reason(values or {})
     values.update(attach_status=target, updated_at=models.utcnow())
     if target == states.DETACHED:
         values.update(deleted=True, deleted_at=values['updated_at'],
@@ -278,7 +320,8 @@ def transition(session, attachment_id, target, expected=None, values=None,
                 values.get('instance_uuid', before.instance_uuid),
                 values.get('attached_host', before.attached_host),
                 values.get('attach_mode', before.attach_mode),
-                reason or values.get('status_reason'))
+                reason or states.shown_reason(values.get('status_reason'),
+                                              values.get('operation')))
     if result.rowcount == 1 and before is current:
         # (after the event, which tells what it was) the caller's object
         # now shows the row as written, as committed values: the session
@@ -293,11 +336,23 @@ def transition(session, attachment_id, target, expected=None, values=None,
             raise exception.AttachmentNotFound(attachment_id=attachment_id)
         raise exception.InvalidTransition(
             resource='attachment', id=attachment_id, target=target,
-            actual=current, expected=', '.join(allowed))
+            actual=current, allowed=', '.join(allowed))
+
+
+def _one_reason(values):
+    """A client sees one status_reason: the row's, else the words of its
+    operation (states.shown_reason).  So, as when the operation was those
+    words in status_reason, writing either ends the other."""
+    values = dict(values)
+    if 'operation' in values:
+        values.setdefault('status_reason', None)
+    elif 'status_reason' in values:
+        values['operation'] = None
+    return values
 
 
 def update(session, attachment_id, values):
-    values = dict(values, updated_at=models.utcnow())
+    values = dict(_one_reason(values), updated_at=models.utcnow())
     session.execute(sa.update(A).where(A.id == attachment_id)
                     .values(**values)
                     .execution_options(synchronize_session=False))
@@ -484,7 +539,7 @@ def stale(session, service_host, cutoff):
                                         states.ATTACH_DETACHING,
                                         states.ERROR_DETACHING)),
                    sa.and_(A.attach_status == states.ATTACHED,
-                           A.status_reason == TAKING_OVER)
+                           A.operation == TAKING_OVER)
                    ))).all()
 
 

@@ -260,6 +260,9 @@ class VolumeAttachment(TimestampMixin, Base):
     # while it is connected.
     service_owned = sa.Column(sa.Boolean, nullable=False, default=False)
     status_reason = sa.Column(sa.String(1024))
+    # what is under way on it besides its status (states.TAKING_OVER,
+    # DISCONNECTING, LEGACY_RESERVE), null when nothing is (migration 0016)
+    operation = sa.Column(sa.String(32))
     attach_time = sa.Column(DateTime)
     detach_time = sa.Column(DateTime)
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)

@@ -140,12 +140,13 @@ def usage_on_backends(session, backends):
     return {project: (count, int(size)) for project, count, size in rows}
 
 
-def transition(session, snapshot_id, target, expected=None, values=None):
-    """Move a snapshot to ``target`` only from a status the table allows
-    (or one of ``expected``); InvalidTransition when no row changed.
+def transition(session, snapshot_id, event, target=None, values=None):
+    """Apply ``event`` to a snapshot (``states.SNAPSHOT``): move it to the
+    event's target (the one named, for an event that leads to several)
+    only from a status the event leads there from; InvalidTransition when
+    no row changed.
     Reaching ``deleted`` releases what it counted."""
-    allowed = tuple(expected or states.sources_for(
-        target, states.SNAPSHOT_TRANSITIONS))
+    target, allowed = states.SNAPSHOT.resolve(event, target)
     values = dict(values or {})
     values['status'] = target
     values['updated_at'] = models.utcnow()
@@ -169,7 +170,7 @@ def transition(session, snapshot_id, target, expected=None, values=None):
             raise exception.SnapshotNotFound(snapshot_id=snapshot_id)
         raise exception.InvalidTransition(
             resource='snapshot', id=snapshot_id, target=target,
-            actual=current, expected=', '.join(allowed))
+            actual=current, allowed=', '.join(allowed))
     if counted is not None:
         db_metadata.purge(session, snapshot_id)
         db_image_metadata.purge(session, snapshot_id)

@@ -192,11 +192,12 @@ def usage_on_backends(session, backends):
     return {project: (count, int(size)) for project, count, size in rows}
 
 
-def transition(session, volume_id, target, expected=None, values=None,
+def transition(session, volume_id, event, target=None, values=None,
                check=None, extending_to=None):
-    """Move a volume to ``target`` only if its status is one the state
-    table allows (or one of ``expected``).  Raises InvalidTransition when
-    no row changed.
+    """Apply ``event`` to a volume (``states.VOLUME``): move it to the
+    event's target (the one named, for an event that leads to several)
+    only if its status is one the event leads there from.  Raises
+    InvalidTransition when no row changed.
 
     Quota: deleting releases what the volume counted; ``extending`` with
     ``values['pending_size']`` reserves the growth (``check`` asked);
@@ -204,7 +205,7 @@ def transition(session, volume_id, target, expected=None, values=None,
     ``values``, if any, is in use from then on.  ``extending_to``: only
     when the extend under way is the one to that size (not one that
     replaced it after a rollback)."""
-    allowed = tuple(expected or states.sources_for(target))
+    target, allowed = states.VOLUME.resolve(event, target)
     values = dict(values or {})
     values['status'] = target
     values['updated_at'] = models.utcnow()
@@ -221,7 +222,7 @@ def transition(session, volume_id, target, expected=None, values=None,
                 resource='volume', id=volume_id, target=target,
                 actual='%s (to %s GiB)' % (counted.status,
                                           counted.pending_size),
-                expected='extending to %d GiB' % extending_to)
+                allowed='extending to %d GiB' % extending_to)
         if target != states.EXTENDING:
             values['pending_size'] = None
         elif counted is not None and \
@@ -247,7 +248,7 @@ def transition(session, volume_id, target, expected=None, values=None,
             raise exception.VolumeNotFound(volume_id=volume_id)
         raise exception.InvalidTransition(
             resource='volume', id=volume_id, target=target, actual=current,
-            expected=', '.join(allowed))
+            allowed=', '.join(allowed))
     if target == states.DELETED:
         db_metadata.purge(session, volume_id)
         db_image_metadata.purge(session, volume_id)
@@ -315,8 +316,7 @@ def give(session, volume_id, project_id, user_id, check=None):
     counted = _lock_counted(session, volume_id)
     if counted is None:
         raise exception.VolumeNotFound(volume_id=volume_id)
-    transition(session, volume_id, states.AVAILABLE,
-               expected=(states.AWAITING_TRANSFER,),
+    transition(session, volume_id, 'transfer_ended',
                values={'project_id': project_id, 'user_id': user_id})
     donor = counted.project_id
     if donor == project_id:

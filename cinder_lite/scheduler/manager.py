@@ -7,7 +7,6 @@ import oslo_messaging as messaging
 
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
-from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import messages as db_messages
 from cinder_lite.db import volume_types as db_types
@@ -162,8 +161,7 @@ class SchedulerManager:
         with db_api.writer() as session:
             try:
                 volume = db_volumes.get(session, volume_id)
-                db_volumes.transition(session, volume_id, states.ERROR,
-                                      expected=(states.CREATING,))
+                db_volumes.transition(session, volume_id, 'schedule_failed')
             except (exception.InvalidTransition,
                     exception.VolumeNotFound):
                 return

@@ -55,9 +55,8 @@ class VolumeActions:
         """A reservation for an attach to come; the volume shows
         ``attaching`` meanwhile, as Cinder's os-reserve."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
-        self.attachments.reserve(
-            context, volume, None, None,
-            reason=db_attachments.LEGACY_RESERVATION)
+        self.attachments.reserve(context, volume, None, None,
+                                 operation=states.LEGACY_RESERVE)
 
     def unreserve(self, context, volume_id):
         """Drop the newest reservation that os-reserve made (no instance,
@@ -145,9 +144,7 @@ class VolumeActions:
             rules.attach_mode(facts, att, mode, attachment_api.writers(
                 session, facts, exclude=att.id))
             db_attachments.transition(
-                session, att.id, states.ATTACHED,
-                expected=(states.ATTACH_RESERVED, states.ATTACH_ATTACHING,
-                          states.ATTACHED),
+                session, att.id, 'legacy_attach',
                 values={'instance_uuid': instance_uuid,
                         'attached_host': att.attached_host or host_name,
                         'mountpoint': mountpoint, 'attach_mode': mode,
@@ -213,14 +210,14 @@ class VolumeActions:
             with db_api.writer() as session:
                 db_attachments.lock_volume(session, volume.id,
                                            (states.IN_USE,), load=False)
-                db_volumes.transition(session, volume.id, states.DETACHING,
-                                      expected=(states.IN_USE,))
+                db_volumes.transition(session, volume.id,
+                                      'begin_detaching')
             LOG.info('volume %s: os-begin_detaching with %d attachments: '
                      'volume detaching, the detach names its attachment',
                      volume.id, len(attached))
             return
-        self._move(volume.id, attached[0].id, states.ATTACH_DETACHING,
-                   (states.ATTACHED,), not_marked=rules.TAKING_OVER)
+        self._move(volume.id, attached[0].id, 'begin_detaching',
+                   not_marked=rules.TAKING_OVER)
 
     def roll_detaching(self, context, volume_id):
         """Back to attached what os-begin_detaching marked, decided under
@@ -229,30 +226,24 @@ class VolumeActions:
         attached with its export gone and its disconnect mark on)."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume.id, load=False)
-            for att in db_attachments.live_for_volume(session, volume.id):
-                if att.attach_status == states.ATTACH_DETACHING and \
-                        att.status_reason != rules.DISCONNECTING:
-                    db_attachments.transition(session, att.id,
-                                              states.ATTACHED,
-                                              expected=(
-                                                  states.ATTACH_DETACHING,))
-            db_attachments.sync_volume_status(session, volume.id)
+            with db_attachments.locked_volume(session, volume.id, load=False):
+                for att in db_attachments.live_for_volume(session, volume.id):
+                    if att.attach_status == states.ATTACH_DETACHING and \
+                            att.operation != rules.DISCONNECTING:
+                        db_attachments.transition(session, att.id,
+                                                  'roll_detaching')
 
-    def _move(self, volume_id, attachment_id, target, expected,
-              not_marked=None):
+    def _move(self, volume_id, attachment_id, change, not_marked=None):
         """``not_marked``: refuse (409) while the attachment carries that
         mark (a takeover in flight re-exports it)."""
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume_id, load=False)
-            if not_marked is not None and db_attachments.get(
-                    session, attachment_id).status_reason == not_marked:
-                raise exception.AttachmentBusy(
-                    attachment_id=attachment_id,
-                    what='taking over as the writer')
-            db_attachments.transition(session, attachment_id, target,
-                                      expected=expected)
-            db_attachments.sync_volume_status(session, volume_id)
+            with db_attachments.locked_volume(session, volume_id, load=False):
+                if not_marked is not None and db_attachments.get(
+                        session, attachment_id).operation == not_marked:
+                    raise exception.AttachmentBusy(
+                        attachment_id=attachment_id,
+                        what='taking over as the writer')
+                db_attachments.transition(session, attachment_id, change)
 
     def detach(self, context, volume_id, attachment_id=None):
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
@@ -291,8 +282,8 @@ class VolumeActions:
             if vol.status == states.ERROR:
                 derived = states.derive_volume_status(
                     db_attachments.live_statuses(session, vol.id))
-                db_volumes.transition(session, vol.id, derived,
-                                      expected=(states.ERROR,))
+                db_volumes.transition(session, vol.id, 'force_detached',
+                                      derived)
                 LOG.info('volume %s: error -> %s after a forced detach',
                          vol.id, derived)
 
@@ -317,7 +308,7 @@ class VolumeActions:
         if status is None:
             return
         with db_api.writer() as session:
-            resettable = states.VOLUME_STATUSES - {states.DELETED}
+            change = 'reset_status'
             # read in this transaction: a volume read earlier may have had
             # no host yet
             current = db_volumes.get(session, volume.id)
@@ -327,7 +318,7 @@ class VolumeActions:
                 # reconciles) a create, delete or extend under way; a reset
                 # now would leave a volume without storage, or storage
                 # without a volume
-                resettable -= states.VOLUME_BUSY_STATUSES
+                change = 'reset_status_served'
             live = db_attachments.live_for_volume(session, volume.id)
             if status == states.IN_USE and not any(
                     a.attach_status == states.ATTACHED for a in live):
@@ -335,8 +326,7 @@ class VolumeActions:
                     reason='Volume %s has no attachment; it cannot be '
                            'in-use.' % volume.id)
             try:
-                db_volumes.transition(session, volume.id, status,
-                                      expected=tuple(sorted(resettable)))
+                db_volumes.transition(session, volume.id, change, status)
             except exception.InvalidTransition as e:
                 raise exception.InvalidVolume(
                     reason='Volume %s is %s and its volume service is up: '
@@ -544,7 +534,7 @@ class VolumeActions:
             with db_api.writer() as session:
                 try:
                     db_volumes.transition(
-                        session, volume.id, states.EXTENDING,
+                        session, volume.id, 'extend',
                         values={'pending_size': new_size},
                         check=quota.Checker(self.conf, session,
                                             size=new_size))

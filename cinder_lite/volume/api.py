@@ -433,15 +433,13 @@ class VolumeService:
                 self._mark_snapshots(session, context, volume_id, force,
                                      cascade)
                 db_volumes.transition(
-                    session, volume_id, states.DELETING,
-                    expected=states.VOLUME_FORCE_DELETE_STATUSES
-                    if force else None)
+                    session, volume_id,
+                    'force_delete' if force else 'delete')
                 # a forced delete of a volume on offer withdraws the offer
                 db_transfers.end_for_volume(session, volume_id)
                 if not current.host:
                     # never scheduled: no storage to remove
-                    db_volumes.transition(session, volume_id,
-                                          states.DELETED)
+                    db_volumes.transition(session, volume_id, 'deleted')
         except exception.InvalidTransition as e:
             raise exception.InvalidVolume(
                 reason='Volume status must be available or error or '
@@ -498,9 +496,8 @@ class VolumeService:
                            'volume(s) %s.' % (snapshot.id, volume_id,
                                               ', '.join(making)))
             if snapshot.status != states.DELETING:
-                db_snapshots.transition(
-                    session, snapshot.id, states.DELETING,
-                    expected=states.SNAPSHOT_FORCE_DELETE_STATUSES)
+                db_snapshots.transition(session, snapshot.id,
+                                        'force_delete')
             LOG.info('snapshot %s: %s -> deleting (cascade from volume '
                      '%s)', snapshot.id, snapshot.status, volume_id)
 

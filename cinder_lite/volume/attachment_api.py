@@ -234,13 +234,14 @@ class AttachmentService:
 
     def reserve(self, context, volume, instance_uuid, mode,
                 service_owned=False, status=states.ATTACH_RESERVED,
-                reason=None):
-        """``reason``: the attachment's status_reason (the legacy
-        os-reserve marks its reservations)."""
+                operation=None):
+        """``operation``: under way on the new attachment (the legacy
+        os-reserve marks its reservations ``states.LEGACY_RESERVE``)."""
         with db_api.writer() as session:
             vol, attachment = self._reserve(session, context, volume,
                                             instance_uuid, mode,
-                                            service_owned, status, reason)
+                                            service_owned, status,
+                                            operation)
             volume_status = db_attachments.sync_volume_status(session,
                                                               vol.id)
         LOG.info('attachment %s of volume %s: reserved (instance %s, mode '
@@ -255,7 +256,7 @@ class AttachmentService:
                              False, states.ATTACH_RESERVED)
 
     def _reserve(self, session, context, volume, instance_uuid, mode,
-                 service_owned, status, reason=None):
+                 service_owned, status, operation=None):
         """Record a new attachment of ``volume`` under its row lock;
         returns (locked volume, attachment)."""
         rules.check_mode(mode)
@@ -273,7 +274,7 @@ class AttachmentService:
             'attach_status': status,
             'attach_mode': mode,
             'service_owned': bool(service_owned),
-            'status_reason': reason,
+            'operation': operation,
             'deleted': False,
             'created_at': models.utcnow(),
         })
@@ -304,20 +305,21 @@ class AttachmentService:
         connector = dict(connector)
         with db_api.writer() as session:
             attachment = db_attachments.get(session, attachment_id)
-            vol = db_attachments.lock_volume(session, attachment.volume_id,
-                                             db_attachments.ATTACHABLE)
-            attachment = db_attachments.get(session, attachment_id)
-            if attachment.attach_status in \
-                    db_attachments.CONNECTED_STATUSES and \
-                    not rules.completed_unconnected(attachment):
-                raise exception.InvalidInput(
-                    reason='Attachment %s is already connected (%s); '
-                           'delete it and create a new one to connect '
-                           'again.' % (attachment_id,
-                                       attachment.attach_status))
-            host, mode = self._start_connect(session, vol, attachment,
-                                             connector)
-            db_attachments.sync_volume_status(session, vol.id)
+            with db_attachments.locked_volume(
+                    session, attachment.volume_id,
+                    db_attachments.ATTACHABLE) as held:
+                vol = held.volume
+                attachment = db_attachments.get(session, attachment_id)
+                if attachment.attach_status in \
+                        db_attachments.CONNECTED_STATUSES and \
+                        not rules.completed_unconnected(attachment):
+                    raise exception.InvalidInput(
+                        reason='Attachment %s is already connected (%s); '
+                               'delete it and create a new one to connect '
+                               'again.' % (attachment_id,
+                                           attachment.attach_status))
+                host, mode = self._start_connect(session, vol, attachment,
+                                                 connector)
         return self._connect_on_backend(context, vol, attachment, host,
                                         connector, mode)
 
@@ -343,16 +345,15 @@ class AttachmentService:
         connector['mode'] = mode
         host = self._export_host(session, vol, connector)
         # one completed before it was connected moves on from attached
-        sources = ((states.ATTACHED,)
-                   if rules.completed_unconnected(attachment)
-                   else None)
         db_attachments.transition(
-            session, attachment.id, states.ATTACH_ATTACHING,
-            expected=sources,
+            session, attachment.id,
+            'connect_completed' if rules.completed_unconnected(attachment)
+            else 'connect',
             values={'attach_mode': mode, 'connector': connector,
                     'attached_host': connector['host'],
                     'mountpoint': connector.get('mountpoint'),
-                    'export_host': host, 'status_reason': None},
+                    'export_host': host, 'status_reason': None,
+                    'operation': None},
             current=attachment)
         return host, mode
 
@@ -371,8 +372,9 @@ class AttachmentService:
         except Exception as e:
             # The backend did not answer: record why, leave nothing
             # pretending to be connected.
-            self._mark_failed(attachment.id, states.ERROR_ATTACHING,
-                              (states.ATTACH_ATTACHING,), str(e))
+            with db_api.writer() as session:
+                db_attachments.record_failure(session, attachment.id,
+                                              'connect_lost', str(e))
             if isinstance(e, exception.ServiceUnavailable):
                 # the caller holds an attachment it never saw: name it
                 raise exception.ServiceUnavailable(
@@ -394,21 +396,6 @@ class AttachmentService:
         fields.update(changed)
         notify.info(context, self.conf.host, event_type,
                     notify.attachment_payload(vol, fields))
-
-    def _mark_failed(self, attachment_id, target, expected, reason):
-        with db_api.writer() as session:
-            try:
-                attachment = db_attachments.get(session, attachment_id)
-                db_attachments.lock_volume(session, attachment.volume_id,
-                                           load=False)
-                db_attachments.transition(
-                    session, attachment_id, target, expected=expected,
-                    values={'status_reason': reason[:1024]})
-                db_attachments.sync_volume_status(session,
-                                                  attachment.volume_id)
-            except (exception.NotFound, exception.InvalidTransition,
-                    exception.InvalidVolume):
-                pass
 
     # -- complete ------------------------------------------------------------
     def complete(self, context, attachment_id):
@@ -436,9 +423,7 @@ class AttachmentService:
                                             exclude=current.id))
             try:
                 db_attachments.transition(
-                    session, attachment_id, states.ATTACHED,
-                    expected=(states.ATTACH_RESERVED,
-                              states.ATTACH_ATTACHING),
+                    session, attachment_id, 'complete',
                     values=values, current=current)
             except exception.InvalidTransition as e:
                 raise exception.InvalidInput(
@@ -470,35 +455,40 @@ class AttachmentService:
         with db_api.writer() as session:
             attachment = self._authorized(session, context, attachment_id,
                                           policy.ATTACHMENT_TAKEOVER)
-            vol = db_attachments.lock_volume(session, attachment.volume_id)
-            current = db_attachments.get(session, attachment_id)
-            if db_host_fences.is_fenced(session, current.attached_host,
-                                        vol.id):
-                raise exception.HostFenced(host=current.attached_host,
-                                           volume_id=vol.id)
-            writer = self._check_takeover(session, vol, current)
-            if writer is not None and writer.service_owned and \
-                    writer.instance_uuid and writer.connection_info and \
-                    not (context.is_admin or policy.is_service(context)):
-                # as a delete of it would be (CVE-2023-2088)
-                raise exception.AttachmentInUse(
-                    attachment_id=writer.id, instance=writer.instance_uuid)
-            # both services must answer: the writer's to cut it, ours to
-            # re-export
-            self._live_members(session, vol, current.export_host)
-            cut = writer is not None and rules.holds_connection(writer)
-            if cut:
-                self._live_members(session, vol, writer.export_host)
-            db_attachments.update(session, current.id,
-                                  {'status_reason': TAKING_OVER})
-            why = 'taken over by %s' % current.id
-            if writer is not None:
-                db_attachments.transition(
-                    session, writer.id,
-                    states.ATTACH_DETACHING if cut else states.DETACHED,
-                    values={'status_reason': DISCONNECTING if cut
-                            else why}, reason=why, current=writer)
-            status = db_attachments.sync_volume_status(session, vol.id)
+            with db_attachments.locked_volume(session,
+                                              attachment.volume_id) as held:
+                vol = held.volume
+                current = db_attachments.get(session, attachment_id)
+                if db_host_fences.is_fenced(session, current.attached_host,
+                                            vol.id):
+                    raise exception.HostFenced(host=current.attached_host,
+                                               volume_id=vol.id)
+                writer = self._check_takeover(session, vol, current)
+                if writer is not None and writer.service_owned and \
+                        writer.instance_uuid and writer.connection_info \
+                        and not (context.is_admin
+                                 or policy.is_service(context)):
+                    # as a delete of it would be (CVE-2023-2088)
+                    raise exception.AttachmentInUse(
+                        attachment_id=writer.id,
+                        instance=writer.instance_uuid)
+                # both services must answer: the writer's to cut it, ours
+                # to re-export
+                self._live_members(session, vol, current.export_host)
+                cut = writer is not None and rules.holds_connection(writer)
+                if cut:
+                    self._live_members(session, vol, writer.export_host)
+                db_attachments.update(session, current.id,
+                                      {'operation': TAKING_OVER})
+                why = 'taken over by %s' % current.id
+                if writer is not None:
+                    db_attachments.transition(
+                        session, writer.id,
+                        'start_disconnect' if cut else 'detach',
+                        values={'operation': DISCONNECTING} if cut
+                        else {'status_reason': why}, reason=why,
+                        current=writer)
+            status = held.status
         LOG.info('attachment %s of volume %s: taking over from %s',
                  attachment_id, vol.id, writer.id if writer else 'nobody')
         if writer is not None:
@@ -581,7 +571,7 @@ class AttachmentService:
         if not backend_up and (force or what == 'being connected'):
             return
         # a takeover waits for two calls in a row
-        waits = 2 if current.status_reason == TAKING_OVER else 1
+        waits = 2 if current.operation == TAKING_OVER else 1
         if force and current.updated_at is not None and \
                 models.utcnow() - current.updated_at > datetime.timedelta(
                     seconds=waits * self.conf.volume_rpc_timeout):
@@ -608,46 +598,47 @@ class AttachmentService:
         detach an attachment a compute service made and connected for an
         instance, as the attachment is under the lock (a connect recorded
         while the request waited for it counts)."""
-        vol = db_attachments.lock_volume(session, attachment.volume_id)
-        current = db_attachments.get(session, attachment.id)
-        if (guarded and current.service_owned and current.instance_uuid
-                and current.connection_info):
-            raise exception.AttachmentInUse(attachment_id=current.id,
-                                            instance=current.instance_uuid)
-        connected = was_connected = rules.holds_connection(current)
-        # asked once: the checks below must agree on it
-        backend_up = connected and self.serving(
-            session, vol, current.export_host)
-        if connected and not backend_up and not force and \
-                not rules.half_connected(current):
-            # fail fast, naming the service that is down
-            self._live_members(session, vol, current.export_host)
-        self._check_not_busy(current, force, backend_up)
-        # the service holding the export (rows from before 0004: the
-        # backend's own)
-        host = current.export_host or volume_rpcapi.backend_host(
-            vol.host or '')
-        if connected and force and not backend_up:
-            LOG.warning('attachment %s: forced detach while backend %s '
-                        'is down; recorded without disconnecting',
-                        attachment.id, vol.host)
-            connected = False
-        elif connected and rules.half_connected(current) and \
-                not backend_up:
-            # nothing was handed out; an export the service made
-            # before it went down is removed when it starts again
-            # (reconcile_exports keeps only live attachments' exports)
-            LOG.warning('attachment %s: connect never finished and %s '
-                        'is down; recorded detached without it',
-                        attachment.id, host)
-            connected = False
-        target = (states.ATTACH_DETACHING if connected
-                  else states.DETACHED)
-        db_attachments.transition(
-            session, attachment.id, target,
-            values={'status_reason': DISCONNECTING} if connected
-            else None, current=current)
-        status = db_attachments.sync_volume_status(session, vol.id)
+        with db_attachments.locked_volume(session,
+                                          attachment.volume_id) as held:
+            vol = held.volume
+            current = db_attachments.get(session, attachment.id)
+            if (guarded and current.service_owned and current.instance_uuid
+                    and current.connection_info):
+                raise exception.AttachmentInUse(attachment_id=current.id,
+                                                instance=current.instance_uuid)
+            connected = was_connected = rules.holds_connection(current)
+            # asked once: the checks below must agree on it
+            backend_up = connected and self.serving(
+                session, vol, current.export_host)
+            if connected and not backend_up and not force and \
+                    not rules.half_connected(current):
+                # fail fast, naming the service that is down
+                self._live_members(session, vol, current.export_host)
+            self._check_not_busy(current, force, backend_up)
+            # the service holding the export (rows from before 0004: the
+            # backend's own)
+            host = current.export_host or volume_rpcapi.backend_host(
+                vol.host or '')
+            if connected and force and not backend_up:
+                LOG.warning('attachment %s: forced detach while backend %s '
+                            'is down; recorded without disconnecting',
+                            attachment.id, vol.host)
+                connected = False
+            elif connected and rules.half_connected(current) and \
+                    not backend_up:
+                # nothing was handed out; an export the service made
+                # before it went down is removed when it starts again
+                # (reconcile_exports keeps only live attachments' exports)
+                LOG.warning('attachment %s: connect never finished and %s '
+                            'is down; recorded detached without it',
+                            attachment.id, host)
+                connected = False
+            db_attachments.transition(
+                session, attachment.id,
+                'start_disconnect' if connected else 'detach',
+                values={'operation': DISCONNECTING} if connected
+                else None, current=current)
+        status = held.status
         return vol, current, connected, was_connected, host, status
 
     def _finish_detach(self, context, attachment, vol, current, connected,
@@ -665,8 +656,9 @@ class AttachmentService:
             except (exception.ConnectFailed, exception.ConnectRefused):
                 raise
             except Exception as e:
-                self._mark_failed(attachment.id, states.ERROR_DETACHING,
-                                  (states.ATTACH_DETACHING,), str(e))
+                with db_api.writer() as session:
+                    db_attachments.record_failure(
+                        session, attachment.id, 'disconnect_lost', str(e))
                 raise
         elif not was_connected:
             LOG.info('attachment %s: -> detached (never connected); volume '

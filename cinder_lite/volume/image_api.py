@@ -123,20 +123,19 @@ class ImageService:
             force = False
         self.volume_rpcapi.require(UPLOAD_RPC, 'uploading a volume to an '
                                                'image')
-        expected = (states.AVAILABLE, states.IN_USE) if force \
-            else (states.AVAILABLE,)
+        change = 'force_upload' if force else 'upload'
         with db_api.writer() as session:
             current = db_volumes.lock(session, volume_id)
             if not current.host:
                 raise exception.InvalidVolume(
                     reason='Volume %s has no storage yet.' % volume_id)
             try:
-                db_volumes.transition(session, volume_id, states.UPLOADING,
-                                      expected=expected)
+                db_volumes.transition(session, volume_id, change)
             except exception.InvalidTransition:
                 raise exception.InvalidVolume(
                     reason='Volume %s status must be %s' % (
-                        volume_id, ' or '.join(expected))) from None
+                        volume_id, ' or '.join(
+                            states.VOLUME.resolve(change)[1]))) from None
             own = db_image_metadata.get(session, volume_id)
             try:
                 volume_type = db_types.get(session, current.volume_type_id)
@@ -234,7 +233,6 @@ def end_upload(volume_id):
             return None
         status = states.derive_volume_status(
             db_attachments.live_statuses(session, volume_id))
-        db_volumes.transition(session, volume_id, status,
-                              expected=(states.UPLOADING,))
+        db_volumes.transition(session, volume_id, 'upload_ended', status)
     LOG.info('volume %s: uploading -> %s', volume_id, status)
     return status

@@ -11,13 +11,11 @@ import oslo_messaging as messaging
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
 from cinder_lite.common import notify
-from cinder_lite.common import qos
 from cinder_lite.common import states
 from cinder_lite.conf import volume as volume_conf
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import messages as db_messages
-from cinder_lite.db import qos_specs as db_qos
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite import service
@@ -28,6 +26,7 @@ from cinder_lite.volume.flows import connect as connect_flow
 from cinder_lite.volume.flows import create as create_flow
 from cinder_lite.volume.flows import delete as delete_flow
 from cinder_lite.volume.flows import disconnect as disconnect_flow
+from cinder_lite.volume.flows import promote as promote_flow
 from cinder_lite.volume.flows import snapshot as snapshot_flow
 from cinder_lite.volume import snapshot_api
 from cinder_lite.volume.flows import upload as upload_flow
@@ -35,7 +34,6 @@ from cinder_lite.volume import glance
 from cinder_lite.volume import image_api
 from cinder_lite.volume import reconcile as reconcile_mod
 from cinder_lite.volume import rpcapi
-from cinder_lite.volume import rules
 
 LOG = logging.getLogger(__name__)
 
@@ -55,26 +53,7 @@ EVENT_SNAPSHOT_DELETE_FAILED = 'VOLUME_VOLUME_SNAPSHOT_010_016'
 volume_dict = db_volumes.summary
 
 
-def with_qos(session, volume, cache=None):
-    """``volume`` (a dict) with its type's QoS specs as they apply to a
-    connection: the back-end ones in ``qos_specs`` (the driver applies
-    what it can) and the front-end ones in ``frontend_qos_specs`` (handed
-    to the host in the connection info); None where there are none.
-    ``cache``: type id -> its specs, for many volumes."""
-    type_id = volume['volume_type_id']
-    if cache is None or type_id not in cache:
-        found = db_qos.for_type(session, type_id)
-        if cache is None:
-            type_qos = found
-        else:
-            type_qos = cache[type_id] = found
-    else:
-        type_qos = cache[type_id]
-    return dict(volume,
-                qos_specs=qos.for_consumer(type_qos, qos.BACK_END,
-                                           volume['size']),
-                frontend_qos_specs=qos.for_consumer(
-                    type_qos, qos.FRONT_END, volume['size']))
+with_qos = flows.with_qos
 
 
 class VolumeManager:
@@ -156,14 +135,20 @@ class VolumeManager:
             max_age = self.conf.reconcile_after
         with self._busy_lock:
             busy = set(self._busy)
-        return reconcile_mod.run(self, max_age, busy)
-
-    def volume_status(self, volume_id):
-        with db_api.reader() as session:
-            try:
-                return db_volumes.get(session, volume_id).status
-            except exception.VolumeNotFound:
-                return None
+        ctxt = self.admin_context()
+        return reconcile_mod.run(reconcile_mod.Backend(
+            driver=self.driver, host=self.host, backend_id=self.backend_id,
+            rpc_timeout=self.conf.volume_rpc_timeout,
+            takeover_lock=self.takeover_lock,
+            roll_forward={
+                'create_volume': lambda volume: self.create_volume(
+                    ctxt, volume['id'], volume),
+                'delete_volume': lambda volume: self.delete_volume(
+                    ctxt, volume['id']),
+                'create_snapshot': lambda snapshot: self.create_snapshot(
+                    ctxt, snapshot),
+                'delete_snapshot': lambda snapshot: self.delete_snapshot(
+                    ctxt, snapshot)}), max_age, busy)
 
     @staticmethod
     def admin_context():
@@ -243,9 +228,8 @@ class VolumeManager:
             else:
                 event = EVENT_CREATE_FAILED
                 detail = 'create volume: %s' % e
-            self._record_failure(ctxt, volume, states.ERROR,
-                                 (states.CREATING, states.DOWNLOADING),
-                                 event, detail)
+            self._record_failure(ctxt, volume, 'create_failed', event,
+                                 detail)
             return
         notify.info(ctxt, self.host, 'volume.create.end',
                     notify.volume_payload(dict(volume,
@@ -302,8 +286,7 @@ class VolumeManager:
                           'snapshot %s could not be deleted', volume_id,
                           snapshot['id'])
                 self._record_failure(
-                    ctxt, volume, states.ERROR_DELETING, (states.DELETING,),
-                    EVENT_DELETE_FAILED,
+                    ctxt, volume, 'delete_failed', EVENT_DELETE_FAILED,
                     'delete volume: its snapshot %s could not be deleted'
                     % snapshot['id'])
                 return
@@ -312,8 +295,8 @@ class VolumeManager:
                 delete_flow.run(self.driver, volume)
         except Exception as e:
             LOG.exception('volume %s: deleting -> error_deleting', volume_id)
-            self._record_failure(ctxt, volume, states.ERROR_DELETING,
-                                 (states.DELETING,), EVENT_DELETE_FAILED,
+            self._record_failure(ctxt, volume, 'delete_failed',
+                                 EVENT_DELETE_FAILED,
                                  'delete volume: %s' % e)
             return
         notify.info(ctxt, self.host, 'volume.delete.end',
@@ -329,7 +312,7 @@ class VolumeManager:
                 snapshot_flow.create(self.driver, snapshot)
         except Exception as e:
             LOG.exception('snapshot %s: creating -> error', snapshot['id'])
-            self._snapshot_failed(ctxt, snapshot, states.ERROR,
+            self._snapshot_failed(ctxt, snapshot, 'create_failed',
                                   EVENT_SNAPSHOT_CREATE_FAILED,
                                   'create snapshot: %s' % e)
             return
@@ -348,7 +331,7 @@ class VolumeManager:
         except Exception as e:
             LOG.exception('snapshot %s: deleting -> error_deleting',
                           snapshot['id'])
-            self._snapshot_failed(ctxt, snapshot, states.ERROR_DELETING,
+            self._snapshot_failed(ctxt, snapshot, 'delete_failed',
                                   EVENT_SNAPSHOT_DELETE_FAILED,
                                   'delete snapshot: %s' % e)
             return False
@@ -357,10 +340,10 @@ class VolumeManager:
         return True
 
     @staticmethod
-    def _snapshot_failed(ctxt, snapshot, target, event, detail):
+    def _snapshot_failed(ctxt, snapshot, change, event, detail):
         with db_api.writer() as session:
             try:
-                db_snapshots.transition(session, snapshot['id'], target)
+                db_snapshots.transition(session, snapshot['id'], change)
             except (exception.InvalidTransition, exception.NotFound):
                 return
             db_messages.create(session, snapshot['project_id'], event,
@@ -418,35 +401,25 @@ class VolumeManager:
                 self.working_on(attachment_id):
             with db_api.reader() as session:
                 attachment = db_attachments.get(session, attachment_id)
-                volume = volume_dict(db_volumes.get(session,
-                                                    attachment.volume_id))
+                volume = with_qos(session, volume_dict(db_volumes.get(
+                    session, attachment.volume_id)))
                 connector = dict(attachment.connector or {})
                 shared = db_attachments.shares_host_connection(
                     session, attachment, self.host)
-            if attachment.status_reason != db_attachments.TAKING_OVER:
+            if attachment.operation != db_attachments.TAKING_OVER:
                 raise exception.InvalidInput(
                     reason='attachment %s is not taking over (%s)' % (
-                        attachment_id, attachment.status_reason))
+                        attachment_id, states.shown_reason(
+                            attachment.status_reason, attachment.operation)))
             try:
-                info = self._reexport(volume, attachment_id, connector,
-                                      shared, rules.TAKEOVER_MODE)
+                info = promote_flow.run(self.driver, volume, attachment_id,
+                                        connector, shared)
+            except promote_flow.Settled as e:
+                raise exception.InvalidInput(reason=str(e))
             except Exception as e:
-                LOG.exception('attachment %s: read-write export for the '
-                              'takeover failed', attachment_id)
-                self.restore_mode(volume, attachment_id, connector,
-                                  shared, e)
                 raise exception.ConnectFailed(
                     reason='the read-write export failed (%s); attachment '
                            '%s stays read-only' % (e, attachment_id))
-            if not self._record_promotion(volume, attachment_id, info,
-                                          connector):
-                LOG.warning('attachment %s: no longer taking over; its '
-                            'read-write export is undone', attachment_id)
-                self.restore_mode(volume, attachment_id, connector, shared,
-                                  'settled by another request')
-                raise exception.InvalidInput(
-                    reason='attachment %s stopped taking over meanwhile'
-                           % attachment_id)
         LOG.info('attachment %s of volume %s: read-only -> read-write '
                  '(takeover)', attachment_id, volume['id'])
         return info
@@ -467,94 +440,6 @@ class VolumeManager:
                 entry[1] -= 1
                 if not entry[1]:
                     del self._takeover_locks[attachment_id]
-
-    @staticmethod
-    def _record_promotion(volume, attachment_id, info, connector):
-        """Record the read-write export, if the attachment is still
-        attached and marked as taking over; False otherwise."""
-        with db_api.writer() as session:
-            current = db_attachments.locked(session, volume['id'],
-                                            attachment_id)
-            if current is None or \
-                    current.attach_status != states.ATTACHED or \
-                    current.status_reason != db_attachments.TAKING_OVER:
-                return False
-            db_attachments.transition(
-                session, attachment_id, states.ATTACHED,
-                expected=(states.ATTACHED,),
-                values={'attach_mode': rules.TAKEOVER_MODE,
-                        'connection_info': info,
-                        'connector': dict(connector,
-                                          mode=rules.TAKEOVER_MODE),
-                        'status_reason': None},
-                reason='took over as the writer', current=current)
-        return True
-
-    def _reexport(self, volume, attachment_id, connector, shared, mode):
-        """Replace the attachment's export by one of ``mode``; returns
-        the connection info."""
-        connector = dict(connector, mode=mode)
-        with db_api.reader() as session:
-            volume = with_qos(session, volume)
-        self.driver.terminate_connection(volume, connector, attachment_id)
-        self.driver.remove_export(volume, connector, attachment_id, shared)
-        self.driver.create_export(volume, connector, mode, attachment_id)
-        return connect_flow.connection_info(
-            self.driver.initialize_connection(volume, connector, mode,
-                                              attachment_id),
-            attachment_id, mode, volume['frontend_qos_specs'])
-
-    def restore_mode(self, volume, attachment_id, connector, shared,
-                     error):
-        """After a takeover that did not finish (``error`` says why): make
-        the attachment's export again in the mode its connector records
-        (the one in the database), unless it still has that mode, and
-        clear the takeover mark; returns the
-        attachment's status, or None when it is gone (its export is then
-        removed).  If even that export fails, the attachment becomes
-        ``error_attaching`` recorded read-write: a read-write export may
-        be left, so it keeps counting as the writer until it is
-        detached."""
-        mode = rules.mode_to_restore(connector)
-        try:
-            if self.driver.export_mode(attachment_id) == mode:
-                # the takeover stopped before touching the export: the
-                # host keeps its sessions and its connection info
-                values = {'status_reason': None}
-            else:
-                values = {'connection_info': self._reexport(
-                    volume, attachment_id, connector, shared, mode),
-                    'status_reason': None}
-            target = states.ATTACHED
-        except Exception as e:
-            LOG.exception('attachment %s: the %s export could not be made '
-                          'again', attachment_id, mode)
-            values = {'attach_mode': rules.RW,
-                      'status_reason': ('takeover failed (%s), and the '
-                                        '%s export too: %s' % (
-                                            error, mode, e))[:1024]}
-            target = states.ERROR_ATTACHING
-        with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume['id'], load=False)
-            try:
-                db_attachments.transition(session, attachment_id, target,
-                                          expected=(states.ATTACHED,),
-                                          values=values)
-            except exception.NotFound:
-                gone = True
-            except exception.InvalidTransition:
-                # detaching meanwhile: the detach removes the export
-                return None
-            else:
-                gone = False
-                db_attachments.sync_volume_status(session, volume['id'])
-        if gone:
-            LOG.warning('attachment %s: detached meanwhile; removing the '
-                        'export made for it', attachment_id)
-            self.driver.remove_export(volume, connector, attachment_id,
-                                      shared)
-            return None
-        return target
 
     # -- host fences (RPC 1.6) -------------------------------------------
     def cut_host(self, ctxt, volume_id, attachment_ids):
@@ -650,15 +535,14 @@ class VolumeManager:
                 self.driver.extend_volume(volume, new_size)
         except Exception as e:
             LOG.exception('volume %s: extend failed', volume_id)
-            self._record_failure(ctxt, volume, states.ERROR_EXTENDING,
-                                 (states.EXTENDING,), EVENT_EXTEND_FAILED,
+            self._record_failure(ctxt, volume, 'extend_failed',
+                                 EVENT_EXTEND_FAILED,
                                  'extend volume: %s' % e,
                                  extending_to=new_size)
             return
         try:
             with db_api.writer() as session:
-                db_volumes.transition(session, volume_id, states.AVAILABLE,
-                                      expected=(states.EXTENDING,),
+                db_volumes.transition(session, volume_id, 'extended',
                                       values={'size': new_size},
                                       extending_to=new_size)
         except (exception.InvalidTransition, exception.VolumeNotFound) as e:
@@ -724,39 +608,31 @@ class VolumeManager:
             # fenced while connecting: the flow removed its export
             LOG.warning('attachment %s: %s -> %s: %s', attachment_id,
                         current, failed, e)
-            self._attachment_failed(volume, attachment_id, failed,
-                                    (current, failed),
+            self._attachment_failed(volume, attachment_id, what,
                                     '%s refused: %s' % (what, e))
             raise
         except exception.Invalid as e:
             LOG.warning('attachment %s: %s -> %s: %s', attachment_id,
                         current, failed, e)
-            self._attachment_failed(volume, attachment_id, failed,
-                                    (current, failed),
+            self._attachment_failed(volume, attachment_id, what,
                                     '%s refused: %s' % (what, e))
             raise (exception.DisconnectRefused if what == 'disconnect'
                    else exception.ConnectRefused)(reason=str(e))
         except Exception as e:
             LOG.exception('attachment %s: %s -> %s', attachment_id, current,
                           failed)
-            self._attachment_failed(volume, attachment_id, failed,
-                                    (current, failed),
+            self._attachment_failed(volume, attachment_id, what,
                                     '%s failed: %s' % (what, e))
             raise (exception.DisconnectFailed if what == 'disconnect'
                    else exception.ConnectFailed)(reason=str(e))
 
-    def _attachment_failed(self, volume, attachment_id, target, expected,
-                           reason):
+    def _attachment_failed(self, volume, attachment_id, what, reason):
+        """Record the ``what`` ('connect', 'disconnect') of an attachment
+        failed, with ``reason``."""
         with db_api.writer() as session:
-            try:
-                db_attachments.lock_volume(session, volume['id'], load=False)
-                db_attachments.transition(
-                    session, attachment_id, target, expected=expected,
-                    values={'status_reason': reason[:1024]})
-            except (exception.InvalidTransition, exception.NotFound,
-                    exception.InvalidVolume):
-                return
-            db_attachments.sync_volume_status(session, volume['id'])
+            db_attachments.record_failure(session, attachment_id,
+                                          what + '_failed', reason,
+                                          volume['id'])
 
     def reconcile(self, ctxt, max_age=None):
         """RPC 1.3: run the reconciliation now; returns its changes."""
@@ -769,12 +645,11 @@ class VolumeManager:
         caps['host'] = self.host
         return caps
 
-    def _record_failure(self, ctxt, volume, target, expected, event, detail,
+    def _record_failure(self, ctxt, volume, change, event, detail,
                         extending_to=None):
         with db_api.writer() as session:
             try:
-                db_volumes.transition(session, volume['id'], target,
-                                      expected=expected,
+                db_volumes.transition(session, volume['id'], change,
                                       extending_to=extending_to)
             except (exception.InvalidTransition, exception.VolumeNotFound):
                 return

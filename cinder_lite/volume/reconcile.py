@@ -65,9 +65,11 @@ transition); connected attachments keep their exports (re-created by
 ``reconcile_exports`` when missing).  The volume status is derived from the
 attachments again after each attachment change.
 """
+import collections
 import datetime
 import logging
 
+from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
 from cinder_lite.common import notify
 from cinder_lite.common import states
@@ -77,6 +79,8 @@ from cinder_lite.db import messages as db_messages
 from cinder_lite.db import models
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
+from cinder_lite.volume import flows
+from cinder_lite.volume.flows import promote as promote_flow
 from cinder_lite.volume import image_api
 from cinder_lite.volume import rules
 
@@ -88,6 +92,21 @@ EVENT_DOWNLOAD_INTERRUPTED = 'VOLUME_VOLUME_005_001'
 EVENT_UPLOAD_INTERRUPTED = 'VOLUME_VOLUME_003_001'
 
 
+# What reconciliation is given of a volume service (not the service
+# itself): its ``driver``, its ``host`` (``node@backend``, which holds
+# exports), its ``backend_id`` (the host, or its cluster, which owns
+# volumes), ``rpc_timeout`` (a takeover's request waits two of these),
+# ``takeover_lock(attachment_id)`` (one promote or restore of an
+# attachment at a time in the process), and ``roll_forward``: operation
+# name (``create_volume``, ``delete_volume``, ``create_snapshot``,
+# ``delete_snapshot``) -> a function of the volume or snapshot that runs
+# that operation of the service again, flows, failures and messages
+# included.
+Backend = collections.namedtuple('Backend', [
+    'driver', 'host', 'backend_id', 'rpc_timeout', 'takeover_lock',
+    'roll_forward'])
+
+
 def _stale(session, service_host, backend, max_age):
     """Transitional attachments exported by ``service_host`` and
     transitional volumes of ``backend`` (the service, or its cluster)
@@ -97,13 +116,13 @@ def _stale(session, service_host, backend, max_age):
             db_volumes.stale(session, backend, cutoff))
 
 
-def run(manager, max_age, busy=()):
-    """Apply the rules to ``manager``'s backend; returns what changed, one
-    line each.  ``busy``: ids of attachments and volumes a flow of this
-    process is working on now."""
+def run(backend, max_age, busy=()):
+    """Apply the rules to ``backend`` (a ``Backend``); returns what
+    changed, one line each.  ``busy``: ids of attachments and volumes a
+    flow of this process is working on now."""
     with db_api.reader() as session:
-        attachments, volumes = _stale(session, manager.host,
-                                      manager.backend_id, max_age)
+        attachments, volumes = _stale(session, backend.host,
+                                      backend.backend_id, max_age)
         attachments = [(rules.Attachment(
             id=a.id, attach_status=a.attach_status,
             connection_info=a.connection_info),
@@ -115,14 +134,14 @@ def run(manager, max_age, busy=()):
         if attachment_id in busy:
             continue
         if rules.half_connected(attachment):
-            change = _connect_interrupted(manager, attachment_id, volume)
+            change = _connect_interrupted(backend, attachment_id, volume)
         elif status == states.ATTACH_ATTACHING:
-            change = _never_completed(manager, attachment_id, volume,
+            change = _never_completed(backend, attachment_id, volume,
                                       max_age)
         elif status == states.ATTACHED:
-            change = _takeover_interrupted(manager, attachment_id, volume)
+            change = _takeover_interrupted(backend, attachment_id, volume)
         elif status in (states.ATTACH_DETACHING, states.ERROR_DETACHING):
-            change = _finish_disconnect(manager, attachment_id, volume,
+            change = _finish_disconnect(backend, attachment_id, volume,
                                         status)
         else:
             continue
@@ -137,24 +156,23 @@ def run(manager, max_age, busy=()):
                                              volume['status'], updated_at)
         if not claimed:
             continue
-        change = _volume(manager, volume)
+        change = _volume(backend, volume)
         if change:
             changes.append(change)
-    changes.extend(_snapshots(manager, max_age, busy))
+    changes.extend(_snapshots(backend, max_age, busy))
     return changes
 
 
-def _snapshots(manager, max_age, busy):
+def _snapshots(backend, max_age, busy):
     """Snapshots of this backend's volumes left ``creating`` or
     ``deleting``: rolled forward, each by the member that claims it."""
     cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
     with db_api.reader() as session:
         found = [(db_snapshots.summary(s, host), s.updated_at)
                  for s, host in db_snapshots.stale(
-                     session, manager.backend_id,
+                     session, backend.backend_id,
                      (states.CREATING, states.DELETING), cutoff)]
     changes = []
-    ctxt = manager.admin_context()
     for snapshot, updated_at in found:
         if snapshot['id'] in busy:
             continue
@@ -164,10 +182,8 @@ def _snapshots(manager, max_age, busy):
                                             updated_at):
                 continue
         before = snapshot['status']
-        if before == states.CREATING:
-            manager.create_snapshot(ctxt, snapshot)
-        else:
-            manager.delete_snapshot(ctxt, snapshot)
+        backend.roll_forward['create_snapshot' if before == states.CREATING
+                             else 'delete_snapshot'](snapshot)
         with db_api.reader() as session:
             try:
                 after = db_snapshots.get(session, snapshot['id']).status
@@ -181,12 +197,12 @@ def _snapshots(manager, max_age, busy):
     return changes
 
 
-def _connect_interrupted(manager, attachment_id, volume):
-    manager.driver.remove_export(volume, None, attachment_id, False)
+def _connect_interrupted(backend, attachment_id, volume):
+    backend.driver.remove_export(volume, None, attachment_id, False)
     reason = ('connect interrupted (the volume service stopped before it '
               'finished); delete the attachment or connect again')
     settled = _settle_attaching(attachment_id, volume, False,
-                                states.ERROR_ATTACHING,
+                                'reconcile_abandon',
                                 {'status_reason': reason}, reason)
     if settled is None:
         return None
@@ -197,10 +213,11 @@ def _connect_interrupted(manager, attachment_id, volume):
     return 'attachment %s: attaching -> error_attaching' % attachment_id
 
 
-def _never_completed(manager, attachment_id, volume, max_age):
+def _never_completed(backend, attachment_id, volume, max_age):
     reason = ('connected and not completed within %d s; completed by '
               'reconcile (the host holds the connection)' % max_age)
-    settled = _settle_attaching(attachment_id, volume, True, states.ATTACHED,
+    settled = _settle_attaching(attachment_id, volume, True,
+                                'reconcile_complete',
                                 {'attach_time': models.utcnow()}, reason)
     if settled is None:
         return None
@@ -209,17 +226,18 @@ def _never_completed(manager, attachment_id, volume, max_age):
                 'attached (%s); volume %s', attachment_id, volume['id'],
                 reason, status)
     # what os-complete would have said (a late one finds it attached)
-    notify.info(manager.admin_context(), manager.host, 'volume.attach.end',
+    notify.info(cl_context.get_admin_context(), backend.host,
+                'volume.attach.end',
                 notify.attachment_payload(
                     dict(volume, status=status),
                     dict(attachment, attach_status=states.ATTACHED)))
     return 'attachment %s: attaching -> attached' % attachment_id
 
 
-def _settle_attaching(attachment_id, volume, connected, target, values,
+def _settle_attaching(attachment_id, volume, connected, change, values,
                       reason):
-    """Move an ``attaching`` attachment (with connection info or not, as
-    ``connected`` says) to ``target`` under the volume's lock, which
+    """Apply ``change`` to an ``attaching`` attachment (with connection
+    info or not, as ``connected`` says) under the volume's lock, which
     recording a connection also takes; returns the volume's status and
     the attachment's fields, or None when it moved on meanwhile."""
     with db_api.writer() as session:
@@ -233,33 +251,34 @@ def _settle_attaching(attachment_id, volume, connected, target, values,
             values = dict(values, attach_time=current.attach_time)
         fields = {k: getattr(current, k) for k in (
             'id', 'instance_uuid', 'attached_host', 'attach_mode')}
-        db_attachments.transition(session, attachment_id, target,
-                                  expected=(states.ATTACH_ATTACHING,),
+        db_attachments.transition(session, attachment_id, change,
                                   values=values, reason=reason)
         return (db_attachments.sync_volume_status(session, volume['id']),
                 fields)
 
 
-def _takeover_interrupted(manager, attachment_id, volume):
+def _takeover_interrupted(backend, attachment_id, volume):
     """A takeover's mark older than two RPC waits (the API waits for the
     cut and then for the promote) and older than ``reconcile_after``: the
     request that set it is gone."""
     cutoff = models.utcnow() - datetime.timedelta(
-        seconds=2 * manager.conf.volume_rpc_timeout)
-    with manager.takeover_lock(attachment_id):
+        seconds=2 * backend.rpc_timeout)
+    with backend.takeover_lock(attachment_id):
         with db_api.reader() as session:
             try:
                 attachment = db_attachments.get(session, attachment_id)
             except exception.NotFound:
                 return None
-            if attachment.status_reason != rules.TAKING_OVER or \
+            if attachment.operation != rules.TAKING_OVER or \
                     (attachment.updated_at or cutoff) > cutoff:
                 return None
             connector = dict(attachment.connector or {})
             shared = db_attachments.shares_host_connection(
-                session, attachment, manager.host)
-        status = manager.restore_mode(volume, attachment_id, connector,
-                                      shared, 'takeover interrupted')
+                session, attachment, backend.host)
+            volume = flows.with_qos(session, volume)
+        status = promote_flow.restore_mode(
+            backend.driver, volume, attachment_id, connector, shared,
+            'takeover interrupted')
     LOG.warning('reconcile: attachment %s of volume %s: takeover '
                 'interrupted; export made again %s (%s)', attachment_id,
                 volume['id'], attachment.attach_mode, status)
@@ -267,65 +286,66 @@ def _takeover_interrupted(manager, attachment_id, volume):
                                                            status)
 
 
-def _finish_disconnect(manager, attachment_id, volume, status):
+def _finish_disconnect(backend, attachment_id, volume, status):
     with db_api.reader() as session:
         attachment = db_attachments.get(session, attachment_id)
         connector = attachment.connector
         shared = db_attachments.shares_host_connection(
-            session, attachment, manager.host)
+            session, attachment, backend.host)
     try:
         if connector:
-            manager.driver.terminate_connection(volume, connector,
+            backend.driver.terminate_connection(volume, connector,
                                                 attachment_id)
-            manager.driver.remove_export(volume, connector, attachment_id,
+            backend.driver.remove_export(volume, connector, attachment_id,
                                          shared)
     except Exception as e:
         reason = 'disconnect retried by reconcile, failed: %s' % e
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume['id'], load=False)
-            try:
-                db_attachments.transition(
-                    session, attachment_id, states.ERROR_DETACHING,
-                    expected=(states.ATTACH_DETACHING,
-                              states.ERROR_DETACHING),
-                    values={'status_reason': reason[:1024]})
-            except (exception.InvalidTransition, exception.NotFound):
+            if db_attachments.record_failure(
+                    session, attachment_id, 'disconnect_retry_failed',
+                    reason, volume['id']) is None:
                 return None
-            db_attachments.sync_volume_status(session, volume['id'])
         LOG.error('reconcile: attachment %s: %s', attachment_id, reason)
         return 'attachment %s: %s -> error_detaching (%s)' % (
             attachment_id, status, e)
     with db_api.writer() as session:
-        db_attachments.lock_volume(session, volume['id'], load=False)
         try:
-            db_attachments.transition(
-                session, attachment_id, states.DETACHED,
-                expected=(states.ATTACH_DETACHING, states.ERROR_DETACHING))
-        except (exception.InvalidTransition, exception.NotFound):
+            with db_attachments.locked_volume(session, volume['id'],
+                                              load=False) as held:
+                db_attachments.transition(session, attachment_id,
+                                          'disconnect_retried')
+        except (exception.InvalidTransition, exception.AttachmentNotFound):
             return None
-        volume_status = db_attachments.sync_volume_status(session,
-                                                          volume['id'])
+        volume_status = held.status
     LOG.warning('reconcile: attachment %s of volume %s: %s -> detached '
                 '(disconnect rolled forward); volume %s', attachment_id,
                 volume['id'], status, volume_status)
     return 'attachment %s: %s -> detached' % (attachment_id, status)
 
 
-def _volume(manager, volume):
+def _status(volume_id):
+    with db_api.reader() as session:
+        try:
+            return db_volumes.get(session, volume_id).status
+        except exception.VolumeNotFound:
+            return None
+
+
+def _volume(backend, volume):
     status = volume['status']
     if status == states.CREATING:
-        before = manager.volume_status(volume['id'])
-        manager.create_volume(manager.admin_context(), volume['id'], volume)
-        after = manager.volume_status(volume['id'])
+        before = _status(volume['id'])
+        backend.roll_forward['create_volume'](volume)
+        after = _status(volume['id'])
         why = 'create rolled forward'
     elif status == states.DELETING:
         before = status
-        manager.delete_volume(manager.admin_context(), volume['id'])
-        after = manager.volume_status(volume['id']) or states.DELETED
+        backend.roll_forward['delete_volume'](volume)
+        after = _status(volume['id']) or states.DELETED
         why = 'delete rolled forward'
     elif status == states.DOWNLOADING:
         before = status
-        after = _download_interrupted(manager, volume)
+        after = _download_interrupted(backend, volume)
         why = 'image download interrupted; storage removed'
     elif status == states.UPLOADING:
         before = status
@@ -342,15 +362,15 @@ def _volume(manager, volume):
     return 'volume %s: %s -> %s (%s)' % (volume['id'], before, after, why)
 
 
-def _download_interrupted(manager, volume):
+def _download_interrupted(backend, volume):
     """The image was being written when the service stopped: what is in
     the storage is part of it.  The volume becomes error without
     storage (the owner deletes it and creates it again)."""
-    manager.driver.delete_volume(volume)
+    backend.driver.delete_volume(volume)
     with db_api.writer() as session:
         try:
-            db_volumes.transition(session, volume['id'], states.ERROR,
-                                  expected=(states.DOWNLOADING,))
+            db_volumes.transition(session, volume['id'],
+                                  'download_interrupted')
         except (exception.InvalidTransition, exception.VolumeNotFound):
             return states.DOWNLOADING
         db_messages.create(
@@ -381,8 +401,8 @@ def _upload_interrupted(volume):
 def _extend_interrupted(volume):
     with db_api.writer() as session:
         try:
-            db_volumes.transition(session, volume['id'], states.AVAILABLE,
-                                  expected=(states.EXTENDING,))
+            db_volumes.transition(session, volume['id'],
+                                  'extend_interrupted')
         except (exception.InvalidTransition, exception.VolumeNotFound):
             return states.EXTENDING
         db_messages.create(

@@ -53,9 +53,9 @@ DEFAULT_MODE = RW
 # the volume type's extra spec that makes a multiattach type single-writer
 TYPE_MODE_KEY = 'mode'
 
-# status_reason marks of an attachment (the database's words)
-TAKING_OVER = db_attachments.TAKING_OVER
-DISCONNECTING = db_attachments.DISCONNECTING
+# operations under way on an attachment (its ``operation``)
+TAKING_OVER = states.TAKING_OVER
+DISCONNECTING = states.DISCONNECTING
 
 
 def check_type_mode(type_mode):
@@ -98,7 +98,7 @@ class Attachment:
     attach_status: str = states.ATTACH_RESERVED
     connection_info: typing.Optional[dict] = None
     connector: typing.Optional[dict] = None
-    status_reason: typing.Optional[str] = None
+    operation: typing.Optional[str] = None
 
 
 # -- what an attachment holds ------------------------------------------------
@@ -146,15 +146,15 @@ def is_writer(attachment):
     """Read-write, or taking over as the writer (it counts as the writer
     from the moment it is marked)."""
     return (attachment.attach_mode == RW
-            or attachment.status_reason == TAKING_OVER)
+            or attachment.operation == TAKING_OVER)
 
 
 def busy_with(attachment):
     """What another request is doing to the attachment (a disconnect, a
     takeover, a connect), or None."""
-    if attachment.status_reason == DISCONNECTING:
+    if attachment.operation == DISCONNECTING:
         return 'being disconnected'
-    if attachment.status_reason == TAKING_OVER:
+    if attachment.operation == TAKING_OVER:
         return 'taking over as the writer'
     if half_connected(attachment):
         return 'being connected'

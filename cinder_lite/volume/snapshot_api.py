@@ -212,9 +212,8 @@ class SnapshotService:
                                snapshot.id, ', '.join(making)))
             try:
                 db_snapshots.transition(
-                    session, snapshot.id, states.DELETING,
-                    expected=states.SNAPSHOT_FORCE_DELETE_STATUSES
-                    if force else (states.AVAILABLE, states.ERROR))
+                    session, snapshot.id,
+                    'force_delete' if force else 'delete')
             except exception.InvalidTransition as e:
                 raise exception.InvalidSnapshot(
                     reason='Snapshot status must be available or error '
@@ -237,10 +236,8 @@ class SnapshotService:
         notify.info(context, self.conf.host, 'snapshot.reset_status.start',
                     payload(snapshot))
         with db_api.writer() as session:
-            db_snapshots.transition(
-                session, snapshot.id, status,
-                expected=states.SNAPSHOT_FORCE_DELETE_STATUSES + (
-                    tuple(states.SNAPSHOT_RESET_STATUSES)))
+            db_snapshots.transition(session, snapshot.id, 'reset_status',
+                                    status)
         LOG.warning('snapshot %s: %s -> %s (os-reset_status by %s)',
                     snapshot.id, snapshot.status, status,
                     context.user_id)
@@ -267,8 +264,8 @@ class SnapshotService:
             if status == snapshot.status:
                 db_snapshots.update(session, snapshot.id, values)
             else:
-                db_snapshots.transition(session, snapshot.id, status,
-                                        expected=(snapshot.status,),
+                db_snapshots.transition(session, snapshot.id,
+                                        'update_status', status,
                                         values=values)
         LOG.info('snapshot %s: status %s, progress %s reported',
                  snapshot.id, status, progress)

@@ -106,8 +106,7 @@ class TransferService:
                         raise exception.InvalidSnapshot(
                             reason='snapshot: %s status must be available'
                                    % snapshot.id)
-            db_volumes.transition(session, volume_id,
-                                  states.AWAITING_TRANSFER)
+            db_volumes.transition(session, volume_id, 'offer')
             transfer = db_transfers.create(session, {
                 'id': transfer_id, 'volume_id': volume_id, 'name': name,
                 'salt': salt, 'crypt_hash': crypt_hash(salt, auth_key),
@@ -150,8 +149,7 @@ class TransferService:
             db_transfers.end(session, transfer_id, accepted=False)
             try:
                 db_volumes.transition(session, transfer.volume_id,
-                                      states.AVAILABLE,
-                                      expected=(states.AWAITING_TRANSFER,))
+                                      'transfer_ended')
             except (exception.InvalidTransition,
                     exception.VolumeNotFound) as e:
                 LOG.error('transfer %s deleted; its volume %s was left '

@@ -43,8 +43,8 @@ def test_interrupted_detach_is_rolled_forward(nbd_stack):
     with db_api.writer() as session:
         db_attachments.lock_volume(session, vol['id'])
         db_attachments.transition(
-            session, att['id'], states.ATTACH_DETACHING,
-            values={'status_reason': attachment_api.DISCONNECTING})
+            session, att['id'], 'start_disconnect',
+            values={'operation': attachment_api.DISCONNECTING})
         db_attachments.sync_volume_status(session, vol['id'])
     assert api.get('/volumes/%s' % vol['id']).json()['volume'][
         'status'] == 'detaching'
@@ -72,7 +72,7 @@ def test_interrupted_connect_loses_its_half_made_export(nbd_stack):
     with db_api.writer() as session:
         db_attachments.lock_volume(session, vol['id'])
         db_attachments.transition(
-            session, att['id'], states.ATTACH_ATTACHING,
+            session, att['id'], 'connect',
             values={'attach_mode': 'rw', 'connector': connector,
                     'attached_host': connector['host']})
         db_attachments.sync_volume_status(session, vol['id'])

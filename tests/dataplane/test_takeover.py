@@ -229,7 +229,7 @@ def test_an_interrupted_takeover_is_undone_by_reconcile(proto):
     r_att, r_dev = reader_host.attach_device(vol['id'], mode='ro')
     with db_api.writer() as session:
         db_attachments.update(session, r_att['id'], {
-            'status_reason': db_attachments.TAKING_OVER})
+            'operation': db_attachments.TAKING_OVER})
     manager = s.volume_service('file').endpoints[0]
     # younger than two RPC waits: the request may still be under way
     assert manager.reconcile_now(max_age=0) == []
@@ -319,7 +319,7 @@ def test_a_takeover_interrupted_mid_export_is_undone_by_reconcile(proto):
     with db_api.writer() as session:
         session.execute(sa.update(models.VolumeAttachment).where(
             models.VolumeAttachment.id == r_att['id']).values(
-                status_reason=db_attachments.TAKING_OVER,
+                operation=db_attachments.TAKING_OVER,
                 updated_at=models.utcnow() - datetime.timedelta(minutes=5)))
     assert manager.reconcile_now(max_age=0) == [
         'attachment %s: takeover interrupted -> attached' % r_att['id']]
@@ -330,3 +330,77 @@ def test_a_takeover_interrupted_mid_export_is_undone_by_reconcile(proto):
     dev = reader_host.open(shown)
     assert dev.read_only and dev.read(0, 4) == b'\0' * 4
     reader_host.detach(shown['id'], dev)
+
+
+def _marked_reader(s, api):
+    vol = api.create_volume(volume_type='single')
+    reader_host = dp.attacher(s, 'b')
+    r_att, r_dev = reader_host.attach_device(vol['id'], mode='ro')
+    r_dev.close()
+    with db_api.writer() as session:
+        db_attachments.update(session, r_att['id'], {
+            'operation': db_attachments.TAKING_OVER})
+    return vol, reader_host, r_att
+
+
+def _reader_again(api, manager, reader_host, r_att):
+    """The promote's revert made the read-only export again and ended the
+    takeover: the reader reads through it and may take over later."""
+    shown = api.get('/attachments/%s' % r_att['id']).json()['attachment']
+    assert (shown['status'], shown['attach_mode'],
+            shown['connection_info']['access_mode'],
+            shown.get('status_reason')) == ('attached', 'ro', 'ro', None)
+    assert manager.driver.export_mode(r_att['id']) == 'ro'
+    dev = reader_host.open(shown)
+    assert dev.read_only and dev.read(0, 4) == b'\0' * 4
+    reader_host.detach(shown['id'], dev)
+
+
+def test_a_promote_whose_read_write_export_fails_is_reverted(
+        proto, monkeypatch):
+    """The read-write export cannot be made: the promote flow's revert
+    makes the read-only one again and ends the takeover; the caller gets
+    ConnectFailed."""
+    from cinder_lite.common import context
+    from cinder_lite.common import exception
+    protocol, s, api, _refused = proto
+    vol, reader_host, r_att = _marked_reader(s, api)
+    manager = s.volume_service('file').endpoints[0]
+    real = manager.driver.create_export
+
+    def create_export(volume, connector, mode, attachment_id):
+        if mode == 'rw':
+            raise RuntimeError('no read-write export today')
+        return real(volume, connector, mode, attachment_id)
+    monkeypatch.setattr(manager.driver, 'create_export', create_export)
+    with pytest.raises(exception.ConnectFailed) as e:
+        manager.promote(context.get_admin_context(), r_att['id'])
+    assert 'no read-write export today' in str(e.value)
+    monkeypatch.undo()
+    _reader_again(api, manager, reader_host, r_att)
+
+
+def test_a_promote_settled_meanwhile_is_reverted(proto, monkeypatch):
+    """Another request ended the takeover while the read-write export was
+    being made: nothing is recorded, the revert makes the read-only
+    export again, and the caller gets InvalidInput."""
+    from cinder_lite.common import context
+    from cinder_lite.common import exception
+    protocol, s, api, _refused = proto
+    vol, reader_host, r_att = _marked_reader(s, api)
+    manager = s.volume_service('file').endpoints[0]
+    real = manager.driver.initialize_connection
+
+    def initialize_connection(volume, connector, mode, attachment_id):
+        if mode == 'rw':
+            with db_api.writer() as session:
+                db_attachments.unmark(session, attachment_id,
+                                      db_attachments.TAKING_OVER)
+        return real(volume, connector, mode, attachment_id)
+    monkeypatch.setattr(manager.driver, 'initialize_connection',
+                        initialize_connection)
+    with pytest.raises(exception.InvalidInput) as e:
+        manager.promote(context.get_admin_context(), r_att['id'])
+    assert 'stopped taking over meanwhile' in str(e.value)
+    monkeypatch.undo()
+    _reader_again(api, manager, reader_host, r_att)

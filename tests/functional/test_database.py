@@ -225,3 +225,64 @@ def test_0015_records_image_sources(tmp_path):
     engine = _engine(tmp_path)
     check_0015_records_image_sources(engine)
     engine.dispose()
+
+
+def check_0016_moves_attachment_marks(engine):
+    """Migration 0016: the words that marked an operation in
+    status_reason become the attachment's operation (and no
+    status_reason); any other reason stays; the downgrade writes the
+    words back."""
+    migration.upgrade('0015', engine=engine)
+    volumes = sa.table('volumes', sa.column('id'), sa.column('project_id'),
+                       sa.column('size'), sa.column('status'),
+                       sa.column('volume_type_id'),
+                       sa.column('multiattach'), sa.column('bootable'),
+                       sa.column('deleted'), sa.column('created_at'))
+    attachments = sa.table('volume_attachments', sa.column('id'),
+                           sa.column('volume_id'), sa.column('project_id'),
+                           sa.column('attach_status'),
+                           sa.column('status_reason'),
+                           sa.column('service_owned'), sa.column('deleted'),
+                           sa.column('created_at'))
+    vid = str(uuid.uuid4())
+    reasons = {'taking over': ('attached', 'taking_over', None),
+               'disconnecting': ('detaching', 'disconnecting', None),
+               'reserved by os-reserve': ('reserved', 'os-reserve', None),
+               'connect failed: no export': ('error_attaching', None,
+                                             'connect failed: no export'),
+               None: ('attached', None, None)}
+    ids = {reason: str(uuid.uuid4()) for reason in reasons}
+    now = models.utcnow()
+    with engine.begin() as conn:
+        type_id = conn.execute(sa.select(models.VolumeType.id)).scalar()
+        conn.execute(sa.insert(volumes).values(
+            id=vid, project_id='p', size=1, status='in-use',
+            volume_type_id=type_id, multiattach=True, bootable=False,
+            deleted=False, created_at=now))
+        for reason, (status, _op, _left) in reasons.items():
+            conn.execute(sa.insert(attachments).values(
+                id=ids[reason], volume_id=vid, project_id='p',
+                attach_status=status, status_reason=reason,
+                service_owned=False, deleted=False, created_at=now))
+    migration.upgrade(engine=engine)
+    A = models.VolumeAttachment
+    with engine.connect() as conn:
+        found = {row.id: (row.operation, row.status_reason)
+                 for row in conn.execute(sa.select(
+                     A.id, A.operation, A.status_reason))}
+        assert found == {ids[reason]: (operation, left) for reason, (
+            _status, operation, left) in reasons.items()}
+    migration.downgrade('0015', engine=engine)
+    with engine.connect() as conn:
+        found = dict(conn.execute(sa.select(
+            attachments.c.id, attachments.c.status_reason)).all())
+        assert found == {ids[reason]: reason for reason in reasons}
+        assert 'operation' not in {c['name'] for c in sa.inspect(
+            conn).get_columns('volume_attachments')}
+    migration.upgrade(engine=engine)
+
+
+def test_0016_moves_attachment_marks(tmp_path):
+    engine = _engine(tmp_path)
+    check_0016_moves_attachment_marks(engine)
+    engine.dispose()

@@ -60,8 +60,8 @@ def interrupt_and_reconcile(stack, vid):
     before it made the volume leaves it, and let the service roll the
     create forward (it reads the volume back from the database)."""
     with db_api.writer() as session:
-        db_volumes.transition(session, vid, 'creating',
-                              expected=('available',))
+        # (the operator's event: no other leads back to creating)
+        db_volumes.transition(session, vid, 'reset_status', 'creating')
     manager, = stack.volume_service('file').endpoints
     return manager.reconcile_now(max_age=0)
 

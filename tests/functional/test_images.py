@@ -244,13 +244,14 @@ def test_readers_may_not_change_image_metadata(stack):
 
 # -- a volume service restarted in the middle of a copy ---------------------------------
 
-def _interrupt(vid, status, source):
+def _interrupt(vid, *changes):
     """Leave the volume as a volume service that stopped in the middle
-    of a copy leaves it."""
+    of a copy leaves it (``changes``: the events that lead there)."""
     from cinder_lite.db import api as db_api
     from cinder_lite.db import volumes as db_volumes
     with db_api.writer() as session:
-        db_volumes.transition(session, vid, status, expected=(source,))
+        for change in changes:
+            db_volumes.transition(session, vid, *change)
 
 
 def _reconcile_now(stack):
@@ -265,7 +266,7 @@ def test_reconcile_of_an_interrupted_download(api, stack):
     manager, = stack.volume_service('file').endpoints
     path = manager.driver.path(vid)
     assert os.path.exists(path)
-    _interrupt(vid, 'downloading', 'available')
+    _interrupt(vid, ('reset_status', 'creating'), ('start_download',))
     assert _reconcile_now(stack) == [
         'volume %s: downloading -> error (image download interrupted; '
         'storage removed)' % vid]
@@ -285,7 +286,7 @@ def test_reconcile_of_an_interrupted_upload(api, stack):
     assert act(api, vid, {'os-attach': {'instance_uuid': I1,
                                         'mountpoint': '/dev/vdb'}}
                ).status_code == 202
-    _interrupt(vid, 'uploading', 'in-use')
+    _interrupt(vid, ('force_upload',))
     # while it is uploading, its status stays
     assert api.get('/volumes/%s' % vid).json()['volume'][
         'status'] == 'uploading'

@@ -396,13 +396,12 @@ def test_delete_gives_back_what_it_counted(api, delete_first):
 def test_interrupted_extend_gives_the_reservation_back(api, stack):
     """An extend whose cast never reached the volume service: what the
     API records, then the service's reconciliation rolls it back."""
-    from cinder_lite.common import states
     from cinder_lite.db import api as db_api
     from cinder_lite.db import volumes as db_volumes
     set_quota(api, gigabytes=10)
     vol = api.create_volume(size=2)
     with db_api.writer() as session:
-        db_volumes.transition(session, vol['id'], states.EXTENDING,
+        db_volumes.transition(session, vol['id'], 'extend',
                               values={'pending_size': 7})
     assert used(api)['gigabytes'] == (2, 5)
     over_limit(api.post('/volumes', json={'volume': {'size': 4}}),
@@ -422,13 +421,12 @@ def test_a_stale_extend_message_leaves_the_current_extend_alone(api, stack):
     is extending again to another size, is not served: the extend under
     way keeps its reservation, and only its own message finishes it."""
     from cinder_lite.common import context
-    from cinder_lite.common import states
     from cinder_lite.db import api as db_api
     from cinder_lite.db import volumes as db_volumes
     set_quota(api, gigabytes=10)
     vol = api.create_volume(size=2)
     with db_api.writer() as session:
-        db_volumes.transition(session, vol['id'], states.EXTENDING,
+        db_volumes.transition(session, vol['id'], 'extend',
                               values={'pending_size': 4})
     manager = stack.volume_service('file').endpoints[0]
     ctxt = context.get_admin_context()

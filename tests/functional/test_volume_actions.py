@@ -364,7 +364,6 @@ def test_detach_of_a_connect_cut_short_while_the_backend_is_down(
     service went down during the connect): with the backend down its
     delete records it detached at once instead of waiting for the
     backend; nothing was handed out."""
-    from cinder_lite.common import states
     from cinder_lite.db import api as db_api
     from cinder_lite.db import attachments as db_attachments
 
@@ -372,7 +371,7 @@ def test_detach_of_a_connect_cut_short_while_the_backend_is_down(
     with db_api.writer() as session:
         db_attachments.lock_volume(session, plain['id'])
         db_attachments.transition(
-            session, att['id'], states.ATTACH_ATTACHING,
+            session, att['id'], 'connect',
             values={'connector': connector(), 'attached_host': 'compute-1',
                     'export_host': 'testnode@file'})
         db_attachments.sync_volume_status(session, plain['id'])

@@ -250,7 +250,7 @@ def test_attachment_reconcile_resolves_an_interrupted_detach(cluster, api):
             conn.execute(sa.update(models.VolumeAttachment).where(
                 models.VolumeAttachment.id == att['id']).values(
                 attach_status='detaching',
-                status_reason=attachment_api.DISCONNECTING))
+                operation=attachment_api.DISCONNECTING))
             conn.execute(sa.update(models.Volume).where(
                 models.Volume.id == vol['id']).values(status='detaching'))
     finally:

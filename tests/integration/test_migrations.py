@@ -56,3 +56,8 @@ def test_0010_moves_metadata(engine):
 def test_0015_records_image_sources(engine):
     from tests.functional import test_database
     test_database.check_0015_records_image_sources(engine)
+
+
+def test_0016_moves_attachment_marks(engine):
+    from tests.functional import test_database
+    test_database.check_0016_moves_attachment_marks(engine)

@@ -6,6 +6,7 @@ Cinder's names: requests say ``volume_uuid``/``instance_uuid``, responses
 after the call.
 """
 from cinder_lite.api import wsgi
+from cinder_lite.common import states
 from cinder_lite.volume import rules
 
 
@@ -37,8 +38,10 @@ def detail(attachment, shared_connections=None, see_host=False):
                 connection_info=attachment.connection_info or {})
     if shared_connections is not None:
         view['shared_connections'] = shared_connections
-    if attachment.status_reason:
-        view['status_reason'] = attachment.status_reason
+    reason = states.shown_reason(attachment.status_reason,
+                                 attachment.operation)
+    if reason:
+        view['status_reason'] = reason
     return view
 
 

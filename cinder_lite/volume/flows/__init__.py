@@ -13,15 +13,20 @@ import threading
 from taskflow import engines
 from taskflow import states
 
+from cinder_lite.common import qos
 from cinder_lite.db import api as db_api
+from cinder_lite.db import qos_specs as db_qos
 from cinder_lite.db import volumes as db_volumes
 
 LOG = logging.getLogger(__name__)
 
 _local = threading.local()
-# an engine in these states can be reset and run again; one whose revert
-# failed (FAILURE) is dropped and built anew
-_REUSABLE = (states.SUCCESS, states.REVERTED)
+# an engine that succeeded is reset and run again; one that reverted (or
+# whose revert failed) is dropped and built anew: a reset engine's storage
+# still holds the failures of its last run, which the next failure's
+# WrappedFailure would carry too (a reverted promote and then another on
+# the same thread raised both)
+_REUSABLE = (states.SUCCESS,)
 
 
 def run(name, build, store):
@@ -69,3 +74,25 @@ def kept_fresh(volume_id, status, interval=30):
     finally:
         done.set()
         thread.join()
+
+
+def with_qos(session, volume, cache=None):
+    """``volume`` (a dict) with its type's QoS specs as they apply to a
+    connection: the back-end ones in ``qos_specs`` (the driver applies
+    what it can) and the front-end ones in ``frontend_qos_specs`` (handed
+    to the host in the connection info); None where there are none.
+    ``cache``: type id -> its specs, for many volumes."""
+    type_id = volume['volume_type_id']
+    if cache is None or type_id not in cache:
+        found = db_qos.for_type(session, type_id)
+        if cache is None:
+            type_qos = found
+        else:
+            type_qos = cache[type_id] = found
+    else:
+        type_qos = cache[type_id]
+    return dict(volume,
+                qos_specs=qos.for_consumer(type_qos, qos.BACK_END,
+                                           volume['size']),
+                frontend_qos_specs=qos.for_consumer(
+                    type_qos, qos.FRONT_END, volume['size']))

@@ -9,7 +9,6 @@ from taskflow.patterns import linear_flow
 from taskflow import task
 
 from cinder_lite.common import exception
-from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import host_fences as db_host_fences
@@ -60,26 +59,25 @@ class InitializeConnection(task.Task):
 class RecordConnection(task.Task):
     def execute(self, driver, volume, attachment_id, connection_info):
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume['id'],
-                                       db_attachments.ATTACHABLE, load=False)
-            current = db_attachments.get(session, attachment_id)
-            if db_host_fences.is_fenced(session, current.attached_host,
-                                        volume['id']):
-                # fenced while this connect was under way: the revert
-                # removes the export made for it
-                raise exception.HostFenced(host=current.attached_host,
-                                           volume_id=volume['id'])
-            db_attachments.transition(
-                session, attachment_id, states.ATTACH_ATTACHING,
-                expected=(states.ATTACH_ATTACHING,),
-                # the export is on this volume service, whichever the API
-                # meant: the disconnect must come here
-                values={'connection_info': connection_info,
-                        'export_host': driver.host,
-                        'attach_time': db_attachments.models.utcnow()},
-                reason='connected (%s)'
-                       % connection_info['driver_volume_type'])
-            db_attachments.sync_volume_status(session, volume['id'])
+            with db_attachments.locked_volume(session, volume['id'],
+                                              db_attachments.ATTACHABLE,
+                                              load=False):
+                current = db_attachments.get(session, attachment_id)
+                if db_host_fences.is_fenced(session, current.attached_host,
+                                            volume['id']):
+                    # fenced while this connect was under way: the revert
+                    # removes the export made for it
+                    raise exception.HostFenced(host=current.attached_host,
+                                               volume_id=volume['id'])
+                db_attachments.transition(
+                    session, attachment_id, 'connected',
+                    # the export is on this volume service, whichever the
+                    # API meant: the disconnect must come here
+                    values={'connection_info': connection_info,
+                            'export_host': driver.host,
+                            'attach_time': db_attachments.models.utcnow()},
+                    reason='connected (%s)'
+                           % connection_info['driver_volume_type'])
         LOG.info('attachment %s of volume %s: connected (%s, %s)',
                  attachment_id, volume['id'],
                  connection_info['driver_volume_type'],

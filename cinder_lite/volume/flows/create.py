@@ -51,8 +51,7 @@ class MarkAvailable(task.Task):
                 persistent_reservations):
         with db_api.writer() as session:
             db_volumes.transition(
-                session, volume['id'], states.AVAILABLE,
-                expected=(states.CREATING,),
+                session, volume['id'], 'created',
                 values={'service_uuid': service_uuid,
                         'shared_targets': shared_targets,
                         'persistent_reservations': persistent_reservations})
@@ -62,8 +61,7 @@ class MarkAvailable(task.Task):
 class StartDownload(task.Task):
     def execute(self, volume):
         with db_api.writer() as session:
-            db_volumes.transition(session, volume['id'], states.DOWNLOADING,
-                                  expected=(states.CREATING,))
+            db_volumes.transition(session, volume['id'], 'start_download')
         LOG.info('volume %s: creating -> downloading', volume['id'])
 
 
@@ -126,8 +124,7 @@ class MarkDownloaded(task.Task):
                 persistent_reservations):
         with db_api.writer() as session:
             db_volumes.transition(
-                session, volume['id'], states.AVAILABLE,
-                expected=(states.DOWNLOADING,),
+                session, volume['id'], 'downloaded',
                 values={'service_uuid': service_uuid,
                         'shared_targets': shared_targets,
                         'persistent_reservations': persistent_reservations,

@@ -4,7 +4,6 @@ import logging
 from taskflow.patterns import linear_flow
 from taskflow import task
 
-from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import flows
@@ -20,7 +19,7 @@ class DeleteStorage(task.Task):
 class MarkDeleted(task.Task):
     def execute(self, volume):
         with db_api.writer() as session:
-            db_volumes.transition(session, volume['id'], states.DELETED)
+            db_volumes.transition(session, volume['id'], 'deleted')
         LOG.info('volume %s: deleting -> deleted', volume['id'])
 
 

@@ -6,7 +6,6 @@ import logging
 from taskflow.patterns import linear_flow
 from taskflow import task
 
-from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.volume import flows
@@ -39,13 +38,12 @@ class RemoveExport(task.Task):
 class RecordDetached(task.Task):
     def execute(self, volume, attachment_id, reason):
         with db_api.writer() as session:
-            db_attachments.lock_volume(session, volume['id'], load=False)
-            db_attachments.transition(
-                session, attachment_id, states.DETACHED,
-                expected=(states.ATTACH_DETACHING,),
-                values={'status_reason': reason} if reason else None)
-            status = db_attachments.sync_volume_status(session,
-                                                       volume['id'])
+            with db_attachments.locked_volume(session, volume['id'],
+                                              load=False) as held:
+                db_attachments.transition(
+                    session, attachment_id, 'disconnected',
+                    values={'status_reason': reason} if reason else None)
+            status = held.status
         LOG.info('attachment %s of volume %s: detaching -> detached '
                  '(volume %s)', attachment_id, volume['id'], status)
 

@@ -7,7 +7,6 @@ import logging
 from taskflow.patterns import linear_flow
 from taskflow import task
 
-from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.volume import flows
@@ -29,8 +28,7 @@ class MakeCopy(task.Task):
 class MarkAvailable(task.Task):
     def execute(self, snapshot):
         with db_api.writer() as session:
-            db_snapshots.transition(session, snapshot['id'],
-                                    states.AVAILABLE,
+            db_snapshots.transition(session, snapshot['id'], 'created',
                                     values={'progress': '100%'})
         LOG.info('snapshot %s: creating -> available', snapshot['id'])
 
@@ -43,7 +41,7 @@ class RemoveCopy(task.Task):
 class MarkDeleted(task.Task):
     def execute(self, snapshot):
         with db_api.writer() as session:
-            db_snapshots.transition(session, snapshot['id'], states.DELETED)
+            db_snapshots.transition(session, snapshot['id'], 'deleted')
         LOG.info('snapshot %s: deleting -> deleted', snapshot['id'])
 
 

@@ -1,0 +1,102 @@
+"""The one lock entry point for a volume's attachments
+(``db_attachments.locked_volume``), the one way to record a failure
+(``record_failure``), and an attachment's ``operation``, on the real
+database of the embedded stack."""
+import pytest
+
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
+
+
+class _Boom(Exception):
+    pass
+
+
+def _reserved(api):
+    vol = api.create_volume()
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id']}})
+    assert resp.status_code == 200, resp.text
+    return vol, resp.json()['attachment']
+
+
+def _status(api, vol):
+    return api.get('/volumes/%s' % vol['id']).json()['volume']['status']
+
+
+def test_the_status_is_derived_when_the_block_ends(api):
+    vol, att = _reserved(api)
+    assert _status(api, vol) == states.RESERVED
+    with db_api.writer() as session:
+        with db_attachments.locked_volume(session, vol['id']) as held:
+            assert held.volume.id == vol['id'] and held.status is None
+            db_attachments.transition(session, att['id'], 'detach')
+        assert held.status == states.AVAILABLE
+    assert _status(api, vol) == states.AVAILABLE
+
+
+def test_a_block_that_fails_derives_nothing_and_changes_nothing(api):
+    vol, att = _reserved(api)
+    with pytest.raises(_Boom):
+        with db_api.writer() as session:
+            with db_attachments.locked_volume(session, vol['id'],
+                                              load=False) as held:
+                db_attachments.transition(session, att['id'], 'detach')
+                raise _Boom()
+    assert held.status is None
+    assert _status(api, vol) == states.RESERVED
+    shown = api.get('/attachments/%s' % att['id']).json()['attachment']
+    assert shown['status'] == states.ATTACH_RESERVED
+
+
+def test_record_failure_applies_only_where_the_event_does(api):
+    vol, att = _reserved(api)
+    with db_api.writer() as session:
+        # a reservation was never connecting: nothing to record
+        assert db_attachments.record_failure(
+            session, att['id'], 'connect_lost', 'lost') is None
+    with db_api.writer() as session:
+        db_attachments.transition(session, att['id'], 'connect')
+    with db_api.writer() as session:
+        status = db_attachments.record_failure(
+            session, att['id'], 'connect_lost', 'x' * 2000)
+    # error_attaching alone keeps no volume busy
+    assert status == states.AVAILABLE == _status(api, vol)
+    shown = api.get('/attachments/%s' % att['id']).json()['attachment']
+    assert shown['status'] == states.ERROR_ATTACHING
+    assert shown['status_reason'] == 'x' * 1024
+    with db_api.writer() as session:
+        assert db_attachments.record_failure(
+            session, 'no-such-attachment', 'connect_lost', 'lost') is None
+
+
+def test_an_operation_and_a_reason_end_each_other(api):
+    """What a client sees as status_reason is the row's reason, else the
+    words of the operation under way; writing one ends the other, as when
+    the operation was those words."""
+    vol, att = _reserved(api)
+
+    def shown():
+        return api.get('/attachments/%s' % att['id']).json()[
+            'attachment'].get('status_reason')
+
+    with db_api.writer() as session:
+        db_attachments.update(session, att['id'],
+                              {'status_reason': 'an old failure'})
+        db_attachments.update(session, att['id'],
+                              {'operation': states.TAKING_OVER})
+        row = db_attachments.get(session, att['id'])
+        assert (row.operation, row.status_reason) == (states.TAKING_OVER,
+                                                      None)
+    assert shown() == 'taking over'
+    with db_api.writer() as session:
+        db_attachments.transition(session, att['id'], 'connect',
+                                  values={'status_reason': 'retried'})
+        row = db_attachments.get(session, att['id'])
+        assert (row.operation, row.status_reason) == (None, 'retried')
+    assert shown() == 'retried'
+    with db_api.writer() as session:
+        db_attachments.unmark(session, att['id'], states.TAKING_OVER)
+        row = db_attachments.get(session, att['id'])
+        assert row.status_reason == 'retried'
