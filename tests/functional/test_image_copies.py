@@ -12,37 +12,16 @@ tools/openstack-venv, failed instead under
 CINDER_LITE_REQUIRE_SERVICES=1); the rest needs no Glance."""
 import os
 
-import pytest
 
-from cinder_lite.db import api as db_api
-from cinder_lite.db import volumes as db_volumes
-from tests.functional.test_snapshots import snapshot
-from tests.functional.test_snapshots import volume_file
-from tests.harness import cluster as cluster_mod
-from tests.harness import glance as glance_mod
-from tests.harness import stack as stack_mod
 from tests.harness import util
+from tests.harness.snapshots import snapshot
+from tests.harness.volumes import create_available as create_from
+from tests.harness.volumes import interrupt_and_reconcile
+from tests.harness.volumes import read
+from tests.harness.volumes import write
 
 MiB = 1024 ** 2
 GiB = 1024 ** 3
-
-
-def write(stack, vid, offset, data):
-    with open(volume_file(stack, vid), 'r+b') as f:
-        f.seek(offset)
-        f.write(data)
-
-
-def read(stack, vid, offset, length):
-    with open(volume_file(stack, vid), 'rb') as f:
-        f.seek(offset)
-        return f.read(length)
-
-
-def create_from(api, **volume):
-    resp = api.post('/volumes', json={'volume': volume})
-    assert resp.status_code == 202, resp.text
-    return api.wait_volume(resp.json()['volume']['id'], 'available')
 
 
 def act(api, vid, body):
@@ -55,38 +34,7 @@ def shown(api, vid):
     return api.get('/volumes/%s' % vid).json()['volume']
 
 
-def interrupt_and_reconcile(stack, vid):
-    """Leave the volume ``creating``, as a volume service that stopped
-    before it made the volume leaves it, and let the service roll the
-    create forward (it reads the volume back from the database)."""
-    with db_api.writer() as session:
-        # (the operator's event: no other leads back to creating)
-        db_volumes.transition(session, vid, 'reset_status', 'creating')
-    manager, = stack.volume_service('file').endpoints
-    return manager.reconcile_now(max_age=0)
-
-
 # -- with Glance: a volume made from an image ---------------------------------
-
-@pytest.fixture(scope='module')
-def glance(tmp_path_factory):
-    util.need('qemu-img')
-    server = glance_mod.Glance(tmp_path_factory.mktemp('glance'))
-    try:
-        server.start()
-    except cluster_mod.ServiceUnavailable as e:
-        util.skip_or_fail(str(e))
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def glance_stack(tmp_path, glance):
-    s = stack_mod.Stack(tmp_path / 'state', extra={
-        'glance_api_servers': glance.url}).start()
-    yield s
-    s.stop()
-
 
 def test_copies_of_a_volume_from_an_image(glance_stack, glance, tmp_path):
     stack = glance_stack

@@ -16,16 +16,13 @@ import pytest
 from cinder_lite.common import sparse
 from cinder_lite.db import api as db_api
 from cinder_lite.db import messages as db_messages
-from tests.functional.test_image_copies import create_from
-from tests.functional.test_image_copies import interrupt_and_reconcile
-from tests.functional.test_image_copies import read
-from tests.functional.test_image_copies import write
-from tests.functional.test_snapshots import volume_file
-from tests.harness import cluster as cluster_mod
-from tests.harness import glance as glance_mod
-from tests.harness import stack as stack_mod
 from tests.harness import util
-from tests.unit.test_sparse_writer import data_extents
+from tests.harness.volumes import create_available as create_from
+from tests.harness.volumes import data_extents
+from tests.harness.volumes import interrupt_and_reconcile
+from tests.harness.volumes import read
+from tests.harness.volumes import volume_file
+from tests.harness.volumes import write
 
 MiB = 1024 ** 2
 BLOCK = sparse.BLOCK
@@ -37,26 +34,6 @@ LAYOUT = [('data', 0, MiB), ('zeros', MiB, 4 * MiB),
 DATA = [(start, end) for kind, start, end in LAYOUT if kind == 'data']
 # where a volume from them may have data: the blocks of the data
 BLOCKS = [(0, MiB), (4 * MiB, 4 * MiB + 2 * BLOCK)]
-
-
-@pytest.fixture(scope='module')
-def glance(tmp_path_factory):
-    util.need('qemu-img')
-    server = glance_mod.Glance(tmp_path_factory.mktemp('glance'))
-    try:
-        server.start()
-    except cluster_mod.ServiceUnavailable as e:
-        util.skip_or_fail(str(e))
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def glance_stack(tmp_path, glance):
-    s = stack_mod.Stack(tmp_path / 'state', extra={
-        'glance_api_servers': glance.url}).start()
-    yield s
-    s.stop()
 
 
 def disk():

@@ -13,8 +13,13 @@ import pytest
 
 from cinder_lite.volume import quota_api
 from tests.harness import attach as attach_mod
+from tests.harness.snapshots import create
+from tests.harness.snapshots import snapshot
+from tests.harness.snapshots import usage
+from tests.harness.snapshots import wait_gone
+from tests.harness.snapshots import wait_snapshot
 from tests.harness import stack as stack_mod
-from tests.harness import util
+from tests.harness.volumes import volume_file
 
 P = stack_mod.PROJECT
 OTHER = stack_mod.OTHER_PROJECT
@@ -22,47 +27,6 @@ DETAIL_KEYS = {'id', 'created_at', 'updated_at', 'name', 'description',
                'volume_id', 'status', 'size', 'metadata'}
 EXTENDED = {'os-extended-snapshot-attributes:project_id',
             'os-extended-snapshot-attributes:progress'}
-
-
-def create(api, volume_id, expect=202, **extra):
-    body = {'snapshot': dict(volume_id=volume_id, **extra)}
-    resp = api.post('/snapshots', json=body)
-    assert resp.status_code == expect, resp.text
-    return resp.json().get('snapshot', resp.json())
-
-
-def wait_snapshot(api, sid, status='available'):
-    def check():
-        resp = api.get('/snapshots/%s' % sid)
-        assert resp.status_code == 200, resp.text
-        snap = resp.json()['snapshot']
-        if snap['status'] == status:
-            return snap
-        assert not snap['status'].startswith('error') or \
-            status.startswith('error'), snap
-        return None
-    return util.wait_for(check, what='snapshot %s %s' % (sid, status))
-
-
-def wait_gone(api, sid):
-    util.wait_for(lambda: api.get('/snapshots/%s' % sid).status_code == 404,
-                  what='snapshot %s deleted' % sid)
-
-
-def snapshot(api, volume_id, **extra):
-    return wait_snapshot(api, create(api, volume_id, **extra)['id'])
-
-
-def volume_file(stack, vid, kind='volume'):
-    return os.path.join(stack.state_path, 'volumes', 'file',
-                        '%s-%s' % (kind, vid))
-
-
-def usage(api, project=P):
-    resp = api.get('/os-quota-sets/%s?usage=True' % project)
-    assert resp.status_code == 200, resp.text
-    return {k: v['in_use'] for k, v in resp.json()['quota_set'].items()
-            if k != 'id'}
 
 
 def exact():

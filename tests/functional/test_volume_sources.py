@@ -12,24 +12,14 @@ import pytest
 from cinder_lite.volume import quota_api
 from tests.harness import attach as attach_mod
 from tests.harness import stack as stack_mod
-from tests.functional.test_snapshots import snapshot
-from tests.functional.test_snapshots import usage
-from tests.functional.test_snapshots import volume_file
+from tests.harness.snapshots import snapshot
+from tests.harness.snapshots import usage
+from tests.harness.volumes import read
+from tests.harness.volumes import volume_file
+from tests.harness.volumes import write
 
 MiB = 1024 ** 2
 GiB = 1024 ** 3
-
-
-def write(stack, vid, offset, data):
-    with open(volume_file(stack, vid), 'r+b') as f:
-        f.seek(offset)
-        f.write(data)
-
-
-def read(stack, vid, offset, length, kind='volume'):
-    with open(volume_file(stack, vid, kind), 'rb') as f:
-        f.seek(offset)
-        return f.read(length)
 
 
 def create_from(api, expect=202, **volume):

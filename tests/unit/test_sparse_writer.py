@@ -7,6 +7,7 @@ import random
 import pytest
 
 from cinder_lite.common import sparse
+from tests.harness.volumes import data_extents
 
 BLOCK = sparse.BLOCK
 
@@ -41,21 +42,6 @@ def write(path, parts, existing_size=None):
     finally:
         os.close(fd)
     return writer
-
-
-def data_extents(path):
-    """(start, end) of the data of ``path`` as the filesystem has it."""
-    found = []
-    with open(path, 'rb') as f:
-        fd, end, pos = f.fileno(), os.fstat(f.fileno()).st_size, 0
-        while pos < end:
-            try:
-                start = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError:         # ENXIO: only a hole after pos
-                break
-            pos = os.lseek(fd, start, os.SEEK_HOLE)
-            found.append((start, pos))
-    return found
 
 
 LAYOUT = [('d', 3 * BLOCK), ('z', 4 * BLOCK), ('d', BLOCK + 100),
