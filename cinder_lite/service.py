@@ -86,12 +86,9 @@ class RPCService:
         if self.on_registered:
             self.on_registered(self)
         self._serve()
-        try:
-            self.beat()
-        except Exception:
-            # registered and serving: a database or bus outage now must not
-            # end the process (the heartbeat loop tries again)
-            LOG.exception('first heartbeat of %s failed', self.host)
+        # registered and serving: an outage from now on must not end the
+        # process (the heartbeat loop tries again)
+        self._beat_safely()
         self._thread = threading.Thread(target=self._beat_loop,
                                         name='heartbeat-%s' % self.host,
                                         daemon=True)
@@ -117,12 +114,15 @@ class RPCService:
 
     def _beat_loop(self):
         while not self._stop.wait(self.conf.report_interval):
-            try:
-                self.beat()
-            except Exception:
-                # A database or bus outage must not kill the heartbeat: the
-                # next beat retries.
-                LOG.exception('heartbeat of %s failed', self.host)
+            self._beat_safely()
+
+    def _beat_safely(self):
+        """One heartbeat; a database or bus outage is logged, and the next
+        beat retries."""
+        try:
+            self.beat()
+        except Exception:
+            LOG.exception('heartbeat of %s failed', self.host)
 
     def _record_down(self):
         """A clean stop says so at once: the API refuses work for this

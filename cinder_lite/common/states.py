@@ -76,6 +76,10 @@ ATTACHMENT_STATUSES = frozenset([
     ATTACH_RESERVED, ATTACH_ATTACHING, ATTACHED, ATTACH_DETACHING, DETACHED,
     ERROR_ATTACHING, ERROR_DETACHING])
 
+# the statuses of an attachment that holds (or is making) a connection
+ATTACH_CONNECTED_STATUSES = (ATTACH_ATTACHING, ATTACHED, ATTACH_DETACHING,
+                             ERROR_DETACHING)
+
 # What is under way on an attachment besides its status (its
 # ``operation`` column; null when nothing is): set by the change that
 # starts it, cleared by the one that ends it.
@@ -181,7 +185,6 @@ class StateMachine(object):
     def __init__(self, resource, statuses):
         self.resource = resource
         self.statuses = frozenset(statuses)
-        self._targets = {}          # (source, event) -> {target: None}
         self._events = {}           # event -> {target: {source: None}}
 
     def add_transition(self, source, target, event):
@@ -189,7 +192,6 @@ class StateMachine(object):
             if status not in self.statuses:
                 raise ValueError('%s: unknown status %r' % (self.resource,
                                                             status))
-        self._targets.setdefault((source, event), {})[target] = None
         self._events.setdefault(event, {}).setdefault(
             target, {})[source] = None
 
@@ -259,7 +261,7 @@ for _s in (AVAILABLE, ERROR, ERROR_DELETING, ERROR_EXTENDING):
     _v(_s, DELETING, 'delete')
 # os-force_delete: from any status, as in Cinder (a delete under way is
 # sent again)
-_add_all(VOLUME, sorted(VOLUME_STATUSES - {DELETED}), [DELETING],
+_add_all(VOLUME, VOLUME_FORCE_DELETE_STATUSES, [DELETING],
          'force_delete')
 _v(DELETING, DELETED, 'deleted')
 _v(DELETING, ERROR_DELETING, 'delete_failed')
@@ -291,7 +293,7 @@ _add_all(VOLUME, [ERROR],
 # os-reset_status: the operator names the target; while the volume
 # service is up (``reset_status_served``) not from a status one of its
 # operations owns
-_add_all(VOLUME, sorted(VOLUME_STATUSES - {DELETED}),
+_add_all(VOLUME, VOLUME_FORCE_DELETE_STATUSES,
          sorted(VOLUME_RESET_STATUSES), 'reset_status')
 _add_all(VOLUME, sorted(VOLUME_STATUSES - {DELETED} - VOLUME_BUSY_STATUSES),
          sorted(VOLUME_RESET_STATUSES), 'reset_status_served')
@@ -362,10 +364,8 @@ _add_all(SNAPSHOT, SNAPSHOT_FORCE_DELETE_STATUSES, [DELETING],
 _s_(DELETING, DELETED, 'deleted')
 _s_(DELETING, ERROR_DELETING, 'delete_failed')
 # os-reset_status: the operator names the target
-_add_all(SNAPSHOT, SNAPSHOT_FORCE_DELETE_STATUSES + tuple(
-    s for s in SNAPSHOT_RESET_STATUSES
-    if s not in SNAPSHOT_FORCE_DELETE_STATUSES),
-    SNAPSHOT_RESET_STATUSES, 'reset_status')
+_add_all(SNAPSHOT, SNAPSHOT_FORCE_DELETE_STATUSES, SNAPSHOT_RESET_STATUSES,
+         'reset_status')
 # os-update_snapshot_status (a driver outside reporting its progress);
 # the same status again changes only the progress
 for _s, _targets in SNAPSHOT_UPDATE_STATUS.items():

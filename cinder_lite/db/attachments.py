@@ -162,8 +162,7 @@ DISCONNECTING = states.DISCONNECTING
 
 
 # the statuses of an attachment that holds (or is making) a connection
-CONNECTED_STATUSES = (states.ATTACH_ATTACHING, states.ATTACHED,
-                      states.ATTACH_DETACHING, states.ERROR_DETACHING)
+CONNECTED_STATUSES = states.ATTACH_CONNECTED_STATUSES
 
 
 def live_writer(session, volume_id, exclude=None):
@@ -197,17 +196,15 @@ def unmark(session, attachment_id, mark):
         .execution_options(synchronize_session=False))
 
 
-def other_instance(session, volume_id, instance_uuid, exclude=None):
+def other_instance(session, volume_id, instance_uuid):
     """The oldest live attachment of the volume that is not
-    ``instance_uuid``'s (any live attachment when it is None) other than
-    ``exclude``, or None: one probe of the index on (volume_id, deleted,
-    created_at), however many attachments the volume has."""
+    ``instance_uuid``'s (any live attachment when it is None), or None:
+    one probe of the index on (volume_id, deleted, created_at), however
+    many attachments the volume has."""
     stmt = _live(sa.select(A).where(A.volume_id == volume_id))
     if instance_uuid is not None:
         stmt = stmt.where(sa.or_(A.instance_uuid.is_(None),
                                  A.instance_uuid != instance_uuid))
-    if exclude is not None:
-        stmt = stmt.where(A.id != exclude)
     return session.execute(stmt.order_by(A.created_at, A.id).limit(1)
                            ).scalar_one_or_none()
 

@@ -42,7 +42,6 @@ import jsonschema
 from cinder_lite.common import exception
 from cinder_lite.common import iscsi_name
 from cinder_lite.common import states
-from cinder_lite.db import attachments as db_attachments
 
 RW = 'rw'
 RO = 'ro'
@@ -106,7 +105,7 @@ def holds_connection(attachment):
     """Whether detaching must go through the backend.  error_attaching
     normally holds nothing (the connect flow reverted its export), unless
     the backend recorded the connection after the API gave up on it."""
-    if attachment.attach_status in db_attachments.CONNECTED_STATUSES:
+    if attachment.attach_status in states.ATTACH_CONNECTED_STATUSES:
         return True
     return (attachment.attach_status == states.ERROR_ATTACHING
             and bool(attachment.connection_info))
@@ -114,7 +113,7 @@ def holds_connection(attachment):
 
 def exported(attachment):
     """Connected, with the connection info its host was given."""
-    return (attachment.attach_status in db_attachments.CONNECTED_STATUSES
+    return (attachment.attach_status in states.ATTACH_CONNECTED_STATUSES
             and bool(attachment.connection_info))
 
 
