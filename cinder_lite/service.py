@@ -36,8 +36,8 @@ class RPCService:
 
     def __init__(self, conf, binary, topic, host, endpoints,
                  availability_zone, backend=None, report=None,
-                 rpc_version=None, on_registered=None, register=True,
-                 on_stopped=None, cluster_name=None):
+                 rpc_version=None, on_registered=None, on_up=None,
+                 register=True, on_stopped=None, cluster_name=None):
         self.conf = conf
         self.binary = binary
         self.topic = topic
@@ -47,7 +47,10 @@ class RPCService:
         self.backend = backend
         self.report = report
         self.rpc_version = rpc_version
+        # called with the service's row (before it serves), and once it
+        # serves and its first heartbeat is in
         self.on_registered = on_registered
+        self.on_up = on_up
         # called once the server has stopped serving
         self.on_stopped = on_stopped
         # False for RPC servers that are not services of their own (the
@@ -67,21 +70,16 @@ class RPCService:
         if not self.register:
             self._serve()
             return
-        # The row appears with capabilities: an API judging a create by the
-        # services that are up must not find this one up and empty.
-        caps = None
-        if self.report is not None:
-            try:
-                caps = self.report(self)
-            except Exception:
-                LOG.exception('first capability report of %s failed',
-                              self.host)
+        # The row is registered before the RPC servers consume, but it is
+        # up (a heartbeat) and its capabilities reach the schedulers only
+        # once they do: a scheduler that picked a service whose queue did
+        # not yet exist would cast a create into nothing.
         with db_api.writer() as session:
             row = db_services.register(
                 session, self.host, self.binary, self.topic,
                 self.availability_zone, backend=self.backend,
                 rpc_version=self.rpc_version,
-                cluster_name=self.cluster_name, capabilities=caps)
+                cluster_name=self.cluster_name)
             self.service_id, self.service_uuid = row.id, row.uuid
         if self.on_registered:
             self.on_registered(self)
@@ -89,6 +87,8 @@ class RPCService:
         # registered and serving: an outage from now on must not end the
         # process (the heartbeat loop tries again)
         self._beat_safely()
+        if self.on_up:
+            self.on_up(self)
         self._thread = threading.Thread(target=self._beat_loop,
                                         name='heartbeat-%s' % self.host,
                                         daemon=True)

@@ -13,7 +13,11 @@ from cinder_lite.db import models
 
 def register(session, host, binary, topic, availability_zone, backend=None,
              rpc_version=None, cluster_name=None, capabilities=None):
-    """Create the service row or refresh the existing one; returns it."""
+    """Create the service row or refresh the existing one; returns it.
+
+    A new row is not up: the service's first heartbeat (``heartbeat``,
+    with its capabilities) makes it so, once it consumes its queues.  An
+    existing row keeps its last heartbeat: its queues outlive a crash."""
     row = session.execute(sa.select(models.Service).where(
         models.Service.host == host,
         models.Service.binary == binary)).scalar_one_or_none()
@@ -29,7 +33,6 @@ def register(session, host, binary, topic, availability_zone, backend=None,
         row.capabilities = capabilities
     row.availability_zone = availability_zone
     row.rpc_version = rpc_version
-    row.heartbeat_at = models.utcnow()
     session.flush()
     return row
 

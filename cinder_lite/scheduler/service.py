@@ -11,5 +11,5 @@ def build(conf):
         conf, constants.SCHEDULER_BINARY, rpcapi.TOPIC, conf.host, [mgr],
         conf.storage_availability_zone,
         rpc_version=rpcapi.RPC_API_VERSION,
-        on_registered=lambda svc: mgr.start_reconciling(),
+        on_up=lambda svc: mgr.start_reconciling(),
         on_stopped=mgr.stop_reconciling)]

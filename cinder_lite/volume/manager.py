@@ -102,7 +102,7 @@ class VolumeManager:
 
     def join_cluster(self):
         """Move the volumes this service ran alone to its cluster; called
-        once the service is registered as a member, so the cluster has a
+        once the service is up as a member, so the cluster has a
         live member when they get there."""
         if not self.cluster_name:
             return
@@ -116,8 +116,8 @@ class VolumeManager:
 
     def start_reconciling(self):
         """Reconcile now (in the background) and then every
-        ``reconcile_interval`` seconds; called once the service is
-        registered."""
+        ``reconcile_interval`` seconds; called once the service is up.
+        """
         self._periodic = threading.Thread(
             target=self._reconcile_loop, daemon=True,
             name='reconcile-%s' % self.host)

@@ -35,6 +35,8 @@ def build(conf):
 
         def registered(svc, mgr=mgr):
             mgr.service_uuid = svc.service_uuid
+
+        def up(svc, mgr=mgr):
             mgr.join_cluster()
             mgr.start_reconciling()
 
@@ -42,5 +44,6 @@ def build(conf):
             conf, constants.VOLUME_BINARY, rpcapi.TOPIC, mgr.host, [mgr],
             conf.storage_availability_zone, backend=section, report=report,
             rpc_version=rpcapi.RPC_API_VERSION, on_registered=registered,
+            on_up=up,
             on_stopped=mgr.cleanup, cluster_name=mgr.cluster_name))
     return services

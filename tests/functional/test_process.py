@@ -285,7 +285,7 @@ def test_a_failed_first_heartbeat_does_not_end_the_service(stack):
 
     def report(svc):
         reports.append(svc.host)
-        if len(reports) == 2:
+        if len(reports) == 1:
             raise RuntimeError('the database went away')
         return None
 
@@ -294,11 +294,68 @@ def test_a_failed_first_heartbeat_does_not_end_the_service(stack):
         'nova', backend='flaky', report=report)
     svc.start()
     try:
-        util.wait_for(lambda: len(reports) >= 3, timeout=10,
+        util.wait_for(lambda: len(reports) >= 2, timeout=10,
                       what='a heartbeat after the failed first one')
         services = stack.client().get('/os-services').json()['services']
         (row,) = [s for s in services if s['host'] == 'testnode@flaky']
         assert row['state'] == 'up'
+    finally:
+        svc.stop()
+        svc.wait()
+
+
+class _Ping:
+    target = None
+
+    def ping(self, ctxt):
+        return 'pong'
+
+
+def test_a_service_is_up_only_once_it_consumes_its_queue(stack):
+    """A scheduler picks services that are up, or whose capabilities it
+    was sent, and casts to them: a service seen before its RPC server
+    consumed would have the cast go nowhere (a volume left ``creating``,
+    as CI once caught).  The first capability report finds the server
+    answering, and the row is not up before it."""
+    import oslo_messaging as messaging
+
+    from cinder_lite.common import context
+    from cinder_lite.common import rpc
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import services as db_services
+
+    endpoint = _Ping()
+    endpoint.target = messaging.Target(version='1.0')
+    host = 'testnode@%s' % uuid.uuid4().hex[:8]
+    seen = {}
+
+    def up_now():
+        with db_api.reader() as session:
+            row = db_services.get_by_host(session, host, 'cinder-early')
+            return db_services.is_up(row.heartbeat_at,
+                                     cfg.CONF.service_down_time)
+
+    def registered(svc):
+        seen['up when registered'] = up_now()
+
+    def report(svc):
+        if 'answer' not in seen:
+            client = rpc.get_client('cinder-early', '1.0', server=host,
+                                    timeout=5)
+            try:
+                seen['answer'] = client.call(context.get_admin_context(),
+                                             'ping')
+            except messaging.MessagingTimeout:
+                seen['answer'] = None
+        return {'volume_backend_name': 'early'}
+
+    svc = service_mod.RPCService(
+        cfg.CONF, 'cinder-early', 'cinder-early', host, [endpoint], 'nova',
+        backend='early', report=report, on_registered=registered)
+    svc.start()
+    try:
+        assert seen == {'up when registered': False, 'answer': 'pong'}
+        assert up_now()
     finally:
         svc.stop()
         svc.wait()

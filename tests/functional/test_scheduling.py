@@ -263,14 +263,17 @@ def test_a_backend_up_before_its_first_report_gets_a_503(two):
     """A volume service whose row is up but holds no capabilities yet
     (its first report is not in) might hold the type: a create asking for
     what only it could have is told to retry (503), not refused (400).
-    Services register with their first report, so this row is made by
-    hand."""
+    Services are up only from their first report on, so this row (a
+    service of an older release, which beat before it reported) is made
+    by hand."""
     from cinder_lite.db import api as db_api
     from cinder_lite.db import services as db_services
 
     with db_api.writer() as session:
-        db_services.register(session, 'othernode@fresh', 'cinder-volume',
-                             'cinder-lite-volume', 'nova', backend='fresh')
+        row = db_services.register(session, 'othernode@fresh',
+                                   'cinder-volume', 'cinder-lite-volume',
+                                   'nova', backend='fresh')
+        db_services.heartbeat(session, row.id)
     api = two.client()
     api.create_type('fresh', {'volume_backend_name': 'fresh'})
     resp = api.post('/volumes', json={'volume': {
