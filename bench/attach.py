@@ -124,8 +124,9 @@ def ms(seconds):
 class HTTP:
     """One keep-alive connection (reopened after a failure)."""
 
-    def __init__(self, host, port, timeout=60):
+    def __init__(self, host, port, timeout=60, headers=None):
         self.host, self.port, self.timeout = host, port, timeout
+        self.headers = HEADERS if headers is None else headers
         self.conn = None
 
     def request(self, method, path, body=None):
@@ -133,7 +134,7 @@ class HTTP:
         if self.conn is None:
             self.conn = http.client.HTTPConnection(self.host, self.port,
                                                    timeout=self.timeout)
-        headers = dict(HEADERS)
+        headers = dict(self.headers)
         data = None
         if body is not None:
             data = json.dumps(body).encode()
@@ -155,9 +156,9 @@ class HTTP:
             self.conn = None
 
 
-def http_for(url):
+def http_for(url, headers=None):
     parts = urllib.parse.urlsplit(url)
-    return HTTP(parts.hostname, parts.port)
+    return HTTP(parts.hostname, parts.port, headers=headers)
 
 
 class CycleError(Exception):
@@ -266,10 +267,13 @@ def pids_named(*names):
 
 class Sampler:
     """Process groups (name -> function returning pids); snapshot() and
-    delta() in CPU seconds per group."""
+    delta() in CPU seconds per group.  ``counters``: a function returning
+    {name: count} of the database server (``DBCounters.read``), whose
+    differences ``counts`` gives."""
 
-    def __init__(self, groups):
+    def __init__(self, groups, counters=None):
         self.groups = groups      # ordered {name: callable}
+        self.counters = counters
 
     def snapshot(self):
         snap = {}
@@ -279,6 +283,8 @@ class Sampler:
                 ticks = cpu_ticks(pid)
                 if ticks is not None:
                     snap[name][pid] = ticks
+        if self.counters is not None:
+            snap[COUNTS] = self.counters()
         return snap
 
     def delta(self, before, after):
@@ -288,6 +294,58 @@ class Sampler:
             out[name] = sum(t - b.get(pid, 0) for pid, t in a.items()) \
                 / float(CLK_TCK)
         return out
+
+    @staticmethod
+    def counts(before, after):
+        b, a = before.get(COUNTS) or {}, after.get(COUNTS) or {}
+        return {k: a[k] - b[k] for k in a if k in b}
+
+
+# the snapshot key of the database counters
+COUNTS = '#counts'
+
+
+class DBCounters:
+    """What the database server counts, read from the server itself, so
+    nothing in cinder_lite is instrumented: on MariaDB the global
+    ``Questions`` (every statement a client sent, BEGIN and COMMIT
+    included) and ``Com_commit`` + ``Com_rollback``; on PostgreSQL the
+    database's ``xact_commit`` + ``xact_rollback`` (statements are counted
+    only by pg_stat_statements, which needs a server restart).  Server
+    wide: heartbeats and anything else running count too (the idle rate
+    is measured and subtracted)."""
+
+    def __init__(self, url):
+        import sqlalchemy as sa
+        self.sa = sa
+        url = sa.engine.make_url(url)
+        self.backend = url.get_backend_name()
+        self.database = url.database
+        self.engine = sa.create_engine(url, poolclass=sa.pool.NullPool,
+                                       isolation_level='AUTOCOMMIT')
+        self.conn = self.engine.connect()
+
+    def read(self):
+        sa = self.sa
+        if self.backend in ('mysql', 'mariadb'):
+            rows = dict(self.conn.execute(sa.text(
+                "SHOW GLOBAL STATUS WHERE Variable_name IN "
+                "('Questions', 'Com_commit', 'Com_rollback')")).all())
+            # this read is one question itself
+            return {'statements': int(rows['Questions']),
+                    'transactions': int(rows['Com_commit']) +
+                    int(rows['Com_rollback'])}
+        self.conn.execute(sa.text('SELECT pg_stat_clear_snapshot()'))
+        # the server publishes a backend's counts when its transaction
+        # ends, at most once a second; 8 s cells see all but the last
+        xacts = self.conn.execute(sa.text(
+            'SELECT xact_commit + xact_rollback FROM pg_stat_database '
+            'WHERE datname = :db'), {'db': self.database}).scalar()
+        return {'transactions': int(xacts)}
+
+    def close(self):
+        self.conn.close()
+        self.engine.dispose()
 
 
 def with_children(pid):
@@ -344,7 +402,8 @@ def run_threads(workers, seconds, body, sampler):
         t.join()
     wall = time.perf_counter() - t0
     after = sampler.snapshot()
-    return wall, sampler.delta(before, after)
+    return wall, sampler.delta(before, after), \
+        sampler.counts(before, after)
 
 
 def run_cell(url, kind, layout, clients, seconds, volumes, sampler):
@@ -359,7 +418,7 @@ def run_cell(url, kind, layout, clients, seconds, volumes, sampler):
         if len(worker.errors) > MAX_ERRORS_PER_CELL // clients + 1:
             time.sleep(0.05)     # a broken cell: do not spin
 
-    wall, cpu = run_threads(workers, seconds, body, sampler)
+    wall, cpu, counts = run_threads(workers, seconds, body, sampler)
     for w in workers:
         w.http.close()
     cycles = [c for w in workers for c in w.cycles]
@@ -369,6 +428,7 @@ def run_cell(url, kind, layout, clients, seconds, volumes, sampler):
             'ops': len(cycles), 'wall': wall,
             'rate': len(cycles) / wall if wall else 0.0,
             'lat': cycles, 'steps': steps, 'errors': errors, 'cpu': cpu,
+            'counts': counts,
             'requests': sum(w.requests for w in workers)}
 
 
@@ -396,7 +456,8 @@ def saturate(make_op, clients, seconds, sampler):
                 ops[i]()
             except Exception as e:
                 errors.append('warm-up: %r' % (e,))
-    wall, cpu = run_threads(list(range(clients)), seconds, body, sampler)
+    wall, cpu, _ = run_threads(list(range(clients)), seconds, body,
+                               sampler)
     flat = [x for lst in lats for x in lst]
     return {'ops': len(flat), 'rate': len(flat) / wall if wall else 0.0,
             'lat': flat, 'errors': errors, 'cpu': cpu}
@@ -843,9 +904,13 @@ def bench_mode(name, deployment, args):
     announce(name, 'ready in %.1f s at %s' % (time.perf_counter() - t,
                                               deployment.url))
     out = {'name': name, 'cells': [], 'floor': {}, 'race': [],
-           'errors': [], 'groups': [], 'idle': {}}
+           'errors': [], 'groups': [], 'idle': {}, 'idle_counts': {}}
+    counters = None
     try:
-        sampler = Sampler(service_groups(deployment))
+        if not isinstance(deployment, vc.Embedded):
+            counters = DBCounters(deployment.cluster.db_url)
+        sampler = Sampler(service_groups(deployment),
+                          counters.read if counters else None)
         out['groups'] = list(sampler.groups)
         pids = {g: fn() for g, fn in sampler.groups.items()
                 if not g.endswith('*')}
@@ -865,8 +930,12 @@ def bench_mode(name, deployment, args):
         before = sampler.snapshot()
         t0 = time.perf_counter()
         time.sleep(args.idle_seconds)
-        out['idle'] = {g: v / (time.perf_counter() - t0) for g, v in
-                       sampler.delta(before, sampler.snapshot()).items()}
+        after = sampler.snapshot()
+        idle = time.perf_counter() - t0
+        out['idle'] = {g: v / idle for g, v in
+                       sampler.delta(before, after).items()}
+        out['idle_counts'] = {k: v / idle for k, v in
+                              sampler.counts(before, after).items()}
 
         if isinstance(deployment, vc.Embedded):
             from cinder_lite.common import inproc_bus
@@ -918,6 +987,8 @@ def bench_mode(name, deployment, args):
         out['errors'].append('%s: %r' % (name, e))
         announce(name, 'failed: %r' % (e,))
     finally:
+        if counters is not None:
+            counters.close()
         failed = mode_errors(out)
         if failed:
             vc.print_service_errors(name, deployment)
@@ -1017,6 +1088,18 @@ def print_results(modes, args):
                     tuple(services) + ('services', 'bench') +
                     tuple(g for g in groups if g.endswith('*')) +
                     ('all listed', 'machine'), rows)
+        counted = [c for c in m['cells'] if c.get('counts')]
+        if counted:
+            print()
+            print('%s: database server counts per cycle (server-wide, less '
+                  'the idle rate measured before the cells)' % m['name'])
+            kinds = sorted(counted[0]['counts'])
+            print_table(('cycle', 'layout', 'clients', 'cycles') +
+                        tuple(kinds), [
+                (c['cycle'], c['layout'], c['clients'], c['ops']) +
+                tuple('%.1f' % ((c['counts'][k] - m['idle_counts'].get(
+                    k, 0.0) * c['wall']) / max(1, c['ops']))
+                    for k in kinds) for c in counted])
         if m['idle']:
             print('idle, before the cells (CPU %% of one core): %s'
                   % ', '.join('%s %.1f' % (g, 100.0 * v)
