@@ -73,6 +73,13 @@ def create_engine(url, conf=None):
             kwargs['pool_recycle'] = conf.database.connection_recycle_time
         if url.get_backend_name() in ('mysql', 'mariadb'):
             kwargs['isolation_level'] = 'READ COMMITTED'
+        # Every transaction here ends with its COMMIT or ROLLBACK before
+        # the connection goes back (a Session or Connection closed with
+        # its transaction open rolls it back itself), so the pool's own
+        # ROLLBACK on check-in is a second round trip for nothing: on
+        # MariaDB one per transaction, a seventh of an attach cycle's
+        # statements.
+        kwargs['pool_reset_on_return'] = None
     engine = sa.create_engine(url, **kwargs)
     if url.get_backend_name() == 'sqlite':
         _sqlite_setup(engine)

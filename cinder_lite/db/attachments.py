@@ -36,23 +36,26 @@ ATTACHABLE = (states.AVAILABLE, states.RESERVED, states.ATTACHING,
 ANY_LIVE = tuple(sorted(states.VOLUME_STATUSES - {states.DELETED}))
 
 A = models.VolumeAttachment
+# the tables, for the Core statements of the hot path
+AT = A.__table__
+V = models.Volume.__table__
 
 
 def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
                 load=True):
-    """Take the volume's row lock if its status is in ``allowed``; return
-    the volume as it is under the lock (None with ``load=False``, for
-    callers that only need the lock).  VolumeNotFound / InvalidVolume
-    otherwise."""
-    stmt = (sa.update(models.Volume)
-            .where(models.Volume.id == volume_id,
-                   models.Volume.deleted.is_(False),
-                   models.Volume.status.in_(allowed))
-            .values(attach_seq=models.Volume.attach_seq + 1)
-            .execution_options(synchronize_session=False))
-    if project_id is not None:
-        stmt = stmt.where(models.Volume.project_id == project_id)
-    if session.execute(stmt).rowcount != 1:
+    """Take the volume's row lock if its status is in ``allowed`` (a
+    tuple); return the volume as it is under the lock (None with
+    ``load=False``, for callers that only need the lock).  VolumeNotFound
+    / InvalidVolume otherwise."""
+    scoped = project_id is not None
+    allowed = tuple(allowed)
+    stmt = query.built(('lock_volume', allowed, scoped),
+                       lambda: _lock_statement(allowed, scoped))
+    # (no parameter is named after a column of volumes: Core would SET it)
+    params = {'volume_id': volume_id}
+    if scoped:
+        params['scope_project'] = project_id
+    if query.core(session).execute(stmt, params).rowcount != 1:
         current = session.execute(sa.select(models.Volume.status).where(
             models.Volume.id == volume_id,
             models.Volume.deleted.is_(False),
@@ -66,11 +69,24 @@ def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
                    % (volume_id, ', '.join(allowed), current))
     if not load:
         return None
-    # populate_existing: a row this session loaded before the lock is
-    # overwritten with what the lock sees
-    return session.execute(
-        sa.select(models.Volume).where(models.Volume.id == volume_id)
-        .execution_options(populate_existing=True)).scalar_one()
+    return session.execute(query.built('volume_under_lock', lambda: (
+        # populate_existing: a row this session loaded before the lock is
+        # overwritten with what the lock sees
+        sa.select(models.Volume)
+        .where(models.Volume.id == sa.bindparam('volume_id'))
+        .execution_options(populate_existing=True))),
+        {'volume_id': volume_id}).scalar_one()
+
+
+def _lock_statement(allowed, scoped):
+    stmt = (sa.update(V)
+            .where(V.c.id == sa.bindparam('volume_id'),
+                   V.c.deleted.is_(False),
+                   V.c.status.in_(allowed))
+            .values(attach_seq=V.c.attach_seq + 1))
+    if scoped:
+        stmt = stmt.where(V.c.project_id == sa.bindparam('scope_project'))
+    return stmt
 
 
 class Held(object):
@@ -138,20 +154,27 @@ def live_statuses(session, volume_id):
     an EXISTS per status, each a probe of the index on (volume_id,
     deleted, attach_status), so a volume shared by 10,000 hosts costs as
     much as one shared by two."""
-    row = session.execute(sa.select(*[
-        sa.exists().where(A.volume_id == volume_id,
-                          A.deleted == sa.false(),
-                          A.attach_status == status).label(status)
-        for status in LIVE_STATUSES] + [
-        sa.exists().where(A.volume_id == volume_id,
-                          A.deleted == sa.false(),
-                          A.attach_status == states.ATTACH_RESERVED,
-                          A.operation == LEGACY_RESERVE)])).one()
+    row = query.core(session).execute(
+        query.built('live_statuses', _live_statuses_statement),
+        {'volume_id': volume_id}).one()
     present = {status for status, there in zip(LIVE_STATUSES, row)
                if there}
     if row[-1]:
         present.add(states.ATTACH_LEGACY_RESERVED)
     return present
+
+
+def _live_statuses_statement():
+    volume_id = sa.bindparam('volume_id')
+    return sa.select(*[
+        sa.exists().where(AT.c.volume_id == volume_id,
+                          AT.c.deleted == sa.false(),
+                          AT.c.attach_status == status).label(status)
+        for status in LIVE_STATUSES] + [
+        sa.exists().where(AT.c.volume_id == volume_id,
+                          AT.c.deleted == sa.false(),
+                          AT.c.attach_status == states.ATTACH_RESERVED,
+                          AT.c.operation == states.LEGACY_RESERVE)])
 
 
 # the operations under way on an attachment (its ``operation`` column;
@@ -168,13 +191,15 @@ CONNECTED_STATUSES = states.ATTACH_CONNECTED_STATUSES
 def live_writer(session, volume_id, exclude=None):
     """Id of a live read-write attachment of the volume other than
     ``exclude`` (or one taking over as the writer), or None."""
-    return session.execute(
-        sa.select(A.id).where(A.volume_id == volume_id,
-                              A.deleted == sa.false(),
-                              sa.or_(A.attach_mode == 'rw',
-                                     A.operation == TAKING_OVER),
-                              A.id != (exclude or ''))
-        .limit(1)).scalar_one_or_none()
+    return query.core(session).execute(query.built('live_writer', lambda: (
+        sa.select(AT.c.id).where(
+            AT.c.volume_id == sa.bindparam('volume_id'),
+            AT.c.deleted == sa.false(),
+            sa.or_(AT.c.attach_mode == 'rw',
+                   AT.c.operation == TAKING_OVER),
+            AT.c.id != sa.bindparam('exclude')).limit(1))),
+        {'volume_id': volume_id, 'exclude': exclude or ''}
+    ).scalar_one_or_none()
 
 
 def marked(session, volume_id, mark):
@@ -243,15 +268,19 @@ def _record(session, attachment_id, volume_id, project_id, from_status,
     this thread (the caller of the API, or the one whose request a
     service is working on)."""
     actor = o_context.get_current()
-    session.execute(sa.insert(models.AttachmentEvent).values(
-        attachment_id=attachment_id, volume_id=volume_id,
-        project_id=project_id,
-        user_id=getattr(actor, 'user_id', None),
-        actor_project_id=getattr(actor, 'project_id', None),
-        request_id=getattr(actor, 'request_id', None),
-        instance_uuid=instance_uuid, attached_host=host, attach_mode=mode,
-        from_status=from_status, to_status=to_status,
-        reason=(reason or '')[:1024] or None, created_at=models.utcnow()))
+    query.core(session).execute(
+        query.built('attachment_event',
+                    lambda: sa.insert(models.AttachmentEvent.__table__)),
+        {'attachment_id': attachment_id, 'volume_id': volume_id,
+         'project_id': project_id,
+         'user_id': getattr(actor, 'user_id', None),
+         'actor_project_id': getattr(actor, 'project_id', None),
+         'request_id': getattr(actor, 'request_id', None),
+         'instance_uuid': instance_uuid, 'attached_host': host,
+         'attach_mode': mode, 'from_status': from_status,
+         'to_status': to_status,
+         'reason': (reason or '')[:1024] or None,
+         'created_at': models.utcnow()})
 
 
 def events(session, volume_id=None, attachment_id=None, project_id=None,
@@ -273,13 +302,21 @@ def events(session, volume_id=None, attachment_id=None, project_id=None,
 
 
 def get(session, attachment_id, project_id=None):
-    stmt = _live(sa.select(A).where(A.id == attachment_id))
-    if project_id is not None:
-        stmt = stmt.where(A.project_id == project_id)
-    attachment = session.execute(stmt).scalar_one_or_none()
+    scoped = project_id is not None
+    attachment = session.execute(
+        query.built(('attachment', scoped), lambda: _get_statement(scoped)),
+        {'attachment_id': attachment_id, 'project_id': project_id}
+    ).scalar_one_or_none()
     if attachment is None:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
     return attachment
+
+
+def _get_statement(scoped):
+    stmt = _live(sa.select(A).where(A.id == sa.bindparam('attachment_id')))
+    if scoped:
+        stmt = stmt.where(A.project_id == sa.bindparam('project_id'))
+    return stmt
 
 
 def transition(session, attachment_id, event, target=None, values=None,
@@ -298,19 +335,24 @@ def transition(session, attachment_id, event, target=None, values=None,
     if target == states.DETACHED:
         values.update(deleted=True, deleted_at=values['updated_at'],
                       detach_time=values['updated_at'])
+    conn = query.core(session)
     if current is not None and current.id == attachment_id:
         before = current
     else:
-        before = session.execute(
-            sa.select(A.attach_status, A.volume_id, A.project_id,
-                      A.instance_uuid, A.attached_host, A.attach_mode)
-            .where(A.id == attachment_id, A.deleted.is_(False))).first()
-    result = session.execute(
-        sa.update(A)
-        .where(A.id == attachment_id, A.deleted.is_(False),
-               A.attach_status.in_(allowed))
-        .values(**values)
-        .execution_options(synchronize_session=False))
+        before = conn.execute(query.built('before_transition', lambda: (
+            sa.select(AT.c.attach_status, AT.c.volume_id, AT.c.project_id,
+                      AT.c.instance_uuid, AT.c.attached_host,
+                      AT.c.attach_mode)
+            .where(AT.c.id == sa.bindparam('attachment_id'),
+                   AT.c.deleted.is_(False)))),
+            {'attachment_id': attachment_id}).first()
+    keys = tuple(sorted(values))
+    allowed = tuple(allowed)
+    result = conn.execute(
+        query.built(('transition', allowed, keys),
+                    lambda: _transition_statement(allowed, keys)),
+        dict({'v_' + k: v for k, v in values.items()},
+             attachment_id=attachment_id))
     if result.rowcount == 1 and before is not None:
         _record(session, attachment_id, before.volume_id, before.project_id,
                 before.attach_status, target,
@@ -334,6 +376,15 @@ def transition(session, attachment_id, event, target=None, values=None,
         raise exception.InvalidTransition(
             resource='attachment', id=attachment_id, target=target,
             actual=current, allowed=', '.join(allowed))
+
+
+def _transition_statement(allowed, keys):
+    return (sa.update(AT)
+            .where(AT.c.id == sa.bindparam('attachment_id'),
+                   AT.c.deleted.is_(False),
+                   AT.c.attach_status.in_(allowed))
+            .values({k: sa.bindparam('v_' + k, type_=AT.c[k].type)
+                     for k in keys}))
 
 
 def _one_reason(values):
@@ -362,12 +413,15 @@ def sync_volume_status(session, volume_id):
     status = states.derive_volume_status(live_statuses(session, volume_id))
     # Only statuses that attachments drive: an extend, a delete or an
     # operator's reset owns the status while it lasts.
-    changed = session.execute(
-        sa.update(models.Volume)
-        .where(models.Volume.id == volume_id,
-               models.Volume.status.in_(ATTACHABLE))
-        .values(status=status, updated_at=models.utcnow())
-        .execution_options(synchronize_session=False)).rowcount
+    changed = query.core(session).execute(
+        query.built('sync_volume_status', lambda: (
+            sa.update(V)
+            .where(V.c.id == sa.bindparam('volume_id'),
+                   V.c.status.in_(ATTACHABLE))
+            .values(status=sa.bindparam('new_status'),
+                    updated_at=sa.bindparam('now')))),
+        {'volume_id': volume_id, 'new_status': status,
+         'now': models.utcnow()}).rowcount
     if changed == 1:
         return status
     return session.execute(sa.select(models.Volume.status).where(

@@ -1,7 +1,30 @@
-"""Helpers shared by the per-entity query modules: keyset pagination."""
+"""Helpers shared by the per-entity query modules: keyset pagination,
+and statements built once."""
 import sqlalchemy as sa
 
 from cinder_lite.common import exception
+
+_BUILT = {}
+
+
+def built(key, make):
+    """The statement ``make()`` builds, built once per process under
+    ``key`` (what varies is a bind parameter, given at execution).  A
+    statement of the hot path built afresh each time costs more than its
+    round trip: constructing the clauses and computing the key of
+    SQLAlchemy's compiled cache, which a statement object memoizes."""
+    stmt = _BUILT.get(key)
+    if stmt is None:
+        stmt = _BUILT.setdefault(key, make())
+    return stmt
+
+
+def core(session):
+    """The session's connection, for a Core statement that needs nothing
+    of the ORM (no entities loaded, no identity map to keep in step):
+    ``Session.execute`` would route it through the ORM's statement
+    handling first."""
+    return session.connection()
 
 
 def paginate(stmt, model, sort_keys, sort_dirs, limit, marker_row):
