@@ -110,6 +110,16 @@ def attachment_payload(volume, attachment):
     return payload
 
 
+def enabled(host):
+    """Whether notifications are sent (a driver is configured): callers
+    build no payload otherwise."""
+    try:
+        return _notifier(host).is_enabled()
+    except Exception:
+        LOG.exception('notifications of %s: no notifier', host)
+        return False
+
+
 def info(context, host, event_type, payload):
     """Send ``event_type`` at INFO priority as ``volume.<host>``."""
     try:

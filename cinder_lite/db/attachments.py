@@ -24,6 +24,8 @@ from cinder_lite.common import exception
 from cinder_lite.common import states
 from cinder_lite.db import models
 from cinder_lite.db import query
+from cinder_lite.db.volumes import SUMMARY_COLUMNS
+from cinder_lite.db.volumes import summary_of
 
 SORT_KEYS = ('id', 'volume_id', 'attach_status', 'instance_uuid',
              'created_at', 'updated_at', 'attach_time')
@@ -470,14 +472,45 @@ def connections_on_host(session, volume_id, host, exclude=None,
     ``export_host`` (any when None): they share one host connection."""
     if not host:
         return []
-    stmt = sa.select(A.id, A.connection_info).where(
-        A.volume_id == volume_id, A.attached_host == host,
-        A.id != (exclude or ''))
-    if export_host is not None:
-        stmt = stmt.where(sa.or_(A.export_host == export_host,
-                                 A.export_host.is_(None)))
-    rows = session.execute(_live(stmt)).all()
+    any_export = export_host is None
+    rows = query.core(session).execute(
+        query.built(('connections_on_host', any_export),
+                    lambda: _connections_statement(any_export)),
+        {'volume_id': volume_id, 'host': host, 'exclude': exclude or '',
+         'export_host': export_host}).all()
     return sorted(r.id for r in rows if r.connection_info)
+
+
+def _connections_statement(any_export):
+    stmt = sa.select(AT.c.id, AT.c.connection_info).where(
+        AT.c.volume_id == sa.bindparam('volume_id'),
+        AT.c.attached_host == sa.bindparam('host'),
+        AT.c.id != sa.bindparam('exclude'),
+        AT.c.deleted == sa.false())
+    if not any_export:
+        stmt = stmt.where(sa.or_(AT.c.export_host == sa.bindparam(
+            'export_host'), AT.c.export_host.is_(None)))
+    return stmt
+
+
+def with_volume(session, attachment_id):
+    """The live attachment (a row, read only) and its volume's
+    ``volumes.summary``, in one statement: what the volume service reads
+    before a connect or a disconnect.  AttachmentNotFound when either is
+    gone."""
+    row = query.core(session).execute(
+        query.built('attachment_with_volume', lambda: sa.select(
+            AT, *[V.c[k].label('volume__' + k) for k in SUMMARY_COLUMNS])
+            .join(V, V.c.id == AT.c.volume_id)
+            .where(AT.c.id == sa.bindparam('attachment_id'),
+                   AT.c.deleted == sa.false(),
+                   V.c.deleted.is_(False))),
+        {'attachment_id': attachment_id}).first()
+    if row is None:
+        raise exception.AttachmentNotFound(attachment_id=attachment_id)
+    fields = row._mapping
+    return row, summary_of({k: fields['volume__' + k]
+                            for k in SUMMARY_COLUMNS})
 
 
 def shares_host_connection(session, attachment, export_host):

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from cinder_lite.common import exception
 from cinder_lite.db import models
+from cinder_lite.db import query
 
 
 def register(session, host, binary, topic, availability_zone, backend=None,
@@ -134,6 +135,21 @@ def backend_members(session, backend, binary):
             sa.or_(models.Service.cluster_name == backend,
                    models.Service.host == backend))
         .order_by(models.Service.host)).scalars().all()
+
+
+def backend_liveness(session, backend, binary):
+    """``backend_members`` as rows of (host, heartbeat_at, disabled,
+    capabilities): what the attach path reads on every request, without
+    loading whole services."""
+    S = models.Service.__table__
+    return query.core(session).execute(query.built(
+        'backend_liveness', lambda: sa.select(
+            S.c.host, S.c.heartbeat_at, S.c.disabled, S.c.capabilities)
+        .where(S.c.binary == sa.bindparam('binary'),
+               sa.or_(S.c.cluster_name == sa.bindparam('backend'),
+                      S.c.host == sa.bindparam('backend')))
+        .order_by(S.c.host)),
+        {'backend': backend, 'binary': binary}).all()
 
 
 def get_by_host(session, host, binary):

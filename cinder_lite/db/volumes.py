@@ -84,22 +84,28 @@ def remove(session, volume_id):
                      db_quotas.difference(_counts(row), {}))
 
 
+# the columns of a volume ``summary`` reads
+SUMMARY_COLUMNS = ('id', 'size', 'host', 'cluster_name', 'project_id',
+                   'user_id', 'name', 'status', 'availability_zone',
+                   'volume_type_id', 'created_at', 'multiattach',
+                   'snapshot_id', 'source_volid', 'image_id')
+
+
 def summary(volume):
     """What the volume service needs of a volume row, as a plain dict
     that crosses the bus."""
-    created = volume.created_at
-    return {'id': volume.id, 'size': volume.size, 'host': volume.host,
-            'cluster_name': volume.cluster_name,
-            'project_id': volume.project_id, 'user_id': volume.user_id,
-            'name': volume.name, 'status': volume.status,
-            'availability_zone': volume.availability_zone,
-            'volume_type_id': volume.volume_type_id,
-            'created_at': created.isoformat() if created else None,
-            'multiattach': volume.multiattach,
-            # what it is made from: the manager decides by these alone
-            'snapshot_id': volume.snapshot_id,
-            'source_volid': volume.source_volid,
-            'image_id': volume.image_id}
+    return summary_of({k: getattr(volume, k) for k in SUMMARY_COLUMNS})
+
+
+def summary_of(fields):
+    """``summary`` of the ``SUMMARY_COLUMNS`` of a volume, given as a
+    dict."""
+    out = dict(fields)
+    created = out['created_at']
+    out['created_at'] = created.isoformat() if created else None
+    # (what it is made from, snapshot_id / source_volid / image_id: the
+    # manager decides by these alone)
+    return out
 
 
 def _live(stmt):

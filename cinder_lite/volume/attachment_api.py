@@ -134,8 +134,8 @@ class AttachmentService:
             raise exception.InvalidVolume(
                 reason='Volume %s has no backend.' % volume.id)
         backend = volume_rpcapi.backend_host(volume.host)
-        members = db_services.backend_members(session, backend,
-                                              constants.VOLUME_BINARY)
+        members = db_services.backend_liveness(session, backend,
+                                               constants.VOLUME_BINARY)
         if service_host is not None:
             members = [m for m in members if m.host == service_host]
         who = service_host or backend
@@ -214,14 +214,13 @@ class AttachmentService:
         # the transaction, when the backend is down)
         # the connector's mode counts as the top-level one (a compute
         # service passes the attach mode inside the connector)
+        mode = mode or connector.get('mode')
+        rules.check_mode(mode)
         with db_api.writer() as session:
-            volume = db_volumes.get(session, volume_id, self._scope(context))
-            policy.authorize(context, policy.ATTACHMENT_CREATE,
-                             {'project_id': volume.project_id})
+            vol = self._lock_to_attach(session, context, volume_id)
             connector = dict(connector)
-            vol, attachment = self._reserve(
-                session, context, volume, instance_uuid,
-                mode or connector.get('mode'), service_owned,
+            attachment = self._record_reservation(
+                session, context, vol, instance_uuid, mode, service_owned,
                 states.ATTACH_RESERVED)
             host, mode = self._start_connect(session, vol, attachment,
                                              connector)
@@ -262,6 +261,34 @@ class AttachmentService:
         rules.check_mode(mode)
         vol = db_attachments.lock_volume(session, volume.id,
                                          db_attachments.ATTACHABLE)
+        return vol, self._record_reservation(
+            session, context, vol, instance_uuid, mode, service_owned,
+            status, operation)
+
+    def _lock_to_attach(self, session, context, volume_id):
+        """The volume under its row lock once the caller may attach it:
+        the lock first, in the caller's scope, and the one read after it.
+        A refusal reads the volume again to refuse as a read before the
+        lock would: unknown (404), then not allowed (403), then not
+        attachable (400)."""
+        scope = self._scope(context)
+        try:
+            vol = db_attachments.lock_volume(
+                session, volume_id, db_attachments.ATTACHABLE,
+                project_id=scope)
+        except exception.InvalidVolume:
+            volume = db_volumes.get(session, volume_id, scope)
+            policy.authorize(context, policy.ATTACHMENT_CREATE,
+                             {'project_id': volume.project_id})
+            raise
+        policy.authorize(context, policy.ATTACHMENT_CREATE,
+                         {'project_id': vol.project_id})
+        return vol
+
+    def _record_reservation(self, session, context, vol, instance_uuid,
+                            mode, service_owned, status, operation=None):
+        """The new attachment of ``vol``, which the caller locked (and
+        checked ``mode`` for)."""
         facts = volume_facts(session, vol)
         self._check_sharing(context, session, facts, vol.project_id,
                             instance_uuid)
@@ -278,7 +305,7 @@ class AttachmentService:
             'deleted': False,
             'created_at': models.utcnow(),
         })
-        return vol, attachment
+        return attachment
 
     def _check_sharing(self, context, session, facts, project_id,
                        instance_uuid):
@@ -389,7 +416,14 @@ class AttachmentService:
 
     def _notify(self, context, event_type, vol, attachment, **changed):
         """``event_type`` about ``attachment`` of ``vol`` as it is after
-        the change (``changed`` overrides the row's older values)."""
+        the change (``changed`` overrides the row's older values).  With
+        notifications off nothing is built; ``vol`` None: read when it is
+        needed."""
+        if not notify.enabled(self.conf.host):
+            return
+        if vol is None:
+            with db_api.reader() as session:
+                vol = db_volumes.get(session, attachment.volume_id)
         fields = {k: getattr(attachment, k) for k in (
             'id', 'instance_uuid', 'attached_host', 'attach_mode',
             'attach_status')}
@@ -405,7 +439,9 @@ class AttachmentService:
         with db_api.writer() as session:
             attachment = self._authorized(session, context, attachment_id,
                                           policy.ATTACHMENT_COMPLETE)
-            vol = db_attachments.lock_volume(session, attachment.volume_id)
+            # the volume row only when a rule asks for it
+            db_attachments.lock_volume(session, attachment.volume_id,
+                                       load=False)
             current = db_attachments.get(session, attachment_id)
             if current.attach_status == states.ATTACHED:
                 return current
@@ -417,7 +453,8 @@ class AttachmentService:
                            'there.' % attachment_id)
             values = {'attach_time': current.attach_time or models.utcnow()}
             if current.attach_mode is None:
-                facts = volume_facts(session, vol)
+                facts = volume_facts(session, db_volumes.get(
+                    session, current.volume_id))
                 values['attach_mode'] = rules.complete_mode(
                     facts, current, writers(session, facts,
                                             exclude=current.id))
@@ -429,11 +466,12 @@ class AttachmentService:
                 raise exception.InvalidInput(
                     reason='Attachment %s cannot be completed while it is '
                            '%s.' % (attachment_id, e.kwargs['actual']))
-            status = db_attachments.sync_volume_status(session, vol.id)
+            status = db_attachments.sync_volume_status(session,
+                                                       current.volume_id)
             done = current
         LOG.info('attachment %s: -> attached; volume %s %s', attachment_id,
-                 vol.id, status)
-        self._notify(context, 'volume.attach.end', vol, done,
+                 done.volume_id, status)
+        self._notify(context, 'volume.attach.end', None, done,
                      attach_status=states.ATTACHED)
         return done
 

@@ -77,7 +77,8 @@ class RecordConnection(task.Task):
                             'export_host': driver.host,
                             'attach_time': db_attachments.models.utcnow()},
                     reason='connected (%s)'
-                           % connection_info['driver_volume_type'])
+                           % connection_info['driver_volume_type'],
+                    current=current)
         LOG.info('attachment %s of volume %s: connected (%s, %s)',
                  attachment_id, volume['id'],
                  connection_info['driver_volume_type'],
