@@ -417,13 +417,9 @@ class AttachmentService:
     def _notify(self, context, event_type, vol, attachment, **changed):
         """``event_type`` about ``attachment`` of ``vol`` as it is after
         the change (``changed`` overrides the row's older values).  With
-        notifications off nothing is built; ``vol`` None: read when it is
-        needed."""
+        notifications off nothing is built."""
         if not notify.enabled(self.conf.host):
             return
-        if vol is None:
-            with db_api.reader() as session:
-                vol = db_volumes.get(session, attachment.volume_id)
         fields = {k: getattr(attachment, k) for k in (
             'id', 'instance_uuid', 'attached_host', 'attach_mode',
             'attach_status')}
@@ -439,9 +435,10 @@ class AttachmentService:
         with db_api.writer() as session:
             attachment = self._authorized(session, context, attachment_id,
                                           policy.ATTACHMENT_COMPLETE)
-            # the volume row only when a rule asks for it
-            db_attachments.lock_volume(session, attachment.volume_id,
-                                       load=False)
+            # the volume row only when a notification or a rule needs it
+            vol = db_attachments.lock_volume(
+                session, attachment.volume_id,
+                load=notify.enabled(self.conf.host))
             current = db_attachments.get(session, attachment_id)
             if current.attach_status == states.ATTACHED:
                 return current
@@ -453,7 +450,7 @@ class AttachmentService:
                            'there.' % attachment_id)
             values = {'attach_time': current.attach_time or models.utcnow()}
             if current.attach_mode is None:
-                facts = volume_facts(session, db_volumes.get(
+                facts = volume_facts(session, vol or db_volumes.get(
                     session, current.volume_id))
                 values['attach_mode'] = rules.complete_mode(
                     facts, current, writers(session, facts,
@@ -471,7 +468,7 @@ class AttachmentService:
             done = current
         LOG.info('attachment %s: -> attached; volume %s %s', attachment_id,
                  done.volume_id, status)
-        self._notify(context, 'volume.attach.end', None, done,
+        self._notify(context, 'volume.attach.end', vol, done,
                      attach_status=states.ATTACHED)
         return done
 

@@ -1,0 +1,72 @@
+"""How many SQL statements an attach cycle costs, counted on the embedded
+stack's engine: a regression guard on the hot path (doc/performance.rst
+has the numbers on MariaDB, counted by the server).  A change that adds
+a statement to a cycle has to raise the budget here and say why."""
+import threading
+
+import sqlalchemy as sa
+
+from cinder_lite.db import api as db_api
+
+# The one-step cycle (POST /attachments with a connector, os-complete,
+# DELETE) on a multiattach volume, API and volume service together, with
+# notifications on (as in the embedded stack): 59 statements on SQLite,
+# each transaction's BEGIN included (11 of them; MariaDB sends a COMMIT
+# instead).  It was 63 at 68d7535, before the hot-path work of issue 31.
+ONE_STEP_BUDGET = 59
+
+CONNECTOR = {'host': 'budget-host', 'ip': '127.0.0.1',
+             'initiator': 'iqn.2026-11.org.example:budget'}
+
+
+class _Counter:
+    """Statements the engine runs, but for the services' heartbeats and
+    periodic work (other threads' statements that are not the cycle's)."""
+
+    BACKGROUND = ('UPDATE services SET report_count',)
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.statements = []
+        self._lock = threading.Lock()
+
+    def __enter__(self):
+        sa.event.listen(self.engine, 'before_cursor_execute', self._seen)
+        return self
+
+    def __exit__(self, *exc):
+        sa.event.remove(self.engine, 'before_cursor_execute', self._seen)
+
+    def _seen(self, conn, cursor, statement, *args):
+        if not statement.startswith(self.BACKGROUND):
+            with self._lock:
+                self.statements.append(statement)
+
+
+def _one_step(api, volume_id):
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': volume_id, 'connector': CONNECTOR,
+        'instance_uuid': '6b4e1a1c-1d4f-4a4e-9a37-0c5c2a1f0e01'}})
+    assert resp.status_code == 200, resp.text
+    att = resp.json()['attachment']['id']
+    resp = api.post('/attachments/%s/action' % att,
+                    json={'os-complete': None})
+    assert resp.status_code == 204, resp.text
+    resp = api.delete('/attachments/%s' % att)
+    assert resp.status_code == 200, resp.text
+
+
+def test_the_one_step_cycle_stays_within_its_statements(api):
+    vtype = api.create_type(specs={'multiattach': '<is> True'})
+    vol = api.create_volume(volume_type=vtype['id'])
+    _one_step(api, vol['id'])              # first-use paths, caches
+    counts = []
+    for _ in range(3):
+        with _Counter(db_api.get_engine()) as counter:
+            _one_step(api, vol['id'])
+        counts.append(len(counter.statements))
+    # the fewest of three: a reconcile round may fall into one
+    fewest = min(counts)
+    assert fewest <= ONE_STEP_BUDGET, (fewest, counter.statements)
+    # and the cycle really was counted
+    assert fewest >= 20, counts
