@@ -71,13 +71,36 @@ def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
                    % (volume_id, ', '.join(allowed), current))
     if not load:
         return None
-    return session.execute(query.built('volume_under_lock', lambda: (
+    return session.execute(_volume_under_lock(),
+                           {'volume_id': volume_id}).scalar_one()
+
+
+def _volume_under_lock():
+    return query.built('volume_under_lock', lambda: (
         # populate_existing: a row this session loaded before the lock is
         # overwritten with what the lock sees
         sa.select(models.Volume)
         .where(models.Volume.id == sa.bindparam('volume_id'))
-        .execution_options(populate_existing=True))),
-        {'volume_id': volume_id}).scalar_one()
+        .execution_options(populate_existing=True)))
+
+
+def lock_for_attachment(session, attachment_id, allowed=ANY_LIVE):
+    """``lock_volume`` of the volume of live attachment ``attachment_id``,
+    found by the lock itself: one statement where reading the attachment
+    first takes two.  False (nothing locked) when there is no such
+    attachment, or its volume is not in ``allowed``: the caller then reads
+    and locks the usual way, to refuse with the right error."""
+    allowed = tuple(allowed)
+    return query.core(session).execute(
+        query.built(('lock_for_attachment', allowed), lambda: (
+            sa.update(V)
+            .where(V.c.id == sa.select(AT.c.volume_id).where(
+                       AT.c.id == sa.bindparam('attachment_id'),
+                       AT.c.deleted == sa.false()).scalar_subquery(),
+                   V.c.deleted.is_(False),
+                   V.c.status.in_(allowed))
+            .values(attach_seq=V.c.attach_seq + 1))),
+        {'attachment_id': attachment_id}).rowcount == 1
 
 
 def _lock_statement(allowed, scoped):
@@ -103,12 +126,19 @@ class Held(object):
 
 @contextlib.contextmanager
 def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
-                  load=True):
+                  load=True, locked=False):
     """The one entry point for a change to a volume's attachments: the
     volume's row lock (``lock_volume``) on entry and, when the block ends
     without an error, the volume's status derived from its live
-    attachments (``sync_volume_status``), in the same transaction."""
-    held = Held(lock_volume(session, volume_id, allowed, project_id, load))
+    attachments (``sync_volume_status``), in the same transaction.
+    ``locked``: this transaction holds the lock already
+    (``lock_for_attachment``); the volume is only read."""
+    if locked:
+        held = Held(session.execute(_volume_under_lock(), {
+            'volume_id': volume_id}).scalar_one() if load else None)
+    else:
+        held = Held(lock_volume(session, volume_id, allowed, project_id,
+                                load))
     yield held
     held.status = sync_volume_status(session, volume_id)
 
@@ -156,19 +186,24 @@ def live_statuses(session, volume_id):
     an EXISTS per status, each a probe of the index on (volume_id,
     deleted, attach_status), so a volume shared by 10,000 hosts costs as
     much as one shared by two."""
-    row = query.core(session).execute(
+    return _present(query.core(session).execute(
         query.built('live_statuses', _live_statuses_statement),
-        {'volume_id': volume_id}).one()
+        {'volume_id': volume_id}).one())
+
+
+def _present(row):
     present = {status for status, there in zip(LIVE_STATUSES, row)
                if there}
-    if row[-1]:
+    if row[len(LIVE_STATUSES)]:
         present.add(states.ATTACH_LEGACY_RESERVED)
     return present
 
 
-def _live_statuses_statement():
+def _live_statuses_statement(with_volume_status=False):
+    """``live_statuses``'s statement; ``with_volume_status``: the
+    volume's own status too, in its last column."""
     volume_id = sa.bindparam('volume_id')
-    return sa.select(*[
+    columns = [
         sa.exists().where(AT.c.volume_id == volume_id,
                           AT.c.deleted == sa.false(),
                           AT.c.attach_status == status).label(status)
@@ -176,7 +211,11 @@ def _live_statuses_statement():
         sa.exists().where(AT.c.volume_id == volume_id,
                           AT.c.deleted == sa.false(),
                           AT.c.attach_status == states.ATTACH_RESERVED,
-                          AT.c.operation == states.LEGACY_RESERVE)])
+                          AT.c.operation == states.LEGACY_RESERVE)]
+    if with_volume_status:
+        columns.append(sa.select(V.c.status).where(V.c.id == volume_id)
+                       .scalar_subquery())
+    return sa.select(*columns)
 
 
 # the operations under way on an attachment (its ``operation`` column;
@@ -432,9 +471,18 @@ def sync_volume_status(session, volume_id):
     """Set the volume status implied by its live attachments; returns
     it.  Call inside the transaction that changed them (after
     ``lock_volume``)."""
-    status = states.derive_volume_status(live_statuses(session, volume_id))
+    row = query.core(session).execute(
+        query.built('live_statuses_and_volume',
+                    lambda: _live_statuses_statement(
+                        with_volume_status=True)),
+        {'volume_id': volume_id}).one()
+    status = states.derive_volume_status(_present(row[:-1]))
+    current = row[-1]
     # Only statuses that attachments drive: an extend, a delete or an
-    # operator's reset owns the status while it lasts.
+    # operator's reset owns the status while it lasts.  (A status that
+    # stays is not written again: the lock wrote the row already.)
+    if current == status or current not in ATTACHABLE:
+        return current
     changed = query.core(session).execute(
         query.built('sync_volume_status', lambda: (
             sa.update(V)
@@ -514,23 +562,36 @@ def _connections_statement(any_export):
 
 
 def with_volume(session, attachment_id):
-    """The live attachment (a row, read only) and its volume's
-    ``volumes.summary``, in one statement: what the volume service reads
-    before a connect or a disconnect.  AttachmentNotFound when either is
-    gone."""
+    """The live attachment (a row, read only), its volume's
+    ``volumes.summary`` and the (id, consumer) of its type's QoS specs
+    (None without), in one statement: what the volume service reads
+    before a connect or a disconnect.  AttachmentNotFound when the
+    attachment or its volume is gone."""
     row = query.core(session).execute(
-        query.built('attachment_with_volume', lambda: sa.select(
-            AT, *[V.c[k].label('volume__' + k) for k in SUMMARY_COLUMNS])
-            .join(V, V.c.id == AT.c.volume_id)
-            .where(AT.c.id == sa.bindparam('attachment_id'),
-                   AT.c.deleted == sa.false(),
-                   V.c.deleted.is_(False))),
+        query.built('attachment_with_volume', _with_volume_statement),
         {'attachment_id': attachment_id}).first()
     if row is None:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
     fields = row._mapping
+    qos = fields['qos__id']
     return row, summary_of({k: fields['volume__' + k]
-                            for k in SUMMARY_COLUMNS})
+                            for k in SUMMARY_COLUMNS}), \
+        (qos, fields['qos__consumer']) if qos is not None else None
+
+
+def _with_volume_statement():
+    VT = models.VolumeType.__table__
+    Q = models.QosSpecs.__table__
+    return (sa.select(AT, *[V.c[k].label('volume__' + k)
+                            for k in SUMMARY_COLUMNS],
+                      Q.c.id.label('qos__id'),
+                      Q.c.consumer.label('qos__consumer'))
+            .join(V, V.c.id == AT.c.volume_id)
+            .outerjoin(VT, VT.c.id == V.c.volume_type_id)
+            .outerjoin(Q, Q.c.id == VT.c.qos_specs_id)
+            .where(AT.c.id == sa.bindparam('attachment_id'),
+                   AT.c.deleted == sa.false(),
+                   V.c.deleted.is_(False)))
 
 
 def shares_host_connection(session, attachment, export_host):

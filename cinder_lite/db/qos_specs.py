@@ -198,8 +198,14 @@ def for_type(session, type_id):
         .where(VT.id == type_id)).first()
     if row is None:
         return None
-    return {'id': row.id, 'consumer': row.consumer,
-            'specs': _keys_of(session, [row.id])[row.id]}
+    return with_keys(session, row.id, row.consumer)
+
+
+def with_keys(session, specs_id, consumer):
+    """``for_type``'s answer for the specs ``specs_id`` of a type, whose
+    ``consumer`` the caller read already."""
+    return {'id': specs_id, 'consumer': consumer,
+            'specs': _keys_of(session, [specs_id])[specs_id]}
 
 
 def changes_front_end(session, old_type_id, new_type_id):

@@ -432,14 +432,22 @@ class AttachmentService:
         """One transaction: read, authorize, decide; returns the
         attachment as written."""
         policy.authorize(context, policy.ATTACHMENT_GET)
+        # the volume row only when a notification or a rule needs it
+        load = notify.enabled(self.conf.host)
         with db_api.writer() as session:
-            attachment = self._authorized(session, context, attachment_id,
-                                          policy.ATTACHMENT_COMPLETE)
-            # the volume row only when a notification or a rule needs it
-            vol = db_attachments.lock_volume(
-                session, attachment.volume_id,
-                load=notify.enabled(self.conf.host))
-            current = db_attachments.get(session, attachment_id)
+            if db_attachments.lock_for_attachment(session, attachment_id):
+                current = self._authorized(session, context, attachment_id,
+                                           policy.ATTACHMENT_COMPLETE)
+                vol = db_volumes.get(session, current.volume_id) \
+                    if load else None
+            else:
+                # (refused below: unknown, not allowed, or not attachable)
+                attachment = self._authorized(
+                    session, context, attachment_id,
+                    policy.ATTACHMENT_COMPLETE)
+                vol = db_attachments.lock_volume(
+                    session, attachment.volume_id, load=load)
+                current = db_attachments.get(session, attachment_id)
             if current.attach_status == states.ATTACHED:
                 return current
             if (current.attach_status == states.ATTACH_ATTACHING
@@ -582,12 +590,16 @@ class AttachmentService:
         policy.authorize(context, policy.ATTACHMENT_GET)
         # one transaction reads, authorizes and starts the detach
         with db_api.writer() as session:
+            # the lock first where it can be had (the attachment is then
+            # read once, under it)
+            locked = db_attachments.lock_for_attachment(session,
+                                                        attachment_id)
             attachment = self._authorized(session, context, attachment_id,
                                           policy.ATTACHMENT_DELETE)
             guarded = not force and not (context.is_admin
                                          or policy.is_service(context))
             started = self._start_detach(session, attachment, force,
-                                         guarded)
+                                         guarded, locked=locked)
         self._finish_detach(context, attachment, *started)
         with db_api.reader() as session:
             return db_attachments.live_summaries(session,
@@ -626,17 +638,20 @@ class AttachmentService:
             started = self._start_detach(session, attachment, force)
         self._finish_detach(context, attachment, *started)
 
-    def _start_detach(self, session, attachment, force, guarded=False):
+    def _start_detach(self, session, attachment, force, guarded=False,
+                      locked=False):
         """The transaction half of a detach: decide under the volume's
         lock whether it goes through the backend, and mark it; returns
         what ``_finish_detach`` needs.  ``guarded``: refuse (409) to
         detach an attachment a compute service made and connected for an
         instance, as the attachment is under the lock (a connect recorded
-        while the request waited for it counts)."""
-        with db_attachments.locked_volume(session,
-                                          attachment.volume_id) as held:
+        while the request waited for it counts).  ``locked``: this
+        transaction took the lock before it read ``attachment``."""
+        with db_attachments.locked_volume(session, attachment.volume_id,
+                                          locked=locked) as held:
             vol = held.volume
-            current = db_attachments.get(session, attachment.id)
+            current = attachment if locked else \
+                db_attachments.get(session, attachment.id)
             if (guarded and current.service_owned and current.instance_uuid
                     and current.connection_info):
                 raise exception.AttachmentInUse(attachment_id=current.id,

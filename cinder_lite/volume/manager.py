@@ -355,9 +355,9 @@ class VolumeManager:
         """Export and initialize the connection of an ``attaching``
         attachment; returns the connection info."""
         with db_api.reader() as session:
-            attachment, volume = db_attachments.with_volume(session,
-                                                            attachment_id)
-            volume = with_qos(session, volume)
+            attachment, volume, type_qos = db_attachments.with_volume(
+                session, attachment_id)
+            volume = with_qos(session, volume, type_qos=type_qos)
             shared = bool(db_attachments.connections_on_host(
                 session, attachment.volume_id, connector.get('host'),
                 exclude=attachment_id, export_host=self.host))
@@ -373,8 +373,8 @@ class VolumeManager:
         record it detached (with ``reason``, since 1.4); returns True when
         the host connection is still shared by another attachment."""
         with db_api.reader() as session:
-            attachment, volume = db_attachments.with_volume(session,
-                                                            attachment_id)
+            attachment, volume, _ = db_attachments.with_volume(
+                session, attachment_id)
             shared = db_attachments.shares_host_connection(
                 session, attachment, self.host)
             connector = attachment.connector
