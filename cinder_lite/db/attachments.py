@@ -278,10 +278,14 @@ def other_instance(session, volume_id, instance_uuid):
 def live_summaries(session, volume_id):
     """What a detach answers about the attachments a volume still has
     (id, status, instance), oldest first, without loading whole rows."""
-    return session.execute(
-        sa.select(A.id, A.attach_status, A.instance_uuid, A.volume_id)
-        .where(A.volume_id == volume_id, A.deleted == sa.false())
-        .order_by(A.volume_id, A.deleted, A.created_at, A.id)).all()
+    return query.core(session).execute(query.built(
+        'live_summaries', lambda: (
+        sa.select(AT.c.id, AT.c.attach_status, AT.c.instance_uuid,
+                  AT.c.volume_id)
+        .where(AT.c.volume_id == sa.bindparam('volume_id'),
+               AT.c.deleted == sa.false())
+        .order_by(AT.c.volume_id, AT.c.deleted, AT.c.created_at,
+                  AT.c.id))), {'volume_id': volume_id}).all()
 
 
 def live_on_host(session, volume_id, host):
@@ -348,11 +352,16 @@ class Record:
     an ORM object costs two to three times as much, and ``get`` runs
     several times in every attach request."""
 
-    __slots__ = tuple(AT.c.keys())
+    COLUMNS = tuple(AT.c.keys())
+    # ``sharing``: the ids of the other attachments sharing its host
+    # connection, when it was read with them (``get_with_sharing``), else
+    # None
+    __slots__ = COLUMNS + ('sharing',)
 
     def __init__(self, fields):
-        for key in self.__slots__:
+        for key in self.COLUMNS:
             setattr(self, key, fields[key])
+        self.sharing = None
 
     def __repr__(self):
         return '<attachment %s %s>' % (self.id, self.attach_status)
@@ -368,6 +377,14 @@ def get(session, attachment_id, project_id=None):
     if row is None:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
     return Record(row._mapping)
+
+
+def get_with_sharing(session, attachment_id):
+    """``get``, with the ``sharing`` the attachment view shows read in
+    the same transaction."""
+    attachment = get(session, attachment_id)
+    attachment.sharing = sharing_connection(session, attachment)
+    return attachment
 
 
 def _get_statement(scoped):

@@ -7,6 +7,7 @@ from oslo_context import context as o_context
 import sqlalchemy as sa
 
 from cinder_lite.db import models
+from cinder_lite.db import query
 
 F = models.HostFence
 
@@ -19,8 +20,12 @@ def is_fenced(session, host, volume_id):
     """Whether consumer ``host`` is fenced off ``volume_id``."""
     if not host:
         return False
-    return session.execute(_live(sa.select(F.id).where(
-        F.volume_id == volume_id, F.host == host)).limit(1)
+    FT = F.__table__
+    return query.core(session).execute(query.built('is_fenced', lambda: (
+        sa.select(FT.c.id).where(FT.c.volume_id == sa.bindparam('volume_id'),
+                                 FT.c.host == sa.bindparam('host'),
+                                 FT.c.deleted == sa.false()).limit(1))),
+        {'volume_id': volume_id, 'host': host}
     ).scalar_one_or_none() is not None
 
 

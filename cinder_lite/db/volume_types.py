@@ -14,6 +14,7 @@ from sqlalchemy import exc as sa_exc
 
 from cinder_lite.common import exception
 from cinder_lite.db import models
+from cinder_lite.db import query
 
 
 def _specs_of(session, type_ids):
@@ -31,10 +32,12 @@ def _specs_of(session, type_ids):
 def spec(session, type_id, key):
     """One extra spec of a type (deleted or not), or None: one indexed
     read where a whole type would take two."""
-    return session.execute(
-        sa.select(models.VolumeTypeExtraSpec.value).where(
-            models.VolumeTypeExtraSpec.volume_type_id == type_id,
-            models.VolumeTypeExtraSpec.key == key)).scalar_one_or_none()
+    ES = models.VolumeTypeExtraSpec.__table__
+    return query.core(session).execute(query.built('type_spec', lambda: (
+        sa.select(ES.c.value).where(
+            ES.c.volume_type_id == sa.bindparam('type_id'),
+            ES.c.key == sa.bindparam('key')))),
+        {'type_id': type_id, 'key': key}).scalar_one_or_none()
 
 
 def _view(vtype, specs):

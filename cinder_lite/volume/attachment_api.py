@@ -93,6 +93,8 @@ class AttachmentService:
                                       self._scope(context))
 
     def shared_with(self, attachment):
+        if getattr(attachment, 'sharing', None) is not None:
+            return attachment.sharing      # read with the attachment
         with db_api.reader() as session:
             return db_attachments.sharing_connection(session, attachment)
 
@@ -412,7 +414,9 @@ class AttachmentService:
                                e.kwargs.get('reason'), attachment.id,
                                attachment.id)) from None
             raise
-        return self.get(context, attachment.id)
+        # (the caller shows it with its sharing: one read for both)
+        with db_api.reader() as session:
+            return db_attachments.get_with_sharing(session, attachment.id)
 
     def _notify(self, context, event_type, vol, attachment, **changed):
         """``event_type`` about ``attachment`` of ``vol`` as it is after
