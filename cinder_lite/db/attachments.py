@@ -379,6 +379,28 @@ def get(session, attachment_id, project_id=None):
     return Record(row._mapping)
 
 
+def get_fenced(session, attachment_id):
+    """(``get``, whether its host is fenced off its volume), in one
+    statement: what a connect checks under the lock before it records
+    its connection."""
+    row = query.core(session).execute(
+        query.built('attachment_fenced', _fenced_statement),
+        {'attachment_id': attachment_id}).first()
+    if row is None:
+        raise exception.AttachmentNotFound(attachment_id=attachment_id)
+    return Record(row._mapping), bool(row.host__fenced)
+
+
+def _fenced_statement():
+    FT = models.HostFence.__table__
+    return sa.select(AT, sa.exists().where(
+        FT.c.volume_id == AT.c.volume_id,
+        FT.c.host == AT.c.attached_host,
+        FT.c.deleted == sa.false()).label('host__fenced')).where(
+        AT.c.id == sa.bindparam('attachment_id'),
+        AT.c.deleted == sa.false())
+
+
 def get_with_sharing(session, attachment_id):
     """``get``, with the ``sharing`` the attachment view shows read in
     the same transaction."""

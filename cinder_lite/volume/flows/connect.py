@@ -11,7 +11,6 @@ from taskflow import task
 from cinder_lite.common import exception
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
-from cinder_lite.db import host_fences as db_host_fences
 from cinder_lite.volume import flows
 
 LOG = logging.getLogger(__name__)
@@ -62,9 +61,9 @@ class RecordConnection(task.Task):
             with db_attachments.locked_volume(session, volume['id'],
                                               db_attachments.ATTACHABLE,
                                               load=False):
-                current = db_attachments.get(session, attachment_id)
-                if db_host_fences.is_fenced(session, current.attached_host,
-                                            volume['id']):
+                current, fenced = db_attachments.get_fenced(
+                    session, attachment_id)
+                if fenced:
                     # fenced while this connect was under way: the revert
                     # removes the export made for it
                     raise exception.HostFenced(host=current.attached_host,
