@@ -22,6 +22,7 @@ from sqlalchemy import orm
 
 from cinder_lite.common import exception
 from cinder_lite.common import states
+from cinder_lite.db import host_fences as db_host_fences
 from cinder_lite.db import models
 from cinder_lite.db import query
 from cinder_lite.db.volumes import SUMMARY_COLUMNS
@@ -392,11 +393,8 @@ def get_fenced(session, attachment_id):
 
 
 def _fenced_statement():
-    FT = models.HostFence.__table__
-    return sa.select(AT, sa.exists().where(
-        FT.c.volume_id == AT.c.volume_id,
-        FT.c.host == AT.c.attached_host,
-        FT.c.deleted == sa.false()).label('host__fenced')).where(
+    return sa.select(AT, db_host_fences.fenced(
+        AT.c.volume_id, AT.c.attached_host).label('host__fenced')).where(
         AT.c.id == sa.bindparam('attachment_id'),
         AT.c.deleted == sa.false())
 

@@ -20,13 +20,18 @@ def is_fenced(session, host, volume_id):
     """Whether consumer ``host`` is fenced off ``volume_id``."""
     if not host:
         return False
+    return bool(query.core(session).execute(query.built(
+        'is_fenced', lambda: sa.select(fenced(sa.bindparam('volume_id'),
+                                              sa.bindparam('host')))),
+        {'volume_id': volume_id, 'host': host}).scalar_one())
+
+
+def fenced(volume_id, host):
+    """The SQL of ``is_fenced`` (an EXISTS) for the given column or bind
+    parameter expressions, for a statement that asks it of its rows."""
     FT = F.__table__
-    return query.core(session).execute(query.built('is_fenced', lambda: (
-        sa.select(FT.c.id).where(FT.c.volume_id == sa.bindparam('volume_id'),
-                                 FT.c.host == sa.bindparam('host'),
-                                 FT.c.deleted == sa.false()).limit(1))),
-        {'volume_id': volume_id, 'host': host}
-    ).scalar_one_or_none() is not None
+    return sa.exists().where(FT.c.volume_id == volume_id,
+                             FT.c.host == host, FT.c.deleted == sa.false())
 
 
 def fence(session, host, volume, reason):

@@ -86,6 +86,20 @@ class AttachmentService:
                          {'project_id': attachment.project_id})
         return attachment
 
+    def _locked_attachment(self, session, context, attachment_id, action):
+        """The attachment read under its volume's row lock, once
+        ``action`` is allowed on it.  The lock is taken through the
+        attachment (one statement); where that finds nothing to lock, the
+        attachment is read first and its volume locked the usual way, to
+        refuse as those do: unknown (404), not allowed (403), a volume in
+        a status that takes no change (400)."""
+        if not db_attachments.lock_for_attachment(session, attachment_id):
+            attachment = self._authorized(session, context, attachment_id,
+                                          action)
+            db_attachments.lock_volume(session, attachment.volume_id,
+                                       load=False)
+        return self._authorized(session, context, attachment_id, action)
+
     def get(self, context, attachment_id):
         policy.authorize(context, policy.ATTACHMENT_GET)
         with db_api.reader() as session:
@@ -439,19 +453,11 @@ class AttachmentService:
         # the volume row only when a notification or a rule needs it
         load = notify.enabled(self.conf.host)
         with db_api.writer() as session:
-            if db_attachments.lock_for_attachment(session, attachment_id):
-                current = self._authorized(session, context, attachment_id,
-                                           policy.ATTACHMENT_COMPLETE)
-                vol = db_volumes.get(session, current.volume_id) \
-                    if load else None
-            else:
-                # (refused below: unknown, not allowed, or not attachable)
-                attachment = self._authorized(
-                    session, context, attachment_id,
-                    policy.ATTACHMENT_COMPLETE)
-                vol = db_attachments.lock_volume(
-                    session, attachment.volume_id, load=load)
-                current = db_attachments.get(session, attachment_id)
+            current = self._locked_attachment(session, context,
+                                              attachment_id,
+                                              policy.ATTACHMENT_COMPLETE)
+            vol = db_volumes.get(session, current.volume_id) \
+                if load else None
             if current.attach_status == states.ATTACHED:
                 return current
             if (current.attach_status == states.ATTACH_ATTACHING
@@ -594,16 +600,13 @@ class AttachmentService:
         policy.authorize(context, policy.ATTACHMENT_GET)
         # one transaction reads, authorizes and starts the detach
         with db_api.writer() as session:
-            # the lock first where it can be had (the attachment is then
-            # read once, under it)
-            locked = db_attachments.lock_for_attachment(session,
-                                                        attachment_id)
-            attachment = self._authorized(session, context, attachment_id,
-                                          policy.ATTACHMENT_DELETE)
+            attachment = self._locked_attachment(session, context,
+                                                 attachment_id,
+                                                 policy.ATTACHMENT_DELETE)
             guarded = not force and not (context.is_admin
                                          or policy.is_service(context))
             started = self._start_detach(session, attachment, force,
-                                         guarded, locked=locked)
+                                         guarded, locked=True)
         self._finish_detach(context, attachment, *started)
         with db_api.reader() as session:
             return db_attachments.live_summaries(session,
