@@ -152,6 +152,26 @@ def backend_liveness(session, backend, binary):
         {'backend': backend, 'binary': binary}).all()
 
 
+def live_members(session, backend, binary, down_time, member=None):
+    """The services of ``backend`` (a service host, or a cluster's name)
+    that are up (only ``member`` when given), as ``backend_liveness``
+    rows; ServiceUnavailable, saying why, when none is."""
+    members = backend_liveness(session, backend, binary)
+    if member is not None:
+        members = [m for m in members if m.host == member]
+    who = member or backend
+    if not members:
+        raise exception.ServiceUnavailable(
+            host=who, reason='no such volume service')
+    live = [m for m in members if is_up(m.heartbeat_at, down_time)]
+    if not live:
+        raise exception.ServiceUnavailable(
+            host=who, reason='%s heartbeat is older than %d s' % (
+                'its' if len(members) == 1 else 'every member\'s',
+                down_time))
+    return live
+
+
 def get_by_host(session, host, binary):
     row = session.execute(sa.select(models.Service).where(
         models.Service.host == host,

@@ -149,24 +149,10 @@ class AttachmentService:
         if not volume.host:
             raise exception.InvalidVolume(
                 reason='Volume %s has no backend.' % volume.id)
-        backend = volume_rpcapi.backend_host(volume.host)
-        members = db_services.backend_liveness(session, backend,
-                                               constants.VOLUME_BINARY)
-        if service_host is not None:
-            members = [m for m in members if m.host == service_host]
-        who = service_host or backend
-        if not members:
-            raise exception.ServiceUnavailable(
-                host=who, reason='no such volume service')
-        live = [m for m in members
-                if db_services.is_up(m.heartbeat_at,
-                                     self.conf.service_down_time)]
-        if not live:
-            raise exception.ServiceUnavailable(
-                host=who, reason='%s heartbeat is older than %d s' % (
-                    'its' if len(members) == 1 else 'every member\'s',
-                    self.conf.service_down_time))
-        return live
+        return db_services.live_members(
+            session, volume_rpcapi.backend_host(volume.host),
+            constants.VOLUME_BINARY, self.conf.service_down_time,
+            member=service_host)
 
     def _export_host(self, session, vol, connector):
         """The volume service that is to export ``vol`` to the connector's

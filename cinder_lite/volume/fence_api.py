@@ -8,6 +8,9 @@ exporting one of them removes its exports and waits for the drain
 (``cut_host``).  The fence is reported done only once every drain is
 confirmed; when a volume service cannot confirm it, the request fails
 (the mark stays: H remains refused, and fencing again retries the cut).
+A volume service recorded down is not asked at all: the request fails
+at once for it (503) instead of waiting ``volume_rpc_timeout`` for an
+answer that cannot come, after the live ones have cut their exports.
 
 From the mark on, nothing exports the volume to H: a connect is refused
 (409 "host H is fenced ..."), also one already under way (its connection
@@ -22,12 +25,14 @@ themselves (``host_reach``: running exports, ACL entries, sessions).
 """
 import logging
 
+from cinder_lite.common import constants
 from cinder_lite.common import exception
 from cinder_lite.common import notify
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import host_fences as db_host_fences
+from cinder_lite.db import services as db_services
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import rpcapi as volume_rpcapi
 from cinder_lite.volume import rules
@@ -53,6 +58,25 @@ class FenceService:
     def __init__(self, conf, rpcapi=None):
         self.conf = conf
         self.volume_rpcapi = rpcapi or volume_rpcapi.VolumeAPI(conf)
+
+    def _down(self, session, service_hosts):
+        """Of the volume services ``service_hosts`` (members or clusters),
+        those recorded down: {host: ServiceUnavailable}.  Asking one would
+        only wait ``volume_rpc_timeout`` for no answer."""
+        down = {}
+        for service_host in service_hosts:
+            try:
+                db_services.live_members(session, service_host,
+                                         constants.VOLUME_BINARY,
+                                         self.conf.service_down_time)
+            except exception.ServiceUnavailable as e:
+                down[service_host] = e
+        return down
+
+    @staticmethod
+    def _raise_first(down):
+        if down:
+            raise down[min(down)]
 
     def _volume_ids(self, volume_id=None, project_id=None):
         with db_api.reader() as session:
@@ -80,6 +104,7 @@ class FenceService:
             for a in attachments:
                 db_attachments.record_event(session, a, why)
             groups = _by_export_host(attachments, vol)
+            down = self._down(session, groups)
             since = mark.created_at
         LOG.info('volume %s: %s (%s); cutting attachments %s', volume_id,
                  why, 'new mark' if created else 'marked already',
@@ -89,8 +114,11 @@ class FenceService:
                          reason=reason))
         drained = {}
         for service_host, ids in sorted(groups.items()):
-            drained.update(self.volume_rpcapi.cut_host(
-                context, service_host, volume_id, ids))
+            if service_host not in down:
+                drained.update(self.volume_rpcapi.cut_host(
+                    context, service_host, volume_id, ids))
+        # the live services cut theirs; nobody can cut these
+        self._raise_first(down)
         times = [d for d in drained.values() if d is not None]
         result = {'volume_id': volume_id, 'host': host, 'fenced': True,
                   'fenced_at': _at(since),
@@ -124,14 +152,17 @@ class FenceService:
                 for a in attachments:
                     db_attachments.record_event(session, a, why)
             groups = _by_export_host(attachments, vol)
+            down = self._down(session, groups)
         if ended:
             LOG.info('volume %s: %s; exporting attachments %s again',
                      volume_id, why,
                      ', '.join(a.id for a in attachments) or 'none')
         restored = []
         for service_host, ids in sorted(groups.items()):
-            restored += self.volume_rpcapi.restore_host(
-                context, service_host, volume_id, ids)
+            if service_host not in down:
+                restored += self.volume_rpcapi.restore_host(
+                    context, service_host, volume_id, ids)
+        self._raise_first(down)
         if ended:
             notify.info(context, self.conf.host, 'host_fence.unfence',
                         dict(notify.volume_payload(vol), host=host,
@@ -161,11 +192,17 @@ class FenceService:
                                    for a in attachments} or
                                   ({volume_rpcapi.backend_host(vol.host)}
                                    if vol.host else set()))
+                down = self._down(session, services)
             entry = {'volume_id': vid, 'host': host, 'fenced': fenced,
                      'attachments': ids, 'exports': [], 'acl': [],
                      'sessions': 0, 'reachable': False if services
                      else None, 'errors': []}
             for service_host in services:
+                if service_host in down:
+                    entry['errors'].append('%s: %s' % (service_host,
+                                                       down[service_host]))
+                    entry['reachable'] = None
+                    continue
                 try:
                     seen = self.volume_rpcapi.host_reach(
                         context, service_host, vid, ids, initiators)

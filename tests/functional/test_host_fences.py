@@ -181,3 +181,32 @@ def test_only_admins_fence_and_bad_input_changes_nothing(stack, api):
         assert resp.status_code == 400, (query, resp.text)
     assert api.get('/os-host-fences?bogus=1').status_code == 400
     assert marks() == []
+
+
+def test_a_volume_service_recorded_down_is_not_waited_for(stack, api,
+                                                          shared):
+    """The service exporting the host's attachment is down: the fence
+    fails at once (503, nobody can cut that export) instead of waiting
+    volume_rpc_timeout for an answer, but the mark is written, so the
+    host is refused from then on; the status says it cannot tell, naming
+    the service; unfence ends the mark and fails the same way."""
+    vid = shared['id']
+    c1 = att_mod.connector('compute-1')
+    a1 = att_mod.attach(api, vid, c1)
+    stack.stop_backend('file')
+    resp = api.post('/os-host-fences/compute-1/action',
+                    json={'os-fence': {'volume_id': vid}})
+    assert resp.status_code == 503, resp.text
+    message = resp.json()['serviceUnavailable']['message']
+    assert 'is down' in message and 'heartbeat is older' in message
+    assert marks() == [('compute-1', vid, False, None, 'admin', None,
+                        None)]
+    shown = api.get('/os-host-fences/compute-1?volume_id=%s' % vid).json()[
+        'host_fence']['volumes'][0]
+    assert shown['fenced'] is True and shown['attachments'] == [a1['id']]
+    assert shown['reachable'] is None
+    assert len(shown['errors']) == 1 and 'is down' in shown['errors'][0]
+    resp = api.post('/os-host-fences/compute-1/action',
+                    json={'os-unfence': {'volume_id': vid}})
+    assert resp.status_code == 503, resp.text
+    assert marks()[0][2] is True
