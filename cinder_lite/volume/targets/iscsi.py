@@ -705,13 +705,24 @@ class IscsiTarget:
 
 
 def _comm(pid):
+    """The name of running process ``pid``; None when there is none, or
+    only its zombie (a tgtd started by another target object of this
+    process, killed: reaped here, as nobody else waits for it)."""
     try:
-        with open('/proc/%d/comm' % pid) as f:
-            return f.read().strip()
+        with open('/proc/%d/stat' % pid) as f:
+            stat = f.read()
     except OSError as e:
         if e.errno in (errno.ENOENT, errno.ESRCH):
             return None
         raise
+    name, _, rest = stat.partition(' (')[2].rpartition(') ')
+    if rest[:1] == 'Z':
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        return None
+    return name
 
 
 def _listens(pid, ip, port):
