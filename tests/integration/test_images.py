@@ -509,6 +509,35 @@ def test_nova_boots_servers_from_image_backed_volumes(
             interval=0.3, what='volume %s deleted by Nova' % vid)
 
 
+def test_nova_refuses_one_volume_for_several_servers_in_one_request(
+        member, flavor, raw_image):
+    """What Nova 34 refuses: several servers in one request (min_count
+    > 1) whose block device mapping names an existing volume, even a
+    shareable one, are a 400 from Nova's API ("Cannot attach one or more
+    volumes to multiple instances"), before cinder_lite is asked
+    anything; the volume stays available with no attachment.  (A shared
+    boot volume is attached to each server in its own request, as
+    test_nova.py does.)"""
+    resp = create_from(member, raw_image['id'], volume_type=SHARED_TYPE)
+    assert resp.status_code == 202, resp.text
+    vid = resp.json()['volume']['id']
+    wait_status(member, vid, ('available',))
+    bdm = {'boot_index': 0, 'uuid': vid, 'source_type': 'volume',
+           'destination_type': 'volume', 'delete_on_termination': False}
+    resp = member.compute('POST', '/servers', {'server': {
+        'name': 'one-volume-two-servers', 'flavorRef': flavor,
+        'networks': 'none', 'min_count': 2, 'max_count': 2,
+        'block_device_mapping_v2': [bdm]}}, version='2.67')
+    assert resp.status_code == 400, resp.text
+    assert ('Cannot attach one or more volumes to multiple instances'
+            in resp.json()['badRequest']['message'])
+    vol = volume(member, vid)
+    assert vol['status'] == 'available' and vol['attachments'] == []
+    assert member.compute('GET', '/servers?name=one-volume-two-servers',
+                          expect=200).json()['servers'] == []
+    delete(member, vid)
+
+
 def test_nova_snapshots_a_volume_backed_server_and_boots_from_it(
         cloud, member, flavor, raw_image, raw_data):
     """Nova's ``createImage`` of a server booted from a volume: Nova asks
