@@ -25,6 +25,7 @@ from cinder_lite.common import states
 from cinder_lite.db import host_fences as db_host_fences
 from cinder_lite.db import models
 from cinder_lite.db import query
+from cinder_lite.db.volumes import Record as VolumeRecord
 from cinder_lite.db.volumes import SUMMARY_COLUMNS
 from cinder_lite.db.volumes import summary_of
 
@@ -127,16 +128,19 @@ class Held(object):
 
 @contextlib.contextmanager
 def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
-                  load=True, locked=False):
+                  load=True, locked=False, volume=None):
     """The one entry point for a change to a volume's attachments: the
     volume's row lock (``lock_volume``) on entry and, when the block ends
     without an error, the volume's status derived from its live
     attachments (``sync_volume_status``), in the same transaction.
     ``locked``: this transaction holds the lock already
-    (``lock_for_attachment``); the volume is only read."""
+    (``lock_for_attachment``); the volume is only read, unless it read
+    it under the lock already (``volume``)."""
     if locked:
-        held = Held(session.execute(_volume_under_lock(), {
-            'volume_id': volume_id}).scalar_one() if load else None)
+        if volume is None and load:
+            volume = session.execute(_volume_under_lock(), {
+                'volume_id': volume_id}).scalar_one()
+        held = Held(volume)
     else:
         held = Held(lock_volume(session, volume_id, allowed, project_id,
                                 load))
@@ -378,6 +382,28 @@ def get(session, attachment_id, project_id=None):
     if row is None:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
     return Record(row._mapping)
+
+
+def get_with_volume(session, attachment_id, project_id=None):
+    """(``get``, its volume as a ``volumes.Record``) in one statement:
+    what os-complete and a detach read once they hold the volume's lock
+    (``lock_for_attachment``).  AttachmentNotFound as ``get``."""
+    scoped = project_id is not None
+    row = query.core(session).execute(
+        query.built(('attachment_volume', scoped),
+                    lambda: _with_full_volume_statement(scoped)),
+        {'attachment_id': attachment_id, 'project_id': project_id}
+    ).first()
+    if row is None:
+        raise exception.AttachmentNotFound(attachment_id=attachment_id)
+    fields = row._mapping
+    return Record(fields), VolumeRecord(fields, prefix='volume__')
+
+
+def _with_full_volume_statement(scoped):
+    stmt = _get_statement(scoped)
+    return (stmt.add_columns(*[c.label('volume__' + c.key) for c in V.c])
+            .join(V, V.c.id == AT.c.volume_id))
 
 
 def get_fenced(session, attachment_id):

@@ -91,6 +91,24 @@ SUMMARY_COLUMNS = ('id', 'size', 'host', 'cluster_name', 'project_id',
                    'snapshot_id', 'source_volid', 'image_id')
 
 
+class Record:
+    """A volume row as a Core statement read it, its columns as
+    attributes, for reading: the attach path reads a volume with its
+    attachment in one statement (``db.attachments.get_with_volume``),
+    without loading an ORM object.  ``prefix``: the columns' labels in
+    ``fields``."""
+
+    COLUMNS = tuple(models.Volume.__table__.c.keys())
+    __slots__ = COLUMNS
+
+    def __init__(self, fields, prefix=''):
+        for key in self.COLUMNS:
+            setattr(self, key, fields[prefix + key])
+
+    def __repr__(self):
+        return '<volume %s %s>' % (self.id, self.status)
+
+
 def summary(volume):
     """What the volume service needs of a volume row, as a plain dict
     that crosses the bus."""

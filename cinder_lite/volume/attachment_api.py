@@ -87,18 +87,22 @@ class AttachmentService:
         return attachment
 
     def _locked_attachment(self, session, context, attachment_id, action):
-        """The attachment read under its volume's row lock, once
-        ``action`` is allowed on it.  The lock is taken through the
-        attachment (one statement); where that finds nothing to lock, the
-        attachment is read first and its volume locked the usual way, to
-        refuse as those do: unknown (404), not allowed (403), a volume in
-        a status that takes no change (400)."""
+        """(The attachment, its volume) read under the volume's row lock,
+        in one statement, once ``action`` is allowed on it.  The lock is
+        taken through the attachment (one statement); where that finds
+        nothing to lock, the attachment is read first and its volume
+        locked the usual way, to refuse as those do: unknown (404), not
+        allowed (403), a volume in a status that takes no change (400)."""
         if not db_attachments.lock_for_attachment(session, attachment_id):
             attachment = self._authorized(session, context, attachment_id,
                                           action)
             db_attachments.lock_volume(session, attachment.volume_id,
                                        load=False)
-        return self._authorized(session, context, attachment_id, action)
+        attachment, volume = db_attachments.get_with_volume(
+            session, attachment_id, self._scope(context))
+        policy.authorize(context, action,
+                         {'project_id': attachment.project_id})
+        return attachment, volume
 
     def get(self, context, attachment_id):
         policy.authorize(context, policy.ATTACHMENT_GET)
@@ -436,14 +440,9 @@ class AttachmentService:
         """One transaction: read, authorize, decide; returns the
         attachment as written."""
         policy.authorize(context, policy.ATTACHMENT_GET)
-        # the volume row only when a notification or a rule needs it
-        load = notify.enabled(self.conf.host)
         with db_api.writer() as session:
-            current = self._locked_attachment(session, context,
-                                              attachment_id,
-                                              policy.ATTACHMENT_COMPLETE)
-            vol = db_volumes.get(session, current.volume_id) \
-                if load else None
+            current, vol = self._locked_attachment(
+                session, context, attachment_id, policy.ATTACHMENT_COMPLETE)
             if current.attach_status == states.ATTACHED:
                 return current
             if (current.attach_status == states.ATTACH_ATTACHING
@@ -454,8 +453,7 @@ class AttachmentService:
                            'there.' % attachment_id)
             values = {'attach_time': current.attach_time or models.utcnow()}
             if current.attach_mode is None:
-                facts = volume_facts(session, vol or db_volumes.get(
-                    session, current.volume_id))
+                facts = volume_facts(session, vol)
                 values['attach_mode'] = rules.complete_mode(
                     facts, current, writers(session, facts,
                                             exclude=current.id))
@@ -586,13 +584,12 @@ class AttachmentService:
         policy.authorize(context, policy.ATTACHMENT_GET)
         # one transaction reads, authorizes and starts the detach
         with db_api.writer() as session:
-            attachment = self._locked_attachment(session, context,
-                                                 attachment_id,
-                                                 policy.ATTACHMENT_DELETE)
+            attachment, vol = self._locked_attachment(
+                session, context, attachment_id, policy.ATTACHMENT_DELETE)
             guarded = not force and not (context.is_admin
                                          or policy.is_service(context))
             started = self._start_detach(session, attachment, force,
-                                         guarded, locked=True)
+                                         guarded, volume=vol)
         self._finish_detach(context, attachment, *started)
         with db_api.reader() as session:
             return db_attachments.live_summaries(session,
@@ -632,16 +629,19 @@ class AttachmentService:
         self._finish_detach(context, attachment, *started)
 
     def _start_detach(self, session, attachment, force, guarded=False,
-                      locked=False):
+                      volume=None):
         """The transaction half of a detach: decide under the volume's
         lock whether it goes through the backend, and mark it; returns
         what ``_finish_detach`` needs.  ``guarded``: refuse (409) to
         detach an attachment a compute service made and connected for an
         instance, as the attachment is under the lock (a connect recorded
-        while the request waited for it counts).  ``locked``: this
-        transaction took the lock before it read ``attachment``."""
+        while the request waited for it counts).  ``volume``: this
+        transaction took the lock and read ``attachment`` and its volume
+        under it."""
+        locked = volume is not None
         with db_attachments.locked_volume(session, attachment.volume_id,
-                                          locked=locked) as held:
+                                          locked=locked,
+                                          volume=volume) as held:
             vol = held.volume
             current = attachment if locked else \
                 db_attachments.get(session, attachment.id)
