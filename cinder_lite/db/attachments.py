@@ -546,7 +546,9 @@ def sync_volume_status(session, volume_id):
     # stays is not written again: the lock wrote the row already.)
     if current == status or current not in ATTACHABLE:
         return current
-    changed = query.core(session).execute(
+    # (under the row lock the status read above is still the row's: the
+    # UPDATE changes it)
+    query.core(session).execute(
         query.built('sync_volume_status', lambda: (
             sa.update(V)
             .where(V.c.id == sa.bindparam('volume_id'),
@@ -554,11 +556,8 @@ def sync_volume_status(session, volume_id):
             .values(status=sa.bindparam('new_status'),
                     updated_at=sa.bindparam('now')))),
         {'volume_id': volume_id, 'new_status': status,
-         'now': models.utcnow()}).rowcount
-    if changed == 1:
-        return status
-    return session.execute(sa.select(models.Volume.status).where(
-        models.Volume.id == volume_id)).scalar_one()
+         'now': models.utcnow()})
+    return status
 
 
 def list_attachments(session, project_id=None, filters=None,
