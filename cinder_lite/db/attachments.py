@@ -128,18 +128,14 @@ class Held(object):
 
 @contextlib.contextmanager
 def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
-                  load=True, locked=False, volume=None):
+                  load=True, volume=None):
     """The one entry point for a change to a volume's attachments: the
     volume's row lock (``lock_volume``) on entry and, when the block ends
     without an error, the volume's status derived from its live
     attachments (``sync_volume_status``), in the same transaction.
-    ``locked``: this transaction holds the lock already
-    (``lock_for_attachment``); the volume is only read, unless it read
-    it under the lock already (``volume``)."""
-    if locked:
-        if volume is None and load:
-            volume = session.execute(_volume_under_lock(), {
-                'volume_id': volume_id}).scalar_one()
+    ``volume``: this transaction holds the lock already
+    (``lock_for_attachment``) and read the volume under it."""
+    if volume is not None:
         held = Held(volume)
     else:
         held = Held(lock_volume(session, volume_id, allowed, project_id,

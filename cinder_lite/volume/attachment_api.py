@@ -638,12 +638,10 @@ class AttachmentService:
         while the request waited for it counts).  ``volume``: this
         transaction took the lock and read ``attachment`` and its volume
         under it."""
-        locked = volume is not None
         with db_attachments.locked_volume(session, attachment.volume_id,
-                                          locked=locked,
                                           volume=volume) as held:
             vol = held.volume
-            current = attachment if locked else \
+            current = attachment if volume is not None else \
                 db_attachments.get(session, attachment.id)
             if (guarded and current.service_owned and current.instance_uuid
                     and current.connection_info):

@@ -348,8 +348,6 @@ class NovaStack:
     def start_keystone(self):
         conf = self.path('keystone.conf')
         keys = {k: self.path('keys', k) for k in ('fernet', 'credential')}
-        for path in keys.values():
-            os.makedirs(path, mode=0o700, exist_ok=True)
         cluster_mod.write_conf(conf, {
             'DEFAULT': {'log_dir': '', 'use_stderr': 'true'},
             'database': {'connection': self._db('keystone')},
