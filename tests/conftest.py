@@ -2,9 +2,19 @@
 shares the modules out (README.rst's command runs two workers with
 ``--dist loadfile``: each module runs whole on one worker, so its
 module-scoped cluster starts once)."""
+import os
+
 import pytest
 
+from tests.harness import cluster as cluster_mod
 from tests.harness import stack as stack_mod
+
+# The clusters' services are forks of a process that imported cinder_lite
+# once (tests/harness/forkrun.py), not new interpreters: about 1 s of CPU
+# less per start, some 170 starts per run.  CINDER_LITE_FORK_SERVICES=0
+# starts real interpreters, as the benchmarks do.
+cluster_mod.FORK_SERVICES = \
+    os.environ.get('CINDER_LITE_FORK_SERVICES', '1') != '0'
 
 # The modules that take longest, started first so that the workers end
 # together (longest first is the classic rule for sharing jobs between

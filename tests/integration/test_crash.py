@@ -9,7 +9,6 @@ can be deleted.
 """
 import itertools
 import random
-import subprocess
 import threading
 import time
 import uuid
@@ -225,10 +224,9 @@ def _storm(cluster, victims):
         for att in w.attached - w.delete_asked:
             assert api.get('/attachments/%s' % att).status_code == 200
     # the node's exports are what the database says
-    report = subprocess.run(
-        cluster.argv('cinder_lite.cmd.manage', cluster.node_conf('ma')) +
-        ['volume', 'show-exports'], capture_output=True, text=True,
-        timeout=60)
+    report = cluster.command('cinder_lite.cmd.manage', 'volume',
+                             'show-exports',
+                             extra_conf=[cluster.node_conf('ma')])
     assert report.returncode == 0, report.stdout + report.stderr
     # the recorded quota usage is what the volumes say, kills or not
     _quota_exact(cluster)

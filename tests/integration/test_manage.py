@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import uuid
 
 import pytest
@@ -33,9 +32,7 @@ NOMA = 'node-noma@noma'
 
 def run(cluster, module, *args, node=None):
     extra = [cluster.node_conf(node)] if node else []
-    return subprocess.run(cluster.argv(module, *extra) + list(args),
-                          cwd=cluster.workdir, capture_output=True,
-                          text=True, timeout=60)
+    return cluster.command(module, *args, extra_conf=extra)
 
 
 def manage(cluster, *args, node=None):
@@ -217,15 +214,11 @@ def test_upgrade_check_of_a_database_behind(cluster):
         conf = cluster_mod.write_conf(
             os.path.join(cluster.workdir, 'behind.conf'),
             {'database': {'connection': url}})
-        proc = subprocess.run(
-            cluster.argv('cinder_lite.cmd.manage', conf) +
-            ['db', 'sync', '0001'], capture_output=True, text=True,
-            timeout=60)
+        proc = cluster.command('cinder_lite.cmd.manage', 'db', 'sync',
+                               '0001', extra_conf=[conf])
         assert proc.returncode == 0, proc.stderr
-        proc = subprocess.run(
-            cluster.argv('cinder_lite.cmd.status', conf) +
-            ['upgrade', 'check'], capture_output=True, text=True,
-            timeout=60)
+        proc = cluster.command('cinder_lite.cmd.status', 'upgrade',
+                               'check', extra_conf=[conf])
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert 'revision 0001, the newest is %s' % (
             migration.head_revision()) in proc.stdout
