@@ -9,7 +9,8 @@
 * ``clients``: python-cinderclient's and python-openstackclient's command
   lines, run in this process.
 * ``forkrun``: ``python -m cinder_lite.cmd.X`` as a process forked from a
-  server that imported cinder_lite once (no interpreter start per command).
+  server that imported cinder_lite once (no interpreter start per command
+  or service): ``run`` for commands, ``spawn`` for the clusters' services.
 * ``dataplane``: stacks exporting over NBD or iSCSI and what the tests
   look at from the storage side.
 * ``cluster``: distributed cinder_lite as separate processes over RabbitMQ
