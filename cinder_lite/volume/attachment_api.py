@@ -397,8 +397,8 @@ class AttachmentService:
                      attached_host=connector['host'], attach_mode=mode,
                      attach_status=states.ATTACH_ATTACHING)
         try:
-            self.volume_rpcapi.connect(context, host, attachment.id,
-                                       connector, mode)
+            answer = self.volume_rpcapi.connect(context, host, attachment.id,
+                                                connector, mode)
         except (exception.ConnectFailed, exception.ConnectRefused,
                 exception.NotFound):
             raise
@@ -418,7 +418,18 @@ class AttachmentService:
                                e.kwargs.get('reason'), attachment.id,
                                attachment.id)) from None
             raise
-        # (the caller shows it with its sharing: one read for both)
+        if answer is not None:
+            # the attachment as the volume service recorded it: as this
+            # request wrote it, with the connection
+            recorded = dict(answer['recorded'])
+            recorded['attach_time'] = datetime.datetime.fromisoformat(
+                recorded['attach_time'])
+            for key, value in recorded.items():
+                setattr(attachment, key, value)
+            attachment.sharing = answer['sharing']
+            return attachment
+        # (a volume service before 1.8: the caller shows it with its
+        # sharing, one read for both)
         with db_api.reader() as session:
             return db_attachments.get_with_sharing(session, attachment.id)
 

@@ -351,22 +351,29 @@ class VolumeManager:
                                resource_uuid=snapshot['id'],
                                request_id=ctxt.request_id)
 
-    def connect(self, ctxt, attachment_id, connector, mode):
+    def connect(self, ctxt, attachment_id, connector, mode, answer=False):
         """Export and initialize the connection of an ``attaching``
-        attachment; returns the connection info."""
+        attachment; returns the connection info, or with ``answer``
+        (1.8) {'recorded': what was written on the attachment besides its
+        status (connection_info, export_host, attach_time in ISO 8601),
+        'sharing': the ids of the other attachments sharing its host
+        connection}: what the API shows it with."""
         with db_api.reader() as session:
             attachment, volume, type_qos = db_attachments.with_volume(
                 session, attachment_id)
             volume = with_qos(session, volume, type_qos=type_qos)
-            shared = bool(db_attachments.connections_on_host(
+            sharing = db_attachments.connections_on_host(
                 session, attachment.volume_id, connector.get('host'),
-                exclude=attachment_id, export_host=self.host))
+                exclude=attachment_id, export_host=self.host)
         with self.working_on(attachment_id):
-            return self._run_flow(
+            recorded = self._run_flow(
                 lambda: connect_flow.run(self.driver, volume, attachment_id,
-                                         connector, mode, shared),
+                                         connector, mode, bool(sharing)),
                 volume, attachment_id, states.ATTACH_ATTACHING,
                 states.ERROR_ATTACHING, 'connect')
+        if answer:
+            return {'recorded': recorded, 'sharing': sharing}
+        return recorded['connection_info']
 
     def disconnect(self, ctxt, attachment_id, reason=None):
         """Terminate the connection of a ``detaching`` attachment and

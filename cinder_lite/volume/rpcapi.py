@@ -14,6 +14,9 @@ History:
     1.6 - cut_host, restore_host, host_reach (calls; host fences)
     1.7 - create_volume writes the image named by the volume's image_id
           (from Glance); copy_volume_to_image (cast)
+    1.8 - connect answers with what it recorded on the attachment and
+          the attachments sharing its host connection (the API need not
+          read it again)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -22,7 +25,8 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.7'
+RPC_API_VERSION = '1.8'
+
 
 def backend_host(host):
     """``node@backend#pool`` -> ``node@backend``, the RPC server name."""
@@ -87,9 +91,17 @@ class VolumeAPI:
         return self._call(ctxt, host, 'get_capabilities')
 
     def connect(self, ctxt, host, attachment_id, connector, mode):
-        return self._call(ctxt, host, 'connect', version='1.1',
-                          attachment_id=attachment_id, connector=connector,
-                          mode=mode)
+        """The volume service's answer of 1.8 (what it recorded and the
+        sharing attachments, see the manager's ``connect``), or None
+        from a service capped below it."""
+        if self.client.can_send_version('1.8'):
+            return self._call(ctxt, host, 'connect', version='1.8',
+                              attachment_id=attachment_id,
+                              connector=connector, mode=mode, answer=True)
+        self._call(ctxt, host, 'connect', version='1.1',
+                   attachment_id=attachment_id, connector=connector,
+                   mode=mode)
+        return None
 
     def disconnect(self, ctxt, host, attachment_id, reason=None):
         if reason is not None:

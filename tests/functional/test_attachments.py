@@ -452,3 +452,50 @@ def test_multiattach_switched_off(tmp_path):
         assert 'turned off' in resp.json()['badRequest']['message']
     finally:
         s.stop()
+
+
+def _connect_answers(stack_):
+    """The answers of POST /attachments with a connector to a shared
+    volume: a first host, then a second attachment on the same host
+    (sharing its connection), without ids and times."""
+    api = stack_.client()
+    api.create_type('shared', {'multiattach': '<is> True'})
+    vol = api.create_volume(volume_type='shared')
+    views = []
+    for instance in (I1, I2):
+        resp = api.post('/attachments', json={'attachment': {
+            'volume_uuid': vol['id'], 'instance_uuid': instance,
+            'connector': connector()}},
+            headers={'OpenStack-API-Version': 'volume 3.54'})
+        assert resp.status_code == 200, resp.text
+        view = resp.json()['attachment']
+        shown = api.get('/attachments/%s' % view['id'], headers={
+            'OpenStack-API-Version': 'volume 3.54'}).json()['attachment']
+        # the answer is what a read of it shows
+        assert view == shown
+        views.append(view)
+    first, second = views
+    assert second['shared_connections'] == [first['id']]
+    for view in views:
+        view.pop('id'), view.pop('attached_at'), view.pop('instance')
+        view.pop('volume_id'), view.pop('shared_connections')
+        view['connection_info'].pop('attachment_id')
+        view['connection_info'].pop('device_path')
+    return views
+
+
+def test_connect_answer_is_the_same_from_a_volume_service_before_1_8(
+        tmp_path):
+    """Volume RPC 1.8: the volume service answers a connect with what it
+    recorded, and the API shows the attachment from that instead of
+    reading it again; capped at 1.7 (a rolling upgrade) it reads it
+    again.  Both answers are what a read shows, and the same."""
+    answers = {}
+    for version in ('1.8', '1.7'):
+        s = stack_mod.Stack(tmp_path / version, sections={
+            'upgrade_levels': {'volume_version_cap': version}}).start()
+        try:
+            answers[version] = _connect_answers(s)
+        finally:
+            s.stop()
+    assert answers['1.8'] == answers['1.7']

@@ -56,6 +56,10 @@ class InitializeConnection(task.Task):
 
 
 class RecordConnection(task.Task):
+    # what it wrote on the attachment besides its status: the API shows
+    # the attachment from it (volume RPC 1.8) instead of reading it again
+    default_provides = 'recorded'
+
     def execute(self, driver, volume, attachment_id, connection_info):
         with db_api.writer() as session:
             with db_attachments.locked_volume(session, volume['id'],
@@ -68,13 +72,15 @@ class RecordConnection(task.Task):
                     # removes the export made for it
                     raise exception.HostFenced(host=current.attached_host,
                                                volume_id=volume['id'])
+                recorded = {'connection_info': connection_info,
+                            # the export is on this volume service,
+                            # whichever the API meant: the disconnect
+                            # must come here
+                            'export_host': driver.host,
+                            'attach_time': db_attachments.models.utcnow()}
                 db_attachments.transition(
                     session, attachment_id, 'connected',
-                    # the export is on this volume service, whichever the
-                    # API meant: the disconnect must come here
-                    values={'connection_info': connection_info,
-                            'export_host': driver.host,
-                            'attach_time': db_attachments.models.utcnow()},
+                    values=recorded,
                     reason='connected (%s)'
                            % connection_info['driver_volume_type'],
                     current=current)
@@ -82,6 +88,8 @@ class RecordConnection(task.Task):
                  attachment_id, volume['id'],
                  connection_info['driver_volume_type'],
                  connection_info['access_mode'])
+        return dict(recorded,
+                    attach_time=recorded['attach_time'].isoformat())
 
 
 def build():
@@ -90,7 +98,9 @@ def build():
 
 
 def run(driver, volume, attachment_id, connector, mode, shared):
+    """Returns what was recorded on the attachment: connection_info,
+    export_host and attach_time (ISO 8601)."""
     storage = flows.run('volume_connect', build, {
         'driver': driver, 'volume': volume, 'attachment_id': attachment_id,
         'connector': connector, 'mode': mode, 'shared': shared})
-    return storage.fetch('connection_info')
+    return storage.fetch('recorded')
