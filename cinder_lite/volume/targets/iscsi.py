@@ -31,6 +31,7 @@ import socket
 import subprocess
 import threading
 import time
+import weakref
 
 from cinder_lite.common import exception
 from cinder_lite.common import iscsi_name
@@ -198,6 +199,7 @@ class IscsiTarget:
             raise TargetError(reason='cannot run tgtd: %s' % e)
         finally:
             log.close()
+        _started[proc.pid] = proc
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -704,6 +706,11 @@ class IscsiTarget:
                                    % pr.attachment_key(attachment_id)}
 
 
+# the tgtd processes this process started, by pid: a zombie among them is
+# reaped through its Popen, which then knows how it ended
+_started = weakref.WeakValueDictionary()
+
+
 def _comm(pid):
     """The name of running process ``pid``; None when there is none, or
     only its zombie (a tgtd started by another target object of this
@@ -717,6 +724,10 @@ def _comm(pid):
         raise
     name, _, rest = stat.partition(' (')[2].rpartition(') ')
     if rest[:1] == 'Z':
+        proc = _started.get(pid)
+        if proc is not None:
+            proc.poll()
+            return None
         try:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
