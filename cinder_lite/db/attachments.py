@@ -128,20 +128,25 @@ class Held(object):
 
 @contextlib.contextmanager
 def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
-                  load=True, volume=None):
+                  load=True, volume=None, statuses_change=True):
     """The one entry point for a change to a volume's attachments: the
     volume's row lock (``lock_volume``) on entry and, when the block ends
     without an error, the volume's status derived from its live
     attachments (``sync_volume_status``), in the same transaction.
     ``volume``: this transaction holds the lock already
-    (``lock_for_attachment``) and read the volume under it."""
+    (``lock_for_attachment``) and read the volume under it.
+    ``statuses_change=False``: the block changes no attachment's status
+    (a connect recording its connection info), so the volume's status,
+    derived by the last change that did, stays as it is and is not
+    derived again (``held.status`` stays None)."""
     if volume is not None:
         held = Held(volume)
     else:
         held = Held(lock_volume(session, volume_id, allowed, project_id,
                                 load))
     yield held
-    held.status = sync_volume_status(session, volume_id)
+    if statuses_change:
+        held.status = sync_volume_status(session, volume_id)
 
 
 def record_failure(session, attachment_id, event, reason, volume_id=None):
@@ -535,8 +540,21 @@ def sync_volume_status(session, volume_id):
                     lambda: _live_statuses_statement(
                         with_volume_status=True)),
         {'volume_id': volume_id}).one()
-    status = states.derive_volume_status(_present(row[:-1]))
-    current = row[-1]
+    return _write_status(session, volume_id, row[-1],
+                         states.derive_volume_status(_present(row[:-1])))
+
+
+def sync_after_attached(session, volume_id, current):
+    """``sync_volume_status`` after this transaction made an attachment of
+    the volume ``attached`` under its lock, the volume's status then being
+    ``current`` (read under the lock): an attached attachment makes the
+    volume in-use whatever the others are (``derive_volume_status``), so
+    there is nothing to ask the database."""
+    return _write_status(session, volume_id, current,
+                         states.derive_volume_status({states.ATTACHED}))
+
+
+def _write_status(session, volume_id, current, status):
     # Only statuses that attachments drive: an extend, a delete or an
     # operator's reset owns the status while it lasts.  (A status that
     # stays is not written again: the lock wrote the row already.)

@@ -476,8 +476,8 @@ class AttachmentService:
                 raise exception.InvalidInput(
                     reason='Attachment %s cannot be completed while it is '
                            '%s.' % (attachment_id, e.kwargs['actual']))
-            status = db_attachments.sync_volume_status(session,
-                                                       current.volume_id)
+            status = db_attachments.sync_after_attached(
+                session, current.volume_id, vol.status)
             done = current
         LOG.info('attachment %s: -> attached; volume %s %s', attachment_id,
                  done.volume_id, status)

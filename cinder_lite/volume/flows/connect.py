@@ -62,9 +62,13 @@ class RecordConnection(task.Task):
 
     def execute(self, driver, volume, attachment_id, connection_info):
         with db_api.writer() as session:
+            # ('connected' keeps the attachment attaching: the volume's
+            # status stays what the API derived when it started the
+            # connect)
             with db_attachments.locked_volume(session, volume['id'],
                                               db_attachments.ATTACHABLE,
-                                              load=False):
+                                              load=False,
+                                              statuses_change=False):
                 current, fenced = db_attachments.get_fenced(
                     session, attachment_id)
                 if fenced:
