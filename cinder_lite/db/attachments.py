@@ -305,33 +305,74 @@ def create(session, values):
     attachment = A(**values)
     session.add(attachment)
     session.flush()
-    _record(session, attachment.id, attachment.volume_id,
-            attachment.project_id, None, attachment.attach_status,
-            attachment.instance_uuid, attachment.attached_host,
-            attachment.attach_mode, states.shown_reason(
-                attachment.status_reason, attachment.operation))
+    _record(session, _created_event(attachment))
     return attachment
 
 
-def _record(session, attachment_id, volume_id, project_id, from_status,
-            to_status, instance_uuid, host, mode, reason):
-    """Append an attachment event; the actor is the request context of
+def new(values):
+    """A new attachment not written yet: ``create_moved`` writes it."""
+    return A(**values)
+
+
+def create_moved(session, attachment, event, values):
+    """Write the new ``attachment`` (``new``) as ``event`` applied to it
+    with ``values`` (as ``transition`` takes them) leaves it: one INSERT of
+    the row as it ends and one of its two events (its creation, then
+    ``event``), where ``create`` and ``transition`` take four
+    statements.  The caller holds the volume's lock, as for those."""
+    target, allowed = states.ATTACHMENT.resolve(event)
+    if attachment.attach_status not in allowed:
+        raise exception.InvalidTransition(
+            resource='attachment', id=attachment.id, target=target,
+            actual=attachment.attach_status, allowed=', '.join(allowed))
+    created = _created_event(attachment)
+    values = _one_reason(values)
+    values.update(attach_status=target, updated_at=models.utcnow())
+    for key, value in values.items():
+        setattr(attachment, key, value)
+    session.add(attachment)
+    session.flush()
+    _record(session, created, _event(
+        attachment.id, attachment.volume_id, attachment.project_id,
+        created['to_status'], target, attachment.instance_uuid,
+        attachment.attached_host, attachment.attach_mode,
+        states.shown_reason(values.get('status_reason'),
+                            values.get('operation'))))
+    return attachment
+
+
+def _created_event(attachment):
+    return _event(attachment.id, attachment.volume_id, attachment.project_id,
+                  None, attachment.attach_status, attachment.instance_uuid,
+                  attachment.attached_host, attachment.attach_mode,
+                  states.shown_reason(attachment.status_reason,
+                                      attachment.operation))
+
+
+def _event(attachment_id, volume_id, project_id, from_status, to_status,
+           instance_uuid, host, mode, reason):
+    """An attachment event's row; the actor is the request context of
     this thread (the caller of the API, or the one whose request a
     service is working on)."""
     actor = o_context.get_current()
+    return {'attachment_id': attachment_id, 'volume_id': volume_id,
+            'project_id': project_id,
+            'user_id': getattr(actor, 'user_id', None),
+            'actor_project_id': getattr(actor, 'project_id', None),
+            'request_id': getattr(actor, 'request_id', None),
+            'instance_uuid': instance_uuid, 'attached_host': host,
+            'attach_mode': mode, 'from_status': from_status,
+            'to_status': to_status,
+            'reason': (reason or '')[:1024] or None,
+            'created_at': models.utcnow()}
+
+
+def _record(session, *events):
+    """Append attachment events (``_event``), in one statement."""
     query.core(session).execute(
         query.built('attachment_event',
                     lambda: sa.insert(models.AttachmentEvent.__table__)),
-        {'attachment_id': attachment_id, 'volume_id': volume_id,
-         'project_id': project_id,
-         'user_id': getattr(actor, 'user_id', None),
-         'actor_project_id': getattr(actor, 'project_id', None),
-         'request_id': getattr(actor, 'request_id', None),
-         'instance_uuid': instance_uuid, 'attached_host': host,
-         'attach_mode': mode, 'from_status': from_status,
-         'to_status': to_status,
-         'reason': (reason or '')[:1024] or None,
-         'created_at': models.utcnow()})
+        list(events) if len(events) > 1 else events[0])
 
 
 def events(session, volume_id=None, attachment_id=None, project_id=None,
@@ -477,13 +518,14 @@ def transition(session, attachment_id, event, target=None, values=None,
         dict({'v_' + k: v for k, v in values.items()},
              attachment_id=attachment_id))
     if result.rowcount == 1 and before is not None:
-        _record(session, attachment_id, before.volume_id, before.project_id,
-                before.attach_status, target,
-                values.get('instance_uuid', before.instance_uuid),
-                values.get('attached_host', before.attached_host),
-                values.get('attach_mode', before.attach_mode),
-                reason or states.shown_reason(values.get('status_reason'),
-                                              values.get('operation')))
+        _record(session, _event(
+            attachment_id, before.volume_id, before.project_id,
+            before.attach_status, target,
+            values.get('instance_uuid', before.instance_uuid),
+            values.get('attached_host', before.attached_host),
+            values.get('attach_mode', before.attach_mode),
+            reason or states.shown_reason(values.get('status_reason'),
+                                          values.get('operation'))))
     if result.rowcount == 1 and before is current:
         # (after the event, which tells what it was) the caller's object
         # now shows the row as written; an ORM object as committed
@@ -725,10 +767,12 @@ def fenced_of(session, volume_id, attachment_ids):
 def record_event(session, attachment, reason):
     """An event about ``attachment`` that leaves its status as it is
     (fenced, unfenced), for the audit trail."""
-    _record(session, attachment.id, attachment.volume_id,
-            attachment.project_id, attachment.attach_status,
-            attachment.attach_status, attachment.instance_uuid,
-            attachment.attached_host, attachment.attach_mode, reason)
+    _record(session, _event(attachment.id, attachment.volume_id,
+                            attachment.project_id, attachment.attach_status,
+                            attachment.attach_status,
+                            attachment.instance_uuid,
+                            attachment.attached_host,
+                            attachment.attach_mode, reason))
 
 
 def of_host(session, volume_id, host):

@@ -225,11 +225,13 @@ class AttachmentService:
         with db_api.writer() as session:
             vol = self._lock_to_attach(session, context, volume_id)
             connector = dict(connector)
+            # (written once the connect is decided: one INSERT of the
+            # attachment as the connect leaves it)
             attachment = self._record_reservation(
                 session, context, vol, instance_uuid, mode, service_owned,
-                states.ATTACH_RESERVED)
+                states.ATTACH_RESERVED, write=False)
             host, mode = self._start_connect(session, vol, attachment,
-                                             connector)
+                                             connector, written=False)
             db_attachments.sync_volume_status(session, vol.id)
         LOG.info('attachment %s of volume %s: reserved and connecting '
                  '(instance %s, host %s, mode %s)', attachment.id, vol.id,
@@ -292,14 +294,18 @@ class AttachmentService:
         return vol
 
     def _record_reservation(self, session, context, vol, instance_uuid,
-                            mode, service_owned, status, operation=None):
+                            mode, service_owned, status, operation=None,
+                            write=True):
         """The new attachment of ``vol``, which the caller locked (and
-        checked ``mode`` for)."""
+        checked ``mode`` for).  ``write=False``: not written yet, for
+        ``_start_connect`` to write as the connect leaves it."""
         facts = volume_facts(session, vol)
         self._check_sharing(context, session, facts, vol.project_id,
                             instance_uuid)
         mode = rules.reserve_mode(facts, mode, writers(session, facts))
-        attachment = db_attachments.create(session, {
+        make = db_attachments.create if write else \
+            (lambda session, values: db_attachments.new(values))
+        attachment = make(session, {
             'id': str(uuid.uuid4()),
             'volume_id': vol.id,
             'project_id': vol.project_id,
@@ -356,11 +362,14 @@ class AttachmentService:
         return self._connect_on_backend(context, vol, attachment, host,
                                         connector, mode)
 
-    def _start_connect(self, session, vol, attachment, connector):
+    def _start_connect(self, session, vol, attachment, connector,
+                       written=True):
         """Decide the mode and the exporting service of a connect and mark
         the attachment ``attaching`` (inside the transaction holding the
         volume's row lock); returns (export host, mode) and sets the
-        connector's mode."""
+        connector's mode.  ``written=False``: the attachment was reserved
+        in this transaction and is written now, as the connect leaves
+        it."""
         if db_host_fences.is_fenced(session, connector['host'], vol.id):
             raise exception.HostFenced(host=connector['host'],
                                        volume_id=vol.id)
@@ -377,17 +386,21 @@ class AttachmentService:
                  if a.id != attachment.id])
         connector['mode'] = mode
         host = self._export_host(session, vol, connector)
+        values = {'attach_mode': mode, 'connector': connector,
+                  'attached_host': connector['host'],
+                  'mountpoint': connector.get('mountpoint'),
+                  'export_host': host, 'status_reason': None,
+                  'operation': None}
+        if not written:
+            db_attachments.create_moved(session, attachment, 'connect',
+                                        values)
+            return host, mode
         # one completed before it was connected moves on from attached
         db_attachments.transition(
             session, attachment.id,
             'connect_completed' if rules.completed_unconnected(attachment)
             else 'connect',
-            values={'attach_mode': mode, 'connector': connector,
-                    'attached_host': connector['host'],
-                    'mountpoint': connector.get('mountpoint'),
-                    'export_host': host, 'status_reason': None,
-                    'operation': None},
-            current=attachment)
+            values=values, current=attachment)
         return host, mode
 
     def _connect_on_backend(self, context, vol, attachment, host, connector,
