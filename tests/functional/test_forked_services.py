@@ -6,9 +6,9 @@ import signal
 import subprocess
 
 import pytest
-import requests
 
 from tests.harness import forkrun
+from tests.harness import stack as stack_mod
 from tests.harness import util
 
 
@@ -21,18 +21,10 @@ def _start_all(tmp_path):
         child = forkrun.spawn('cinder_lite.cmd.all',
                               ['--config-file', str(conf)], str(tmp_path),
                               dict(os.environ), log)
-    util.wait_for(lambda: child.poll() is not None or _answers(port),
+    util.wait_for(lambda: child.poll() is not None or stack_mod.api_answers(port),
                   timeout=30, what='the forked API')
     assert child.poll() is None, (tmp_path / 'all.log').read_text()
     return child
-
-
-def _answers(port):
-    try:
-        return requests.get('http://127.0.0.1:%d/' % port,
-                            timeout=1).status_code == 300
-    except requests.ConnectionError:
-        return False
 
 
 def test_sigterm_stops_a_forked_service_with_exit_code_0(tmp_path):

@@ -96,19 +96,11 @@ def test_a_port_in_use_is_one_line_and_port_chooses_another(tmp_path):
          str(conf), '--port', str(port)], cwd=str(tmp_path),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        util.wait_for(lambda: _answers(port), timeout=30,
+        util.wait_for(lambda: stack_mod.api_answers(port), timeout=30,
                       what='the API on --port %d' % port)
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
-
-
-def _answers(port):
-    try:
-        return requests.get('http://127.0.0.1:%d/' % port,
-                            timeout=1).status_code == 300
-    except requests.ConnectionError:
-        return False
 
 
 def test_api_workers_speak_to_systemd_through_the_parent(tmp_path):

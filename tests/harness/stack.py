@@ -237,6 +237,16 @@ class Stack:
         cfg.CONF.clear()
 
 
+def api_answers(port, host='127.0.0.1'):
+    """Whether a cinder_lite API answers on ``port`` (its versions
+    document, 300 Multiple Choices)."""
+    try:
+        return requests.get('http://%s:%d/' % (host, port),
+                            timeout=1).status_code == 300
+    except requests.ConnectionError:
+        return False
+
+
 def start_all(workdir, env=None, extra=''):
     """``cinder-lite-all`` as a process, on a free port with its state
     under ``workdir`` (also its working directory), once its API answers;
@@ -253,12 +263,8 @@ def start_all(workdir, env=None, extra=''):
                             cwd=str(workdir))
     deadline = time.monotonic() + 30
     while True:
-        try:
-            if requests.get('http://127.0.0.1:%d/' % port,
-                            timeout=1).status_code == 300:
-                return proc, port, log
-        except requests.ConnectionError:
-            pass
+        if api_answers(port):
+            return proc, port, log
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             proc.wait()
