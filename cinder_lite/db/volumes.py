@@ -468,6 +468,19 @@ def claim_stale(session, volume_id, status, updated_at):
     return result.rowcount == 1
 
 
+def claim_extend(session, volume_id, new_size):
+    """(The volume under its row lock, whether an extend to ``new_size``
+    may go ahead on the storage): it is still extending to that size, and
+    is now claimed (``claim_stale``), so that no reconciliation takes it
+    meanwhile.  The lock comes first: an attachment change committed
+    between a plain read and the claim moves the row's ``updated_at``
+    (the attachments' lock writes the row) and would make the claim fail
+    for a volume that is extending all the same, leaving it so."""
+    row = lock(session, volume_id)
+    return row, (row.pending_size == new_size and claim_stale(
+        session, volume_id, states.EXTENDING, row.updated_at))
+
+
 def ids_of_project(session, project_id, limit=10000):
     """Ids of the live volumes of ``project_id``, oldest first."""
     V = models.Volume

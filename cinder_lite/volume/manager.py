@@ -412,7 +412,7 @@ class VolumeManager:
                 connector = dict(attachment.connector or {})
                 shared = db_attachments.shares_host_connection(
                     session, attachment, self.host)
-            if attachment.operation != db_attachments.TAKING_OVER:
+            if attachment.operation != states.TAKING_OVER:
                 raise exception.InvalidInput(
                     reason='attachment %s is not taking over (%s)' % (
                         attachment_id, states.shown_reason(
@@ -520,17 +520,15 @@ class VolumeManager:
 
     def extend_volume(self, ctxt, volume_id, new_size):
         with db_api.writer() as session:
-            row = db_volumes.get(session, volume_id)
-            volume = volume_dict(row)
             # Claim it as reconciliation does: a request that waited in
             # the queue past reconcile_after may find the volume rolled
             # back by another member (or this one), and must then leave
             # the storage alone.
             # ... or extending again, to another size: that extend's
             # message is the one to serve
-            claimed = row.pending_size == new_size and \
-                db_volumes.claim_stale(session, volume_id, states.EXTENDING,
-                                       row.updated_at)
+            row, claimed = db_volumes.claim_extend(session, volume_id,
+                                                   new_size)
+            volume = volume_dict(row)
         if not claimed:
             LOG.warning('volume %s is no longer extending (%s); extend to '
                         '%d GiB not done', volume_id, volume['status'],
