@@ -224,13 +224,6 @@ def _live_statuses_statement(with_volume_status=False):
     return sa.select(*columns)
 
 
-# the operations under way on an attachment (its ``operation`` column;
-# common/states.py says what each means)
-LEGACY_RESERVE = states.LEGACY_RESERVE
-TAKING_OVER = states.TAKING_OVER
-DISCONNECTING = states.DISCONNECTING
-
-
 # the statuses of an attachment that holds (or is making) a connection
 CONNECTED_STATUSES = states.ATTACH_CONNECTED_STATUSES
 
@@ -243,7 +236,7 @@ def live_writer(session, volume_id, exclude=None):
             AT.c.volume_id == sa.bindparam('volume_id'),
             AT.c.deleted == sa.false(),
             sa.or_(AT.c.attach_mode == 'rw',
-                   AT.c.operation == TAKING_OVER),
+                   AT.c.operation == states.TAKING_OVER),
             AT.c.id != sa.bindparam('exclude')).limit(1))),
         {'volume_id': volume_id, 'exclude': exclude or ''}
     ).scalar_one_or_none()
@@ -824,7 +817,7 @@ def stale(session, service_host, cutoff):
                                         states.ATTACH_DETACHING,
                                         states.ERROR_DETACHING)),
                    sa.and_(A.attach_status == states.ATTACHED,
-                           A.operation == TAKING_OVER)
+                           A.operation == states.TAKING_OVER)
                    ))).all()
 
 

@@ -217,7 +217,7 @@ class VolumeActions:
                      volume.id, len(attached))
             return
         self._move(volume.id, attached[0].id, 'begin_detaching',
-                   not_marked=rules.TAKING_OVER)
+                   not_marked=states.TAKING_OVER)
 
     def roll_detaching(self, context, volume_id):
         """Back to attached what os-begin_detaching marked, decided under
@@ -229,7 +229,7 @@ class VolumeActions:
             with db_attachments.locked_volume(session, volume.id, load=False):
                 for att in db_attachments.live_for_volume(session, volume.id):
                     if att.attach_status == states.ATTACH_DETACHING and \
-                            att.operation != rules.DISCONNECTING:
+                            att.operation != states.DISCONNECTING:
                         db_attachments.transition(session, att.id,
                                                   'roll_detaching')
 

@@ -32,8 +32,6 @@ from cinder_lite.volume import rules
 LOG = logging.getLogger(__name__)
 
 # (kept for the tests and tools that mark attachments by hand)
-DISCONNECTING = rules.DISCONNECTING
-TAKING_OVER = rules.TAKING_OVER
 
 
 def volume_facts(session, volume):
@@ -540,13 +538,13 @@ class AttachmentService:
                 if cut:
                     self._live_members(session, vol, writer.export_host)
                 db_attachments.update(session, current.id,
-                                      {'operation': TAKING_OVER})
+                                      {'operation': states.TAKING_OVER})
                 why = 'taken over by %s' % current.id
                 if writer is not None:
                     db_attachments.transition(
                         session, writer.id,
                         'start_disconnect' if cut else 'detach',
-                        values={'operation': DISCONNECTING} if cut
+                        values={'operation': states.DISCONNECTING} if cut
                         else {'status_reason': why}, reason=why,
                         current=writer)
             status = held.status
@@ -588,7 +586,7 @@ class AttachmentService:
         returns the live writer to cut (None when there is none)."""
         rules.check_takeover(volume_facts(session, vol), current,
                              db_attachments.marked(session, vol.id,
-                                                   TAKING_OVER))
+                                                   states.TAKING_OVER))
         writer_id = db_attachments.live_writer(session, vol.id,
                                                exclude=current.id)
         if writer_id is None:
@@ -599,7 +597,7 @@ class AttachmentService:
 
     def _unmark_takeover(self, attachment_id):
         with db_api.writer() as session:
-            db_attachments.unmark(session, attachment_id, TAKING_OVER)
+            db_attachments.unmark(session, attachment_id, states.TAKING_OVER)
 
     # -- delete --------------------------------------------------------------
     def delete(self, context, attachment_id, force=False):
@@ -632,7 +630,7 @@ class AttachmentService:
         if not backend_up and (force or what == 'being connected'):
             return
         # a takeover waits for two calls in a row
-        waits = 2 if current.operation == TAKING_OVER else 1
+        waits = 2 if current.operation == states.TAKING_OVER else 1
         if force and current.updated_at is not None and \
                 models.utcnow() - current.updated_at > datetime.timedelta(
                     seconds=waits * self.conf.volume_rpc_timeout):
@@ -701,7 +699,7 @@ class AttachmentService:
             db_attachments.transition(
                 session, attachment.id,
                 'start_disconnect' if connected else 'detach',
-                values={'operation': DISCONNECTING} if connected
+                values={'operation': states.DISCONNECTING} if connected
                 else None, current=current)
         status = held.status
         return vol, current, connected, was_connected, host, status

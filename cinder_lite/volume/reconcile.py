@@ -269,7 +269,7 @@ def _takeover_interrupted(backend, attachment_id, volume):
                 attachment = db_attachments.get(session, attachment_id)
             except exception.NotFound:
                 return None
-            if attachment.operation != rules.TAKING_OVER or \
+            if attachment.operation != states.TAKING_OVER or \
                     (attachment.updated_at or cutoff) > cutoff:
                 return None
             connector = dict(attachment.connector or {})

@@ -53,8 +53,6 @@ DEFAULT_MODE = RW
 TYPE_MODE_KEY = 'mode'
 
 # operations under way on an attachment (its ``operation``)
-TAKING_OVER = states.TAKING_OVER
-DISCONNECTING = states.DISCONNECTING
 
 
 def check_type_mode(type_mode):
@@ -145,15 +143,15 @@ def is_writer(attachment):
     """Read-write, or taking over as the writer (it counts as the writer
     from the moment it is marked)."""
     return (attachment.attach_mode == RW
-            or attachment.operation == TAKING_OVER)
+            or attachment.operation == states.TAKING_OVER)
 
 
 def busy_with(attachment):
     """What another request is doing to the attachment (a disconnect, a
     takeover, a connect), or None."""
-    if attachment.operation == DISCONNECTING:
+    if attachment.operation == states.DISCONNECTING:
         return 'being disconnected'
-    if attachment.operation == TAKING_OVER:
+    if attachment.operation == states.TAKING_OVER:
         return 'taking over as the writer'
     if half_connected(attachment):
         return 'being connected'

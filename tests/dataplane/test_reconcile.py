@@ -13,7 +13,6 @@ from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.volume import attachment_api
 from tests.harness import dataplane as dp
 from tests.harness import util
 
@@ -44,7 +43,7 @@ def test_interrupted_detach_is_rolled_forward(nbd_stack):
         db_attachments.lock_volume(session, vol['id'])
         db_attachments.transition(
             session, att['id'], 'start_disconnect',
-            values={'operation': attachment_api.DISCONNECTING})
+            values={'operation': states.DISCONNECTING})
         db_attachments.sync_volume_status(session, vol['id'])
     assert api.get('/volumes/%s' % vol['id']).json()['volume'][
         'status'] == 'detaching'

@@ -10,6 +10,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
+from cinder_lite.common import states
 from cinder_lite.connector import client
 from cinder_lite.connector import host as host_connector
 from cinder_lite.connector import nbd
@@ -229,7 +230,7 @@ def test_an_interrupted_takeover_is_undone_by_reconcile(proto):
     r_att, r_dev = reader_host.attach_device(vol['id'], mode='ro')
     with db_api.writer() as session:
         db_attachments.update(session, r_att['id'], {
-            'operation': db_attachments.TAKING_OVER})
+            'operation': states.TAKING_OVER})
     manager = s.volume_service('file').endpoints[0]
     # younger than two RPC waits: the request may still be under way
     assert manager.reconcile_now(max_age=0) == []
@@ -319,7 +320,7 @@ def test_a_takeover_interrupted_mid_export_is_undone_by_reconcile(proto):
     with db_api.writer() as session:
         session.execute(sa.update(models.VolumeAttachment).where(
             models.VolumeAttachment.id == r_att['id']).values(
-                operation=db_attachments.TAKING_OVER,
+                operation=states.TAKING_OVER,
                 updated_at=models.utcnow() - datetime.timedelta(minutes=5)))
     assert manager.reconcile_now(max_age=0) == [
         'attachment %s: takeover interrupted -> attached' % r_att['id']]
@@ -339,7 +340,7 @@ def _marked_reader(s, api):
     r_dev.close()
     with db_api.writer() as session:
         db_attachments.update(session, r_att['id'], {
-            'operation': db_attachments.TAKING_OVER})
+            'operation': states.TAKING_OVER})
     return vol, reader_host, r_att
 
 
@@ -395,7 +396,7 @@ def test_a_promote_settled_meanwhile_is_reverted(proto, monkeypatch):
         if mode == 'rw':
             with db_api.writer() as session:
                 db_attachments.unmark(session, attachment_id,
-                                      db_attachments.TAKING_OVER)
+                                      states.TAKING_OVER)
         return real(volume, connector, mode, attachment_id)
     monkeypatch.setattr(manager.driver, 'initialize_connection',
                         initialize_connection)

@@ -233,7 +233,7 @@ def test_attachment_reconcile_resolves_an_interrupted_detach(cluster, api):
     import sqlalchemy as sa
 
     from cinder_lite.db import models
-    from cinder_lite.volume import attachment_api
+    from cinder_lite.common import states
 
     vol = pinned_volume(api, 'ma')
     att = attach(api, vol['id'], 'host-r', '127.0.0.2')
@@ -243,7 +243,7 @@ def test_attachment_reconcile_resolves_an_interrupted_detach(cluster, api):
             conn.execute(sa.update(models.VolumeAttachment).where(
                 models.VolumeAttachment.id == att['id']).values(
                 attach_status='detaching',
-                operation=attachment_api.DISCONNECTING))
+                operation=states.DISCONNECTING))
             conn.execute(sa.update(models.Volume).where(
                 models.Volume.id == vol['id']).values(status='detaching'))
     finally:

@@ -42,7 +42,7 @@ OTHERS = {
     'a writer': [A('w1', attach_mode='rw')],
     'an undecided reservation': [A('u1')],
     'a reader taking over': [A('t1', attach_mode='ro',
-                               operation=rules.TAKING_OVER)],
+                               operation=states.TAKING_OVER)],
     'several readers': [A('r1', attach_mode='ro'),
                         A('r2', attach_mode='ro')],
     'several with a writer': [A('r1', attach_mode='ro'),
@@ -59,7 +59,7 @@ def _single_writer(volume):
 
 def _has_writer(others):
     return any(a.attach_mode == 'rw'
-               or a.operation == rules.TAKING_OVER for a in others)
+               or a.operation == states.TAKING_OVER for a in others)
 
 
 def _refusal(volume, mode, others):
@@ -339,9 +339,9 @@ TAKEOVER_CASES = [
      exception.TakeoverRefused, 'is the writer of volume'),
     ('single-writer, read-only', READER, None, exception.InvalidInput,
      'nobody may write it'),
-    ('single-writer', dict(READER, operation=rules.DISCONNECTING), None,
+    ('single-writer', dict(READER, operation=states.DISCONNECTING), None,
      exception.AttachmentBusy, 'being disconnected'),
-    ('single-writer', dict(READER, operation=rules.TAKING_OVER), 'me',
+    ('single-writer', dict(READER, operation=states.TAKING_OVER), 'me',
      exception.AttachmentBusy, 'taking over as the writer'),
     ('single-writer', dict(READER, attach_status=states.ATTACH_ATTACHING,
                            connection_info=None), None,

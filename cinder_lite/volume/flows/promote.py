@@ -124,7 +124,7 @@ class RecordPromotion(task.Task):
                                             attachment_id)
             if current is None or \
                     current.attach_status != states.ATTACHED or \
-                    current.operation != db_attachments.TAKING_OVER:
+                    current.operation != states.TAKING_OVER:
                 raise Settled('attachment %s stopped taking over '
                               'meanwhile' % attachment_id)
             db_attachments.transition(
