@@ -54,6 +54,7 @@ volume_dict = db_volumes.summary
 
 
 with_qos = flows.with_qos
+with_qos_read = flows.with_qos_read
 
 
 class VolumeManager:
@@ -361,7 +362,7 @@ class VolumeManager:
         with db_api.reader() as session:
             attachment, volume, type_qos = db_attachments.with_volume(
                 session, attachment_id)
-            volume = with_qos(session, volume, type_qos=type_qos)
+            volume = with_qos_read(session, volume, type_qos)
             sharing = db_attachments.connections_on_host(
                 session, attachment.volume_id, connector.get('host'),
                 exclude=attachment_id, export_host=self.host)

@@ -157,29 +157,31 @@ def kept_fresh(volume_id, status, interval=30):
         thread.join()
 
 
-# ``with_qos``: the type's QoS specs were not read with the volume
-UNREAD = object()
-
-
-def with_qos(session, volume, cache=None, type_qos=UNREAD):
+def with_qos(session, volume, cache=None):
     """``volume`` (a dict) with its type's QoS specs as they apply to a
     connection: the back-end ones in ``qos_specs`` (the driver applies
     what it can) and the front-end ones in ``frontend_qos_specs`` (handed
     to the host in the connection info); None where there are none.
-    ``cache``: type id -> its specs, for many volumes; ``type_qos``: the
-    (id, consumer) of the type's specs (None without) as read with the
-    volume (``db_attachments.with_volume``)."""
+    ``cache``: type id -> its specs, for many volumes."""
     type_id = volume['volume_type_id']
-    if type_qos is not UNREAD:
-        type_qos = type_qos and db_qos.with_keys(session, *type_qos)
-    elif cache is None or type_id not in cache:
-        found = db_qos.for_type(session, type_id)
-        if cache is None:
-            type_qos = found
-        else:
-            type_qos = cache[type_id] = found
+    if cache is None:
+        type_qos = db_qos.for_type(session, type_id)
+    elif type_id not in cache:
+        type_qos = cache[type_id] = db_qos.for_type(session, type_id)
     else:
         type_qos = cache[type_id]
+    return _applied(volume, type_qos)
+
+
+def with_qos_read(session, volume, type_qos):
+    """``with_qos`` when the (id, consumer) of the type's specs (None
+    without) were read with the volume (``db_attachments.with_volume``):
+    only their keys are left to read."""
+    return _applied(volume,
+                    type_qos and db_qos.with_keys(session, *type_qos))
+
+
+def _applied(volume, type_qos):
     return dict(volume,
                 qos_specs=qos.for_consumer(type_qos, qos.BACK_END,
                                            volume['size']),
