@@ -129,13 +129,10 @@ function snapshotControls(r) {
   const back = h('p', {}, h('a', {href: '#/snapshots'}, '‹ Snapshots'));
   if (!mayAct()) return [back, readerNote()];
   const name = h('input', {id: 'from-snapshot-name', placeholder: 'name'});
+  // the size starts as the snapshot's, the smallest the API accepts
+  // (set when the live part first draws the snapshot)
   const size = h('input', {id: 'from-snapshot-size', type: 'number',
                            min: 1});
-  // the size starts as the snapshot's, the smallest the API accepts
-  api('GET', '/snapshots/' + r.id).then((body) => {
-    size.min = body.snapshot.size;
-    if (!size.value) size.value = body.snapshot.size;
-  }).catch(() => {});   // the live part below says why
   const create = (ev) => {
     ev.preventDefault();
     act(async () => {
@@ -157,9 +154,12 @@ function snapshotControls(r) {
         'Create volume'),
       h('button', {type: 'button', class: 'danger', id: 'delete-snapshot',
                    onclick: () => act(async () => {
-        const sn = (await api('GET', '/snapshots/' + r.id)).snapshot;
+        // (the volume it was of, as the live part last showed it)
+        const volumeId = shownSnapshot && shownSnapshot.id === r.id
+          ? shownSnapshot.volume_id
+          : (await api('GET', '/snapshots/' + r.id)).snapshot.volume_id;
         await api('DELETE', '/snapshots/' + r.id);
-        location.hash = '#/volume/' + sn.volume_id;
+        location.hash = '#/volume/' + volumeId;
       })}, 'Delete snapshot')),
   ];
 }
@@ -176,8 +176,17 @@ async function snapshotLoad(r) {
                                        status: volume.status}};
 }
 
+// the snapshot the live part drew last
+let shownSnapshot = null;
+
 function snapshotDraw(r, data) {
   const sn = data.snapshot;
+  shownSnapshot = sn;
+  const size = document.getElementById('from-snapshot-size');
+  if (size) {
+    size.min = sn.size;
+    if (!size.value) size.value = sn.size;
+  }
   const extended = (k) => sn['os-extended-snapshot-attributes:' + k];
   return [
     h('h1', {}, sn.name || sn.id, ' ',
