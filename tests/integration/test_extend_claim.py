@@ -22,9 +22,11 @@ from tests.harness import cluster as cluster_mod
 @pytest.mark.parametrize('kind', cluster_mod.KINDS)
 def test_an_attachment_change_during_the_claim_does_not_drop_the_extend(
         kind):
-    cluster_mod.require_services(kind)
-    name = 'cl_claim_%s' % uuid.uuid4().hex[:8]
-    url = cluster_mod.create_database(kind, name)
+    with cluster_mod.scratch_database(kind, 'cl_claim') as url:
+        _claim_while_attachments_change(url)
+
+
+def _claim_while_attachments_change(url):
     engine = db_api.create_engine(url)
     other = db_api.create_engine(url)
     try:
@@ -68,4 +70,3 @@ def test_an_attachment_change_during_the_claim_does_not_drop_the_extend(
     finally:
         engine.dispose()
         other.dispose()
-        cluster_mod.drop_database(kind, name)
