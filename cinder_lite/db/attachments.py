@@ -310,8 +310,8 @@ def new(values):
 def create_moved(session, attachment, event, values):
     """Write the new ``attachment`` (``new``) as ``event`` applied to it
     with ``values`` (as ``transition`` takes them) leaves it: one INSERT of
-    the row as it ends and one of its two events (its creation, then
-    ``event``), where ``create`` and ``transition`` take four
+    the row as it ends and one INSERT of its two events (its creation,
+    then ``event``), where ``create`` and ``transition`` take four
     statements.  The caller holds the volume's lock, as for those."""
     target, allowed = states.ATTACHMENT.resolve(event)
     if attachment.attach_status not in allowed:
@@ -325,21 +325,24 @@ def create_moved(session, attachment, event, values):
         setattr(attachment, key, value)
     session.add(attachment)
     session.flush()
-    _record(session, created, _event(
-        attachment.id, attachment.volume_id, attachment.project_id,
-        created['to_status'], target, attachment.instance_uuid,
-        attachment.attached_host, attachment.attach_mode,
+    _record(session, created, _event_of(
+        attachment, created['to_status'], target,
         states.shown_reason(values.get('status_reason'),
                             values.get('operation'))))
     return attachment
 
 
 def _created_event(attachment):
+    return _event_of(attachment, None, attachment.attach_status,
+                     states.shown_reason(attachment.status_reason,
+                                         attachment.operation))
+
+
+def _event_of(attachment, from_status, to_status, reason):
+    """``_event`` of ``attachment`` as it is now."""
     return _event(attachment.id, attachment.volume_id, attachment.project_id,
-                  None, attachment.attach_status, attachment.instance_uuid,
-                  attachment.attached_host, attachment.attach_mode,
-                  states.shown_reason(attachment.status_reason,
-                                      attachment.operation))
+                  from_status, to_status, attachment.instance_uuid,
+                  attachment.attached_host, attachment.attach_mode, reason)
 
 
 def _event(attachment_id, volume_id, project_id, from_status, to_status,
@@ -760,12 +763,8 @@ def fenced_of(session, volume_id, attachment_ids):
 def record_event(session, attachment, reason):
     """An event about ``attachment`` that leaves its status as it is
     (fenced, unfenced), for the audit trail."""
-    _record(session, _event(attachment.id, attachment.volume_id,
-                            attachment.project_id, attachment.attach_status,
-                            attachment.attach_status,
-                            attachment.instance_uuid,
-                            attachment.attached_host,
-                            attachment.attach_mode, reason))
+    _record(session, _event_of(attachment, attachment.attach_status,
+                               attachment.attach_status, reason))
 
 
 def of_host(session, volume_id, host):

@@ -301,9 +301,7 @@ class AttachmentService:
         self._check_sharing(context, session, facts, vol.project_id,
                             instance_uuid)
         mode = rules.reserve_mode(facts, mode, writers(session, facts))
-        make = db_attachments.create if write else \
-            (lambda session, values: db_attachments.new(values))
-        attachment = make(session, {
+        values = {
             'id': str(uuid.uuid4()),
             'volume_id': vol.id,
             'project_id': vol.project_id,
@@ -314,8 +312,9 @@ class AttachmentService:
             'operation': operation,
             'deleted': False,
             'created_at': models.utcnow(),
-        })
-        return attachment
+        }
+        return db_attachments.create(session, values) if write \
+            else db_attachments.new(values)
 
     def _check_sharing(self, context, session, facts, project_id,
                        instance_uuid):
