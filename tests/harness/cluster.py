@@ -338,6 +338,14 @@ def with_vhost(url, vhost):
 
 # -- helpers -----------------------------------------------------------------
 
+def _forkable(argv):
+    """``argv`` is ``python -m cinder_lite.cmd.X ...`` in this interpreter:
+    with the test process's environment, a fork of forkrun's server is the
+    same process without the imports (FORK_SERVICES)."""
+    return (FORK_SERVICES and len(argv) > 2 and argv[0] == sys.executable
+            and argv[1] == '-m' and argv[2] in forkrun.PRELOAD)
+
+
 def python():
     return os.environ.get('CINDER_LITE_PYTHON', sys.executable)
 
@@ -428,20 +436,12 @@ class Process:
         self.log_offset = 0          # where this run's log lines begin
         self.workers = []            # Worker objects (API with workers)
 
-    def _forkable(self):
-        """``python -m cinder_lite.cmd.X`` in this interpreter, with the
-        test process's environment: a fork of forkrun's server gives the
-        same process without the imports (FORK_SERVICES)."""
-        return (FORK_SERVICES and not self.env and len(self.argv) > 2
-                and self.argv[0] == sys.executable and self.argv[1] == '-m'
-                and self.argv[2] in forkrun.PRELOAD)
-
     def start(self):
         log = open(self.log_path, 'ab')
         self.log_offset = log.tell()
         env = dict(os.environ, PYTHONUNBUFFERED='1', **self.env)
         try:
-            if self._forkable():
+            if not self.env and _forkable(self.argv):
                 self.popen = forkrun.spawn(self.argv[2], self.argv[3:],
                                            self.cwd, env, log)
             else:
@@ -648,8 +648,7 @@ class Cluster:
         CompletedProcess (text).  Forked from forkrun's server when the
         services are (FORK_SERVICES)."""
         argv = self.argv(module, *extra_conf) + list(args)
-        if FORK_SERVICES and argv[0] == sys.executable and \
-                module in forkrun.PRELOAD:
+        if _forkable(argv):
             return forkrun.run(module, argv[3:], cwd=self.workdir,
                                timeout=timeout)
         return subprocess.run(argv, cwd=self.workdir, capture_output=True,

@@ -92,7 +92,8 @@ def api(cluster):
     client.session.close()
 
 
-# the running OpenStack deployment, and its exit codes once stopped
+# the running OpenStack deployment, the last test that uses it, and its
+# exit codes once stopped
 _openstack = {}
 
 
@@ -112,12 +113,12 @@ def pytest_runtest_teardown(item, nextitem):
     yield
     cloud = _openstack.get('cloud')
     if cloud is not None and 'codes' not in _openstack and \
-            item is _last_openstack_item(item.session):
+            item is _openstack['last']:
         _openstack['codes'] = cloud.stop()
 
 
 @pytest.fixture(scope='session')
-def openstack_cloud():
+def openstack_cloud(request):
     """Keystone, Glance, Placement, Nova and cinder_lite in keystone mode
     (tests/harness/openstack.py), started once for the modules that need
     them (test_nova.py, test_images.py, test_tempest.py: tests/conftest.py
@@ -136,7 +137,8 @@ def openstack_cloud():
     except cluster_mod.ClusterError as e:
         pytest.fail('the OpenStack deployment did not start: %s' % e,
                     pytrace=False)
-    _openstack['cloud'] = cloud
+    _openstack.update(cloud=cloud,
+                      last=_last_openstack_item(request.session))
     try:
         yield cloud
     finally:
