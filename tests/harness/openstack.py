@@ -552,6 +552,9 @@ class NovaStack:
     # -- whole ----------------------------------------------------------------
     def start(self, timeout=START_TIMEOUT):
         check_available()
+        # (a work directory given by the caller, e.g. tools/tempest's
+        # <workdir>/stack, may not exist yet)
+        os.makedirs(self.workdir, exist_ok=True)
         try:
             for name in ('keystone', 'glance', 'placement', 'nova-api',
                          'no-network'):
