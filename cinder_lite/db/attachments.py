@@ -119,33 +119,55 @@ def _lock_statement(allowed, scoped):
 class Held(object):
     """What ``locked_volume`` yields: the ``volume`` as it is under the
     lock (None with ``load=False``); after a normal exit, ``status``, the
-    volume's status its live attachments make it."""
+    volume's status its live attachments make it.
 
-    def __init__(self, volume):
+    ``others``: what a statement under the lock read besides (an
+    ``Others``); with it, a block that changes one attachment names the
+    status it leaves that attachment in (``leaves``) and the volume's
+    status is derived from the two without asking the database again."""
+
+    def __init__(self, volume, others=None):
         self.volume = volume
+        self.others = others
         self.status = None
+        self.left = None
+
+    def leaves(self, attach_status):
+        """The block leaves its attachment ``attach_status``
+        (``states.DETACHED``: gone); returns it."""
+        self.left = attach_status
+        return attach_status
 
 
 @contextlib.contextmanager
 def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
-                  load=True, volume=None, statuses_change=True):
+                  load=True, volume=None, statuses_change=True,
+                  others=None):
     """The one entry point for a change to a volume's attachments: the
     volume's row lock (``lock_volume``) on entry and, when the block ends
     without an error, the volume's status derived from its live
-    attachments (``sync_volume_status``), in the same transaction.
+    attachments (``sync_volume_status``, or ``settle_status`` when the
+    block read ``others`` and said what it ``leaves``), in the same
+    transaction.
     ``volume``: this transaction holds the lock already
-    (``lock_for_attachment``) and read the volume under it.
+    (``lock_for_attachment``) and read the volume under it, ``others``
+    with it.
     ``statuses_change=False``: the block changes no attachment's status
     (a connect recording its connection info), so the volume's status,
     derived by the last change that did, stays as it is and is not
     derived again (``held.status`` stays None)."""
     if volume is not None:
-        held = Held(volume)
+        held = Held(volume, others)
     else:
         held = Held(lock_volume(session, volume_id, allowed, project_id,
-                                load))
+                                load), others)
     yield held
-    if statuses_change:
+    if not statuses_change:
+        return
+    if held.others is not None and held.left is not None:
+        held.status = settle_status(session, volume_id, held.others,
+                                    held.left)
+    else:
         held.status = sync_volume_status(session, volume_id)
 
 
@@ -208,20 +230,55 @@ def _present(row):
 def _live_statuses_statement(with_volume_status=False):
     """``live_statuses``'s statement; ``with_volume_status``: the
     volume's own status too, in its last column."""
-    volume_id = sa.bindparam('volume_id')
-    columns = [
-        sa.exists().where(AT.c.volume_id == volume_id,
-                          AT.c.deleted == sa.false(),
-                          AT.c.attach_status == status).label(status)
-        for status in LIVE_STATUSES] + [
-        sa.exists().where(AT.c.volume_id == volume_id,
-                          AT.c.deleted == sa.false(),
-                          AT.c.attach_status == states.ATTACH_RESERVED,
-                          AT.c.operation == states.LEGACY_RESERVE)]
-    if with_volume_status:
-        columns.append(sa.select(V.c.status).where(V.c.id == volume_id)
-                       .scalar_subquery())
+    columns = _status_columns(sa.bindparam('volume_id'))
+    if not with_volume_status:
+        columns = columns[:-1]
     return sa.select(*columns)
+
+
+class Others(collections.namedtuple('Others', 'volume_status statuses')):
+    """What a statement that read a volume or one of its attachments
+    under the volume's lock read besides (``_status_columns``): the
+    volume's status and the set of statuses its other live attachments
+    are in (``states.ATTACH_LEGACY_RESERVED`` for an os-reserve
+    reservation)."""
+
+    @classmethod
+    def of(cls, fields):
+        present = {status for status in LIVE_STATUSES
+                   if fields['others__' + status]}
+        if fields['others__legacy']:
+            present.add(states.ATTACH_LEGACY_RESERVED)
+        return cls(fields['others__volume_status'], frozenset(present))
+
+
+def _status_columns(volume_id, exclude=None):
+    """Columns that read, with any statement, the statuses the live
+    attachments of volume ``volume_id`` (an expression: a bind parameter
+    or a column of the statement) other than attachment ``exclude`` (an
+    expression; None: all) are in, one EXISTS per status, each a probe of
+    the index on (volume_id, deleted, attach_status), so a volume shared
+    by 10,000 hosts costs as much as one shared by two; then the legacy
+    reservation and, last, the volume's status.  ``Others.of`` reads
+    them."""
+    # aliases: a statement reading an attachment or the volume itself
+    # must not correlate them with its own rows
+    other = AT.alias('other_attachments')
+    VS = V.alias('volume_status')
+
+    def probe(*conditions):
+        where = [other.c.volume_id == volume_id,
+                 other.c.deleted == sa.false(), *conditions]
+        if exclude is not None:
+            where.append(other.c.id != exclude)
+        return sa.exists().where(*where)
+    return [probe(other.c.attach_status == status).label('others__' + status)
+            for status in LIVE_STATUSES] + [
+        probe(other.c.attach_status == states.ATTACH_RESERVED,
+              other.c.operation == states.LEGACY_RESERVE).label(
+            'others__legacy'),
+        sa.select(VS.c.status).where(VS.c.id == volume_id)
+        .scalar_subquery().label('others__volume_status')]
 
 
 # the statuses of an attachment that holds (or is making) a connection
@@ -422,26 +479,78 @@ def get(session, attachment_id, project_id=None):
     return Record(row._mapping)
 
 
-def get_with_volume(session, attachment_id, project_id=None):
-    """(``get``, its volume as a ``volumes.Record``) in one statement:
-    what os-complete and a detach read once they hold the volume's lock
-    (``lock_for_attachment``).  AttachmentNotFound as ``get``."""
+def get_with_volume(session, attachment_id, project_id=None,
+                    others=False):
+    """(``get``, its volume as a ``volumes.Record``, ``Others`` with
+    ``others`` else None) in one statement: what os-complete and a detach
+    read once they hold the volume's lock (``lock_for_attachment``).
+    AttachmentNotFound as ``get``."""
     scoped = project_id is not None
     row = query.core(session).execute(
-        query.built(('attachment_volume', scoped),
-                    lambda: _with_full_volume_statement(scoped)),
+        query.built(('attachment_volume', scoped, others),
+                    lambda: _with_full_volume_statement(scoped, others)),
         {'attachment_id': attachment_id, 'project_id': project_id}
     ).first()
     if row is None:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
     fields = row._mapping
-    return Record(fields), VolumeRecord(fields, prefix='volume__')
+    return (Record(fields), VolumeRecord(fields, prefix='volume__'),
+            Others.of(fields) if others else None)
 
 
-def _with_full_volume_statement(scoped):
+def _with_full_volume_statement(scoped, others):
     stmt = _get_statement(scoped)
-    return (stmt.add_columns(*[c.label('volume__' + c.key) for c in V.c])
+    stmt = (stmt.add_columns(*[c.label('volume__' + c.key) for c in V.c])
             .join(V, V.c.id == AT.c.volume_id))
+    if others:
+        stmt = stmt.add_columns(*_status_columns(AT.c.volume_id, AT.c.id))
+    return stmt
+
+
+def get_with_others(session, attachment_id):
+    """(``get``, ``Others``) in one statement: what a change of one
+    attachment under its volume's lock reads to derive the volume's
+    status without asking again (``Held.leaves``).  AttachmentNotFound
+    as ``get``."""
+    row = query.core(session).execute(
+        query.built('attachment_others', lambda: _get_statement(False)
+                    .add_columns(*_status_columns(AT.c.volume_id,
+                                                  AT.c.id))),
+        {'attachment_id': attachment_id}).first()
+    if row is None:
+        raise exception.AttachmentNotFound(attachment_id=attachment_id)
+    return Record(row._mapping), Others.of(row._mapping)
+
+
+def volume_to_attach(session, volume_id, host, type_spec):
+    """After ``lock_volume(..., load=False)``: the volume as it is under
+    the lock, with what attaching it to consumer ``host`` asks besides,
+    in one statement: (the volume, ``Others`` of all its live
+    attachments, its type's extra spec ``type_spec`` (None without),
+    whether ``host`` is fenced off it)."""
+    row = session.execute(
+        query.built('volume_to_attach', _to_attach_statement),
+        {'volume_id': volume_id, 'host': host, 'spec_key': type_spec}
+    ).one()
+    fields = row._mapping
+    return (row[0], Others.of(fields), fields['type__spec'],
+            bool(fields['host__fenced']))
+
+
+def _to_attach_statement():
+    ES = models.VolumeTypeExtraSpec.__table__
+    volume = models.Volume
+    return (sa.select(volume, *_status_columns(volume.id),
+                      sa.select(ES.c.value).where(
+                          ES.c.volume_type_id == volume.volume_type_id,
+                          ES.c.key == sa.bindparam('spec_key'))
+                      .scalar_subquery().label('type__spec'),
+                      db_host_fences.fenced(
+                          volume.id, sa.bindparam('host')).label(
+                          'host__fenced'))
+            .where(volume.id == sa.bindparam('volume_id'))
+            # as _volume_under_lock: what the lock sees
+            .execution_options(populate_existing=True))
 
 
 def get_fenced(session, attachment_id):
@@ -488,7 +597,7 @@ def transition(session, attachment_id, event, target=None, values=None,
     new status_reason, says why).
     ``current``: the attachment as this transaction read it under the
     volume's lock (saves reading it again for the event); it shows the
-    change afterwards."""
+    change afterwards.  Returns the status it left the attachment in."""
     target, allowed = states.ATTACHMENT.resolve(event, target)
     values = _one_reason(values or {})
     values.update(attach_status=target, updated_at=models.utcnow())
@@ -539,6 +648,7 @@ def transition(session, attachment_id, event, target=None, values=None,
         raise exception.InvalidTransition(
             resource='attachment', id=attachment_id, target=target,
             actual=current, allowed=', '.join(allowed))
+    return target
 
 
 def _transition_statement(allowed, keys):
@@ -580,6 +690,18 @@ def sync_volume_status(session, volume_id):
         {'volume_id': volume_id}).one()
     return _write_status(session, volume_id, row[-1],
                          states.derive_volume_status(_present(row[:-1])))
+
+
+def settle_status(session, volume_id, others, this):
+    """``sync_volume_status`` when this transaction read ``others`` (an
+    ``Others``) under the volume's lock and left one attachment in
+    status ``this`` (``states.DETACHED``: gone): the volume's status
+    follows from the two, with nothing to ask the database."""
+    statuses = set(others.statuses)
+    if this != states.DETACHED:
+        statuses.add(this)
+    return _write_status(session, volume_id, others.volume_status,
+                         states.derive_volume_status(statuses))
 
 
 def sync_after_attached(session, volume_id, current):

@@ -40,7 +40,7 @@ def volume_facts(session, volume):
     (asked up to three times per request)."""
     type_mode = None
     if volume.multiattach:
-        known = session.info.setdefault('cl_type_mode', {})
+        known = _type_modes(session)
         if volume.volume_type_id not in known:
             known[volume.volume_type_id] = db_types.spec(
                 session, volume.volume_type_id, rules.TYPE_MODE_KEY)
@@ -48,6 +48,11 @@ def volume_facts(session, volume):
     return rules.Volume(id=volume.id, multiattach=bool(volume.multiattach),
                         type_mode=type_mode, readonly=bool(volume.readonly),
                         bootable=bool(volume.bootable))
+
+
+def _type_modes(session):
+    """Type id -> its ``mode`` spec, as this transaction read them."""
+    return session.info.setdefault('cl_type_mode', {})
 
 
 def writers(session, facts, exclude=None):
@@ -84,9 +89,12 @@ class AttachmentService:
                          {'project_id': attachment.project_id})
         return attachment
 
-    def _locked_attachment(self, session, context, attachment_id, action):
-        """(The attachment, its volume) read under the volume's row lock,
-        in one statement, once ``action`` is allowed on it.  The lock is
+    def _locked_attachment(self, session, context, attachment_id, action,
+                           others=False):
+        """(The attachment, its volume, with ``others`` the
+        ``db_attachments.Others`` besides it, else None) read under the
+        volume's row lock, in one statement, once ``action`` is allowed
+        on it.  The lock is
         taken through the attachment (one statement); where that finds
         nothing to lock, the attachment is read first and its volume
         locked the usual way, to refuse as those do: unknown (404), not
@@ -96,11 +104,11 @@ class AttachmentService:
                                           action)
             db_attachments.lock_volume(session, attachment.volume_id,
                                        load=False)
-        attachment, volume = db_attachments.get_with_volume(
-            session, attachment_id, self._scope(context))
+        attachment, volume, others = db_attachments.get_with_volume(
+            session, attachment_id, self._scope(context), others)
         policy.authorize(context, action,
                          {'project_id': attachment.project_id})
-        return attachment, volume
+        return attachment, volume, others
 
     def get(self, context, attachment_id):
         policy.authorize(context, policy.ATTACHMENT_GET)
@@ -221,7 +229,8 @@ class AttachmentService:
         mode = mode or connector.get('mode')
         rules.check_mode(mode)
         with db_api.writer() as session:
-            vol = self._lock_to_attach(session, context, volume_id)
+            vol, others, fenced = self._lock_to_attach(
+                session, context, volume_id, connector['host'])
             connector = dict(connector)
             # (written once the connect is decided: one INSERT of the
             # attachment as the connect leaves it)
@@ -229,8 +238,10 @@ class AttachmentService:
                 session, context, vol, instance_uuid, mode, service_owned,
                 states.ATTACH_RESERVED, write=False)
             host, mode = self._start_connect(session, vol, attachment,
-                                             connector, written=False)
-            db_attachments.sync_volume_status(session, vol.id)
+                                             connector, written=False,
+                                             fenced=fenced)
+            db_attachments.settle_status(session, vol.id, others,
+                                         attachment.attach_status)
         LOG.info('attachment %s of volume %s: reserved and connecting '
                  '(instance %s, host %s, mode %s)', attachment.id, vol.id,
                  instance_uuid, connector['host'], mode)
@@ -271,25 +282,31 @@ class AttachmentService:
             session, context, vol, instance_uuid, mode, service_owned,
             status, operation)
 
-    def _lock_to_attach(self, session, context, volume_id):
-        """The volume under its row lock once the caller may attach it:
-        the lock first, in the caller's scope, and the one read after it.
-        A refusal reads the volume again to refuse as a read before the
-        lock would: unknown (404), then not allowed (403), then not
-        attachable (400)."""
+    def _lock_to_attach(self, session, context, volume_id, host):
+        """The volume under its row lock once the caller may attach it to
+        consumer ``host``: the lock first, in the caller's scope, and the
+        one read after it, which also reads what the attach asks of the
+        volume (its type's mode spec, for ``volume_facts``).  Returns (the
+        volume, ``db_attachments.Others`` of all its live attachments,
+        whether ``host`` is fenced off it).  A refusal reads the volume
+        again to refuse as a read before the lock would: unknown (404),
+        then not allowed (403), then not attachable (400)."""
         scope = self._scope(context)
         try:
-            vol = db_attachments.lock_volume(
+            db_attachments.lock_volume(
                 session, volume_id, db_attachments.ATTACHABLE,
-                project_id=scope)
+                project_id=scope, load=False)
         except exception.InvalidVolume:
             volume = db_volumes.get(session, volume_id, scope)
             policy.authorize(context, policy.ATTACHMENT_CREATE,
                              {'project_id': volume.project_id})
             raise
+        vol, others, type_mode, fenced = db_attachments.volume_to_attach(
+            session, volume_id, host, rules.TYPE_MODE_KEY)
         policy.authorize(context, policy.ATTACHMENT_CREATE,
                          {'project_id': vol.project_id})
-        return vol
+        _type_modes(session)[vol.volume_type_id] = type_mode
+        return vol, others, fenced
 
     def _record_reservation(self, session, context, vol, instance_uuid,
                             mode, service_owned, status, operation=None,
@@ -360,14 +377,18 @@ class AttachmentService:
                                         connector, mode)
 
     def _start_connect(self, session, vol, attachment, connector,
-                       written=True):
+                       written=True, fenced=None):
         """Decide the mode and the exporting service of a connect and mark
         the attachment ``attaching`` (inside the transaction holding the
         volume's row lock); returns (export host, mode) and sets the
         connector's mode.  ``written=False``: the attachment was reserved
         in this transaction and is written now, as the connect leaves
-        it."""
-        if db_host_fences.is_fenced(session, connector['host'], vol.id):
+        it.  ``fenced``: whether the connector's host is fenced off the
+        volume, when this transaction read it under the lock."""
+        if fenced is None:
+            fenced = db_host_fences.is_fenced(session, connector['host'],
+                                              vol.id)
+        if fenced:
             raise exception.HostFenced(host=connector['host'],
                                        volume_id=vol.id)
         facts = volume_facts(session, vol)
@@ -462,7 +483,7 @@ class AttachmentService:
         attachment as written."""
         policy.authorize(context, policy.ATTACHMENT_GET)
         with db_api.writer() as session:
-            current, vol = self._locked_attachment(
+            current, vol, _ = self._locked_attachment(
                 session, context, attachment_id, policy.ATTACHMENT_COMPLETE)
             if current.attach_status == states.ATTACHED:
                 return current
@@ -605,12 +626,13 @@ class AttachmentService:
         policy.authorize(context, policy.ATTACHMENT_GET)
         # one transaction reads, authorizes and starts the detach
         with db_api.writer() as session:
-            attachment, vol = self._locked_attachment(
-                session, context, attachment_id, policy.ATTACHMENT_DELETE)
+            attachment, vol, others = self._locked_attachment(
+                session, context, attachment_id, policy.ATTACHMENT_DELETE,
+                others=True)
             guarded = not force and not (context.is_admin
                                          or policy.is_service(context))
             started = self._start_detach(session, attachment, force,
-                                         guarded, volume=vol)
+                                         guarded, volume=vol, others=others)
         self._finish_detach(context, attachment, *started)
         with db_api.reader() as session:
             return db_attachments.live_summaries(session,
@@ -650,7 +672,7 @@ class AttachmentService:
         self._finish_detach(context, attachment, *started)
 
     def _start_detach(self, session, attachment, force, guarded=False,
-                      volume=None):
+                      volume=None, others=None):
         """The transaction half of a detach: decide under the volume's
         lock whether it goes through the backend, and mark it; returns
         what ``_finish_detach`` needs.  ``guarded``: refuse (409) to
@@ -658,9 +680,10 @@ class AttachmentService:
         instance, as the attachment is under the lock (a connect recorded
         while the request waited for it counts).  ``volume``: this
         transaction took the lock and read ``attachment`` and its volume
-        under it."""
+        under it, and ``others`` with them."""
         with db_attachments.locked_volume(session, attachment.volume_id,
-                                          volume=volume) as held:
+                                          volume=volume,
+                                          others=others) as held:
             vol = held.volume
             current = attachment if volume is not None else \
                 db_attachments.get(session, attachment.id)
@@ -695,11 +718,11 @@ class AttachmentService:
                             'is down; recorded detached without it',
                             attachment.id, host)
                 connected = False
-            db_attachments.transition(
+            held.leaves(db_attachments.transition(
                 session, attachment.id,
                 'start_disconnect' if connected else 'detach',
                 values={'operation': states.DISCONNECTING} if connected
-                else None, current=current)
+                else None, current=current))
         status = held.status
         return vol, current, connected, was_connected, host, status
 

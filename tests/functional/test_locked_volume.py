@@ -100,3 +100,48 @@ def test_an_operation_and_a_reason_end_each_other(api):
         db_attachments.unmark(session, att['id'], states.TAKING_OVER)
         row = db_attachments.get(session, att['id'])
         assert row.status_reason == 'retried'
+
+
+def test_a_block_that_read_the_others_derives_what_the_probe_would(api):
+    """``get_with_others`` + ``held.leaves``: the volume's status from
+    what the block read under the lock, no probe, along a sequence that
+    passes every volume status; after each step the probe
+    (``sync_volume_status``) finds nothing to change."""
+    vtype = api.create_type(specs={'multiattach': '<is> True'})
+    vol = api.create_volume(volume_type=vtype['id'])
+    ids = []
+    for _ in range(3):
+        resp = api.post('/attachments', json={'attachment': {
+            'volume_uuid': vol['id']}})
+        assert resp.status_code == 200, resp.text
+        ids.append(resp.json()['attachment']['id'])
+    a, b, c = ids
+    steps = [(a, 'connect', states.ATTACHING),
+             (b, 'complete', states.IN_USE),
+             (a, 'complete', states.IN_USE),
+             (b, 'start_disconnect', states.IN_USE),
+             (a, 'start_disconnect', states.DETACHING),
+             (b, 'disconnected', states.DETACHING),
+             (a, 'disconnected', states.RESERVED),
+             (c, 'detach', states.AVAILABLE)]
+    for attachment_id, event, expected in steps:
+        with db_api.writer() as session:
+            with db_attachments.locked_volume(session, vol['id'],
+                                              load=False) as held:
+                current, held.others = db_attachments.get_with_others(
+                    session, attachment_id)
+                held.leaves(db_attachments.transition(
+                    session, attachment_id, event, current=current))
+        assert held.status == expected, (event, held.status)
+        assert _status(api, vol) == expected
+        with db_api.writer() as session:
+            assert db_attachments.sync_volume_status(
+                session, vol['id']) == expected
+
+
+def test_others_leave_out_the_attachment_read(api):
+    vol, att = _reserved(api)
+    with db_api.reader() as session:
+        current, others = db_attachments.get_with_others(session, att['id'])
+    assert current.attach_status == states.ATTACH_RESERVED
+    assert others == db_attachments.Others(states.RESERVED, frozenset())

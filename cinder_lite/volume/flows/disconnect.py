@@ -40,9 +40,12 @@ class RecordDetached(task.Task):
         with db_api.writer() as session:
             with db_attachments.locked_volume(session, volume['id'],
                                               load=False) as held:
-                db_attachments.transition(
+                current, held.others = db_attachments.get_with_others(
+                    session, attachment_id)
+                held.leaves(db_attachments.transition(
                     session, attachment_id, 'disconnected',
-                    values={'status_reason': reason} if reason else None)
+                    values={'status_reason': reason} if reason else None,
+                    current=current))
             status = held.status
         LOG.info('attachment %s of volume %s: detaching -> detached '
                  '(volume %s)', attachment_id, volume['id'], status)
