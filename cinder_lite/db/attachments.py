@@ -251,6 +251,17 @@ class Others(collections.namedtuple('Others', 'volume_status statuses')):
             present.add(states.ATTACH_LEGACY_RESERVED)
         return cls(fields['others__volume_status'], frozenset(present))
 
+    @classmethod
+    def of_rows(cls, volume_status, rows):
+        """From the rows of ``others_of`` and the volume's status."""
+        present = set()
+        for row in rows:
+            present.add(row.attach_status)
+            if row.attach_status == states.ATTACH_RESERVED and \
+                    row.operation == states.LEGACY_RESERVE:
+                present.add(states.ATTACH_LEGACY_RESERVED)
+        return cls(volume_status, frozenset(present))
+
 
 def _status_columns(volume_id, exclude=None):
     """Columns that read, with any statement, the statuses the live
@@ -331,17 +342,37 @@ def other_instance(session, volume_id, instance_uuid):
                            ).scalar_one_or_none()
 
 
-def live_summaries(session, volume_id):
-    """What a detach answers about the attachments a volume still has
-    (id, status, instance), oldest first, without loading whole rows."""
+def others_of(session, attachment):
+    """The volume's live attachments other than ``attachment``, oldest
+    first, read under the volume's lock before a detach of it: what the
+    detach answers about the attachments the volume still has (id,
+    status, instance), and with ``Others.of_rows`` and ``share_host``
+    what it derives the volume's status and the disconnect from, in one
+    statement.  (The connection info only of those on its host.)"""
     return query.core(session).execute(query.built(
-        'live_summaries', lambda: (
-        sa.select(AT.c.id, AT.c.attach_status, AT.c.instance_uuid,
-                  AT.c.volume_id)
-        .where(AT.c.volume_id == sa.bindparam('volume_id'),
-               AT.c.deleted == sa.false())
-        .order_by(AT.c.volume_id, AT.c.deleted, AT.c.created_at,
-                  AT.c.id))), {'volume_id': volume_id}).all()
+        'attachment_others_rows', lambda: (
+            sa.select(AT.c.id, AT.c.attach_status, AT.c.instance_uuid,
+                      AT.c.volume_id, AT.c.operation, AT.c.attached_host,
+                      AT.c.export_host,
+                      sa.case((AT.c.attached_host == sa.bindparam('host'),
+                               AT.c.connection_info),
+                              else_=sa.null()).label('connection_info'))
+            .where(AT.c.volume_id == sa.bindparam('volume_id'),
+                   AT.c.deleted == sa.false(),
+                   AT.c.id != sa.bindparam('attachment_id'))
+            .order_by(AT.c.volume_id, AT.c.deleted, AT.c.created_at,
+                      AT.c.id))),
+        {'volume_id': attachment.volume_id, 'attachment_id': attachment.id,
+         'host': attachment.attached_host}).all()
+
+
+def share_host(rows, attachment, export_host):
+    """Whether another live attachment among ``rows`` (``others_of``)
+    holds the host connection of ``attachment`` through volume service
+    ``export_host``: ``shares_host_connection`` without a statement."""
+    return bool(attachment.attached_host) and any(
+        r.attached_host == attachment.attached_host and r.connection_info
+        and r.export_host in (export_host, None) for r in rows)
 
 
 def live_on_host(session, volume_id, host):
@@ -479,32 +510,26 @@ def get(session, attachment_id, project_id=None):
     return Record(row._mapping)
 
 
-def get_with_volume(session, attachment_id, project_id=None,
-                    others=False):
-    """(``get``, its volume as a ``volumes.Record``, ``Others`` with
-    ``others`` else None) in one statement: what os-complete and a detach
-    read once they hold the volume's lock (``lock_for_attachment``).
-    AttachmentNotFound as ``get``."""
+def get_with_volume(session, attachment_id, project_id=None):
+    """(``get``, its volume as a ``volumes.Record``) in one statement:
+    what os-complete and a detach read once they hold the volume's lock
+    (``lock_for_attachment``).  AttachmentNotFound as ``get``."""
     scoped = project_id is not None
     row = query.core(session).execute(
-        query.built(('attachment_volume', scoped, others),
-                    lambda: _with_full_volume_statement(scoped, others)),
+        query.built(('attachment_volume', scoped),
+                    lambda: _with_full_volume_statement(scoped)),
         {'attachment_id': attachment_id, 'project_id': project_id}
     ).first()
     if row is None:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
     fields = row._mapping
-    return (Record(fields), VolumeRecord(fields, prefix='volume__'),
-            Others.of(fields) if others else None)
+    return Record(fields), VolumeRecord(fields, prefix='volume__')
 
 
-def _with_full_volume_statement(scoped, others):
+def _with_full_volume_statement(scoped):
     stmt = _get_statement(scoped)
-    stmt = (stmt.add_columns(*[c.label('volume__' + c.key) for c in V.c])
+    return (stmt.add_columns(*[c.label('volume__' + c.key) for c in V.c])
             .join(V, V.c.id == AT.c.volume_id))
-    if others:
-        stmt = stmt.add_columns(*_status_columns(AT.c.volume_id, AT.c.id))
-    return stmt
 
 
 def get_with_others(session, attachment_id):
@@ -527,18 +552,23 @@ def volume_to_attach(session, volume_id, host, type_spec):
     the lock, with what attaching it to consumer ``host`` asks besides,
     in one statement: (the volume, ``Others`` of all its live
     attachments, its type's extra spec ``type_spec`` (None without),
-    whether ``host`` is fenced off it)."""
+    whether ``host`` is fenced off it, the (id, consumer) of its type's
+    QoS specs (None without), as ``with_volume``)."""
     row = session.execute(
         query.built('volume_to_attach', _to_attach_statement),
         {'volume_id': volume_id, 'host': host, 'spec_key': type_spec}
     ).one()
     fields = row._mapping
+    qos = fields['qos__id']
     return (row[0], Others.of(fields), fields['type__spec'],
-            bool(fields['host__fenced']))
+            bool(fields['host__fenced']),
+            (qos, fields['qos__consumer']) if qos is not None else None)
 
 
 def _to_attach_statement():
     ES = models.VolumeTypeExtraSpec.__table__
+    VT = models.VolumeType.__table__
+    Q = models.QosSpecs.__table__
     volume = models.Volume
     return (sa.select(volume, *_status_columns(volume.id),
                       sa.select(ES.c.value).where(
@@ -547,22 +577,14 @@ def _to_attach_statement():
                       .scalar_subquery().label('type__spec'),
                       db_host_fences.fenced(
                           volume.id, sa.bindparam('host')).label(
-                          'host__fenced'))
+                          'host__fenced'),
+                      Q.c.id.label('qos__id'),
+                      Q.c.consumer.label('qos__consumer'))
+            .outerjoin(VT, VT.c.id == volume.volume_type_id)
+            .outerjoin(Q, Q.c.id == VT.c.qos_specs_id)
             .where(volume.id == sa.bindparam('volume_id'))
             # as _volume_under_lock: what the lock sees
             .execution_options(populate_existing=True))
-
-
-def get_fenced(session, attachment_id):
-    """(``get``, whether its host is fenced off its volume), in one
-    statement: what a connect checks under the lock before it records
-    its connection."""
-    row = query.core(session).execute(
-        query.built('attachment_fenced', _fenced_statement),
-        {'attachment_id': attachment_id}).first()
-    if row is None:
-        raise exception.AttachmentNotFound(attachment_id=attachment_id)
-    return Record(row._mapping), bool(row.host__fenced)
 
 
 def _fenced_statement():
@@ -570,6 +592,40 @@ def _fenced_statement():
         AT.c.volume_id, AT.c.attached_host).label('host__fenced')).where(
         AT.c.id == sa.bindparam('attachment_id'),
         AT.c.deleted == sa.false())
+
+
+def connecting(session, attachment_id, volume_id, host, export_host):
+    """What a connect reads under the volume's lock before it records
+    the connection, in one statement: (the live attachment (``get``),
+    whether its host is fenced off its volume, the ids of the other live
+    attachments of volume ``volume_id`` connected from consumer ``host``
+    through the export of volume service ``export_host``, which share
+    its host connection (``connections_on_host``)).
+    AttachmentNotFound when the attachment is gone."""
+    rows = query.core(session).execute(
+        query.built('attachment_connecting', _connecting_statement),
+        {'attachment_id': attachment_id, 'volume_id': volume_id,
+         'host': host or '', 'export_host': export_host}).all()
+    current = next((r for r in rows if r.id == attachment_id), None)
+    if current is None or current.volume_id != volume_id:
+        raise exception.AttachmentNotFound(attachment_id=attachment_id)
+    return (Record(current._mapping), bool(current.host__fenced),
+            sorted(r.id for r in rows
+                   if r.id != attachment_id and r.connection_info))
+
+
+def _connecting_statement():
+    # the attachment by its id, then the others on its host (each part
+    # served by an index); the fence is asked of the first row only
+    this = _fenced_statement()
+    others = sa.select(AT, sa.false().label('host__fenced')).where(
+        AT.c.volume_id == sa.bindparam('volume_id'),
+        AT.c.attached_host == sa.bindparam('host'),
+        AT.c.id != sa.bindparam('attachment_id'),
+        AT.c.deleted == sa.false(),
+        sa.or_(AT.c.export_host == sa.bindparam('export_host'),
+               AT.c.export_host.is_(None)))
+    return sa.union_all(this, others)
 
 
 def get_with_sharing(session, attachment_id):

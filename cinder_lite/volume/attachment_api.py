@@ -89,12 +89,9 @@ class AttachmentService:
                          {'project_id': attachment.project_id})
         return attachment
 
-    def _locked_attachment(self, session, context, attachment_id, action,
-                           others=False):
-        """(The attachment, its volume, with ``others`` the
-        ``db_attachments.Others`` besides it, else None) read under the
-        volume's row lock, in one statement, once ``action`` is allowed
-        on it.  The lock is
+    def _locked_attachment(self, session, context, attachment_id, action):
+        """(The attachment, its volume) read under the volume's row lock,
+        in one statement, once ``action`` is allowed on it.  The lock is
         taken through the attachment (one statement); where that finds
         nothing to lock, the attachment is read first and its volume
         locked the usual way, to refuse as those do: unknown (404), not
@@ -104,11 +101,11 @@ class AttachmentService:
                                           action)
             db_attachments.lock_volume(session, attachment.volume_id,
                                        load=False)
-        attachment, volume, others = db_attachments.get_with_volume(
-            session, attachment_id, self._scope(context), others)
+        attachment, volume = db_attachments.get_with_volume(
+            session, attachment_id, self._scope(context))
         policy.authorize(context, action,
                          {'project_id': attachment.project_id})
-        return attachment, volume, others
+        return attachment, volume
 
     def get(self, context, attachment_id):
         policy.authorize(context, policy.ATTACHMENT_GET)
@@ -229,7 +226,7 @@ class AttachmentService:
         mode = mode or connector.get('mode')
         rules.check_mode(mode)
         with db_api.writer() as session:
-            vol, others, fenced = self._lock_to_attach(
+            vol, others, fenced, type_qos = self._lock_to_attach(
                 session, context, volume_id, connector['host'])
             connector = dict(connector)
             # (written once the connect is decided: one INSERT of the
@@ -240,13 +237,15 @@ class AttachmentService:
             host, mode = self._start_connect(session, vol, attachment,
                                              connector, written=False,
                                              fenced=fenced)
-            db_attachments.settle_status(session, vol.id, others,
-                                         attachment.attach_status)
+            status = db_attachments.settle_status(
+                session, vol.id, others, attachment.attach_status)
         LOG.info('attachment %s of volume %s: reserved and connecting '
                  '(instance %s, host %s, mode %s)', attachment.id, vol.id,
                  instance_uuid, connector['host'], mode)
-        return self._connect_on_backend(context, vol, attachment, host,
-                                        connector, mode)
+        return self._connect_on_backend(
+            context, vol, attachment, host, connector, mode,
+            carried=(dict(db_volumes.summary(vol), status=status),
+                     type_qos))
 
     def reserve(self, context, volume, instance_uuid, mode,
                 service_owned=False, status=states.ATTACH_RESERVED,
@@ -288,9 +287,11 @@ class AttachmentService:
         one read after it, which also reads what the attach asks of the
         volume (its type's mode spec, for ``volume_facts``).  Returns (the
         volume, ``db_attachments.Others`` of all its live attachments,
-        whether ``host`` is fenced off it).  A refusal reads the volume
-        again to refuse as a read before the lock would: unknown (404),
-        then not allowed (403), then not attachable (400)."""
+        whether ``host`` is fenced off it, the (id, consumer) of its
+        type's QoS specs or None, for the volume service).  A refusal
+        reads the volume again to refuse as a read before the lock would:
+        unknown (404), then not allowed (403), then not attachable
+        (400)."""
         scope = self._scope(context)
         try:
             db_attachments.lock_volume(
@@ -301,12 +302,13 @@ class AttachmentService:
             policy.authorize(context, policy.ATTACHMENT_CREATE,
                              {'project_id': volume.project_id})
             raise
-        vol, others, type_mode, fenced = db_attachments.volume_to_attach(
-            session, volume_id, host, rules.TYPE_MODE_KEY)
+        vol, others, type_mode, fenced, type_qos = \
+            db_attachments.volume_to_attach(session, volume_id, host,
+                                            rules.TYPE_MODE_KEY)
         policy.authorize(context, policy.ATTACHMENT_CREATE,
                          {'project_id': vol.project_id})
         _type_modes(session)[vol.volume_type_id] = type_mode
-        return vol, others, fenced
+        return vol, others, fenced, type_qos
 
     def _record_reservation(self, session, context, vol, instance_uuid,
                             mode, service_owned, status, operation=None,
@@ -422,14 +424,18 @@ class AttachmentService:
         return host, mode
 
     def _connect_on_backend(self, context, vol, attachment, host, connector,
-                            mode):
-        """The RPC half of a connect started by ``_start_connect``."""
+                            mode, carried=None):
+        """The RPC half of a connect started by ``_start_connect``.
+        ``carried``: (the volume's ``summary``, the (id, consumer) of its
+        type's QoS specs) as the transaction that started it read them,
+        for the volume service to start from."""
         self._notify(context, 'volume.attach.start', vol, attachment,
                      attached_host=connector['host'], attach_mode=mode,
                      attach_status=states.ATTACH_ATTACHING)
         try:
-            answer = self.volume_rpcapi.connect(context, host, attachment.id,
-                                                connector, mode)
+            answer = self.volume_rpcapi.connect(
+                context, host, attachment.id, connector, mode,
+                *(carried or ()))
         except (exception.ConnectFailed, exception.ConnectRefused,
                 exception.NotFound):
             raise
@@ -483,7 +489,7 @@ class AttachmentService:
         attachment as written."""
         policy.authorize(context, policy.ATTACHMENT_GET)
         with db_api.writer() as session:
-            current, vol, _ = self._locked_attachment(
+            current, vol = self._locked_attachment(
                 session, context, attachment_id, policy.ATTACHMENT_COMPLETE)
             if current.attach_status == states.ATTACHED:
                 return current
@@ -626,17 +632,21 @@ class AttachmentService:
         policy.authorize(context, policy.ATTACHMENT_GET)
         # one transaction reads, authorizes and starts the detach
         with db_api.writer() as session:
-            attachment, vol, others = self._locked_attachment(
-                session, context, attachment_id, policy.ATTACHMENT_DELETE,
-                others=True)
+            attachment, vol = self._locked_attachment(
+                session, context, attachment_id, policy.ATTACHMENT_DELETE)
+            # the volume's other attachments: what it answers, and what
+            # the volume's status and the disconnect follow from
+            remaining = db_attachments.others_of(session, attachment)
             guarded = not force and not (context.is_admin
                                          or policy.is_service(context))
-            started = self._start_detach(session, attachment, force,
-                                         guarded, volume=vol, others=others)
-        self._finish_detach(context, attachment, *started)
-        with db_api.reader() as session:
-            return db_attachments.live_summaries(session,
-                                                 attachment.volume_id)
+            started = self._start_detach(
+                session, attachment, force, guarded, volume=vol,
+                others=db_attachments.Others.of_rows(vol.status, remaining))
+            current, export_host = started[1], started[4]
+            shared = db_attachments.share_host(remaining, current,
+                                               export_host)
+        self._finish_detach(context, attachment, *started, shared=shared)
+        return remaining
 
     def _check_not_busy(self, current, force, backend_up):
         """Refuse (409) to detach an attachment that another request is
@@ -727,17 +737,22 @@ class AttachmentService:
         return vol, current, connected, was_connected, host, status
 
     def _finish_detach(self, context, attachment, vol, current, connected,
-                       was_connected, host, status, reason=None):
+                       was_connected, host, status, reason=None,
+                       shared=None):
         """The RPC half of a detach started by ``_start_detach`` (or by a
         takeover, which gives the ``reason`` the detach is recorded
-        with)."""
+        with).  ``shared``: whether another attachment holds its host
+        connection through ``host``'s export, as the transaction that
+        started it read (None: the volume service reads it)."""
         if was_connected:
             self._notify(context, 'volume.detach.start', vol, current,
                          attach_status=states.ATTACH_DETACHING)
         if connected:
             try:
-                self.volume_rpcapi.disconnect(context, host, attachment.id,
-                                              reason=reason)
+                self.volume_rpcapi.disconnect(
+                    context, host, attachment.id, reason=reason,
+                    volume=db_volumes.summary(vol),
+                    connector=current.connector, shared=shared)
             except (exception.ConnectFailed, exception.ConnectRefused):
                 raise
             except Exception as e:

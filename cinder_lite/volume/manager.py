@@ -352,40 +352,59 @@ class VolumeManager:
                                resource_uuid=snapshot['id'],
                                request_id=ctxt.request_id)
 
-    def connect(self, ctxt, attachment_id, connector, mode, answer=False):
+    def connect(self, ctxt, attachment_id, connector, mode, answer=False,
+                volume=None, type_qos=None):
         """Export and initialize the connection of an ``attaching``
         attachment; returns the connection info, or with ``answer``
         (1.8) {'recorded': what was written on the attachment besides its
         status (connection_info, export_host, attach_time in ISO 8601),
         'sharing': the ids of the other attachments sharing its host
-        connection}: what the API shows it with."""
-        with db_api.reader() as session:
-            attachment, volume, type_qos = db_attachments.with_volume(
-                session, attachment_id)
-            volume = with_qos_read(session, volume, type_qos)
-            sharing = db_attachments.connections_on_host(
-                session, attachment.volume_id, connector.get('host'),
-                exclude=attachment_id, export_host=self.host)
+        connection}: what the API shows it with.  ``volume`` (1.9): the
+        attachment's volume (``volumes.summary``) as the API read it
+        under the lock when it started the connect, and ``type_qos`` the
+        (id, consumer) of its type's QoS specs (None without), so that
+        nothing is read before the export."""
+        if volume is None:
+            with db_api.reader() as session:
+                _, volume, type_qos = db_attachments.with_volume(
+                    session, attachment_id)
+                volume = with_qos_read(session, volume, type_qos)
+        elif type_qos is not None:
+            with db_api.reader() as session:
+                volume = with_qos_read(session, volume, tuple(type_qos))
+        else:
+            volume = with_qos_read(None, volume, None)
         with self.working_on(attachment_id):
-            recorded = self._run_flow(
+            connected = self._run_flow(
                 lambda: connect_flow.run(self.driver, volume, attachment_id,
-                                         connector, mode, bool(sharing)),
+                                         connector, mode),
                 volume, attachment_id, states.ATTACH_ATTACHING,
                 states.ERROR_ATTACHING, 'connect')
         if answer:
-            return {'recorded': recorded, 'sharing': sharing}
-        return recorded['connection_info']
+            return connected
+        return connected['recorded']['connection_info']
 
-    def disconnect(self, ctxt, attachment_id, reason=None):
+    def disconnect(self, ctxt, attachment_id, reason=None, volume=None,
+                   connector=None, shared=None):
         """Terminate the connection of a ``detaching`` attachment and
         record it detached (with ``reason``, since 1.4); returns True when
-        the host connection is still shared by another attachment."""
-        with db_api.reader() as session:
-            attachment, volume, _ = db_attachments.with_volume(
-                session, attachment_id)
-            shared = db_attachments.shares_host_connection(
-                session, attachment, self.host)
-            connector = attachment.connector
+        the host connection is still shared by another attachment.
+        ``volume`` (1.9): the attachment's volume (``volumes.summary``)
+        and its ``connector`` as the API read them under the lock when it
+        started the detach, and ``shared`` when it read that too (None:
+        read here)."""
+        if volume is None:
+            with db_api.reader() as session:
+                attachment, volume, _ = db_attachments.with_volume(
+                    session, attachment_id)
+                shared = db_attachments.shares_host_connection(
+                    session, attachment, self.host)
+                connector = attachment.connector
+        elif shared is None:
+            with db_api.reader() as session:
+                shared = bool(db_attachments.connections_on_host(
+                    session, volume['id'], (connector or {}).get('host'),
+                    exclude=attachment_id, export_host=self.host))
         with self.working_on(attachment_id):
             self._run_flow(
                 lambda: disconnect_flow.run(self.driver, volume,

@@ -17,6 +17,10 @@ History:
     1.8 - connect answers with what it recorded on the attachment and
           the attachments sharing its host connection (the API need not
           read it again)
+    1.9 - connect carries the volume and its type's QoS specs as the
+          API read them, disconnect the volume, the connector and
+          whether the host connection is shared (the volume service
+          reads nothing before the export or the disconnect)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -25,7 +29,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.8'
+RPC_API_VERSION = '1.9'
 
 
 def backend_host(host):
@@ -90,10 +94,19 @@ class VolumeAPI:
     def get_capabilities(self, ctxt, host):
         return self._call(ctxt, host, 'get_capabilities')
 
-    def connect(self, ctxt, host, attachment_id, connector, mode):
+    def connect(self, ctxt, host, attachment_id, connector, mode,
+                volume=None, type_qos=None):
         """The volume service's answer of 1.8 (what it recorded and the
         sharing attachments, see the manager's ``connect``), or None
-        from a service capped below it."""
+        from a service capped below it.  ``volume``: the attachment's
+        volume (``volumes.summary``) with ``type_qos``, the (id, consumer)
+        of its type's QoS specs, as the caller read them under the
+        volume's lock; carried from 1.9 on."""
+        if volume is not None and self.client.can_send_version('1.9'):
+            return self._call(ctxt, host, 'connect', version='1.9',
+                              attachment_id=attachment_id,
+                              connector=connector, mode=mode, answer=True,
+                              volume=volume, type_qos=type_qos)
         if self.client.can_send_version('1.8'):
             return self._call(ctxt, host, 'connect', version='1.8',
                               attachment_id=attachment_id,
@@ -103,7 +116,17 @@ class VolumeAPI:
                    mode=mode)
         return None
 
-    def disconnect(self, ctxt, host, attachment_id, reason=None):
+    def disconnect(self, ctxt, host, attachment_id, reason=None,
+                   volume=None, connector=None, shared=None):
+        """``volume`` (``volumes.summary``), ``connector`` and ``shared``
+        (whether another attachment holds the host connection through
+        this export; None: not known): as the caller read them under the
+        volume's lock; carried from 1.9 on."""
+        if volume is not None and self.client.can_send_version('1.9'):
+            return self._call(ctxt, host, 'disconnect', version='1.9',
+                              attachment_id=attachment_id, reason=reason,
+                              volume=volume, connector=connector,
+                              shared=shared)
         if reason is not None:
             return self._call(ctxt, host, 'disconnect', version='1.4',
                               attachment_id=attachment_id, reason=reason)

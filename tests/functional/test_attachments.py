@@ -489,13 +489,15 @@ def test_connect_answer_is_the_same_from_a_volume_service_before_1_8(
     """Volume RPC 1.8: the volume service answers a connect with what it
     recorded, and the API shows the attachment from that instead of
     reading it again; capped at 1.7 (a rolling upgrade) it reads it
-    again.  Both answers are what a read shows, and the same."""
+    again.  1.9 carries the volume the API read to the volume service,
+    which reads nothing before the export.  Every answer is what a read
+    shows, and the same."""
     answers = {}
-    for version in ('1.8', '1.7'):
+    for version in ('1.9', '1.8', '1.7'):
         s = stack_mod.Stack(tmp_path / version, sections={
             'upgrade_levels': {'volume_version_cap': version}}).start()
         try:
             answers[version] = _connect_answers(s)
         finally:
             s.stop()
-    assert answers['1.8'] == answers['1.7']
+    assert answers['1.9'] == answers['1.8'] == answers['1.7']

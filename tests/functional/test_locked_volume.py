@@ -7,6 +7,7 @@ import pytest
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from tests.harness.attach import connector
 
 
 class _Boom(Exception):
@@ -145,3 +146,38 @@ def test_others_leave_out_the_attachment_read(api):
         current, others = db_attachments.get_with_others(session, att['id'])
     assert current.attach_status == states.ATTACH_RESERVED
     assert others == db_attachments.Others(states.RESERVED, frozenset())
+
+
+def test_what_a_detach_reads_of_the_others_is_what_the_probes_say(api):
+    """``others_of`` (one statement under the lock of a DELETE): the
+    volume's other live attachments, oldest first, whether one shares the
+    host connection (``share_host``) and the statuses they are in
+    (``Others.of_rows``), as the statements they replace say."""
+    vtype = api.create_type(specs={'multiattach': '<is> True'})
+    vol = api.create_volume(volume_type=vtype['id'])
+    ids = []
+    for host in ('h1', 'h1', 'h2', None):
+        body = {'volume_uuid': vol['id']}
+        if host:
+            body['connector'] = connector(host)
+        resp = api.post('/attachments', json={'attachment': body})
+        assert resp.status_code == 200, resp.text
+        ids.append(resp.json()['attachment']['id'])
+    with db_api.reader() as session:
+        for attachment_id in ids:
+            current = db_attachments.get(session, attachment_id)
+            rows = db_attachments.others_of(session, current)
+            assert [r.id for r in rows] == [i for i in ids
+                                            if i != attachment_id]
+            export_host = current.export_host
+            assert db_attachments.share_host(rows, current, export_host) \
+                == db_attachments.shares_host_connection(
+                    session, current, export_host)
+            assert db_attachments.Others.of_rows(_status(api, vol), rows) \
+                == db_attachments.get_with_others(session,
+                                                  attachment_id)[1]
+        # the two on h1 share it, the others do not
+        shared = [db_attachments.share_host(
+            db_attachments.others_of(session, a), a, a.export_host)
+            for a in (db_attachments.get(session, i) for i in ids)]
+    assert shared == [True, True, False, False]

@@ -10,8 +10,8 @@ from cinder_lite.db import api as db_api
 
 # The one-step cycle (POST /attachments with a connector, os-complete,
 # DELETE) on a multiattach volume, API and volume service together, with
-# notifications on (as in the embedded stack): 39 statements on SQLite,
-# each transaction's BEGIN included (9 of them; MariaDB sends a COMMIT
+# notifications on (as in the embedded stack): 32 statements on SQLite,
+# each transaction's BEGIN included (5 of them; MariaDB sends a COMMIT
 # instead).  It was 63 at 68d7535, before the hot-path work of issue 31;
 # 53 before os-complete and DELETE read the attachment and its volume in
 # one statement, 51 before the API showed a connected attachment from the
@@ -23,8 +23,13 @@ from cinder_lite.db import api as db_api
 # with its two events in one INSERT, 44 before the read under the lock
 # brought the statuses of the volume's other attachments (and, for a new
 # attachment, its type's mode spec and its host's fence) and the
-# volume's status was derived from them without asking again.
-ONE_STEP_BUDGET = 39
+# volume's status was derived from them without asking again, 39 before
+# the connect and the disconnect carried what the API read under the
+# lock to the volume service (volume RPC 1.9), which now reads nothing
+# before it exports or disconnects, and a DELETE read the attachments it
+# answers with under its lock, with what they tell about the volume's
+# status and the host connection.
+ONE_STEP_BUDGET = 32
 
 CONNECTOR = {'host': 'budget-host', 'ip': '127.0.0.1',
              'initiator': 'iqn.2026-11.org.example:budget'}

@@ -33,11 +33,31 @@ class CreateExport(task.Task):
     def execute(self, driver, volume, connector, mode, attachment_id):
         driver.create_export(volume, connector, mode, attachment_id)
 
-    def revert(self, driver, volume, connector, shared, attachment_id,
-               **kwargs):
+    def revert(self, driver, volume, connector, attachment_id, **kwargs):
         LOG.warning('removing the export of volume %s for attachment %s '
                     'after a failed connect', volume['id'], attachment_id)
-        driver.remove_export(volume, connector, attachment_id, shared)
+        driver.remove_export(volume, connector, attachment_id,
+                             _shared(driver, volume, connector,
+                                     attachment_id))
+
+
+def _shared(driver, volume, connector, attachment_id):
+    """Whether other attachments of the volume hold the host connection
+    of ``connector`` through this service's export now (read when a
+    failed connect removes its export: only then is it needed).  Taken
+    as shared when the database cannot say: an export left behind is
+    pruned by reconcile, one removed under another attachment is not
+    given back."""
+    try:
+        with db_api.reader() as session:
+            return bool(db_attachments.connections_on_host(
+                session, volume['id'], connector.get('host'),
+                exclude=attachment_id, export_host=driver.host))
+    except Exception:
+        LOG.exception('attachment %s: cannot tell whether the host '
+                      'connection is shared; the export stays',
+                      attachment_id)
+        return True
 
 
 class InitializeConnection(task.Task):
@@ -56,11 +76,13 @@ class InitializeConnection(task.Task):
 
 
 class RecordConnection(task.Task):
-    # what it wrote on the attachment besides its status: the API shows
-    # the attachment from it (volume RPC 1.8) instead of reading it again
-    default_provides = 'recorded'
+    # what it wrote on the attachment besides its status, and the other
+    # attachments sharing its host connection: the API shows the
+    # attachment from it (volume RPC 1.8) instead of reading it again
+    default_provides = 'answer'
 
-    def execute(self, driver, volume, attachment_id, connection_info):
+    def execute(self, driver, volume, attachment_id, connector,
+                connection_info):
         with db_api.writer() as session:
             # ('connected' keeps the attachment attaching: the volume's
             # status stays what the API derived when it started the
@@ -69,8 +91,9 @@ class RecordConnection(task.Task):
                                               db_attachments.ATTACHABLE,
                                               load=False,
                                               statuses_change=False):
-                current, fenced = db_attachments.get_fenced(
-                    session, attachment_id)
+                current, fenced, sharing = db_attachments.connecting(
+                    session, attachment_id, volume['id'],
+                    connector.get('host'), driver.host)
                 if fenced:
                     # fenced while this connect was under way: the revert
                     # removes the export made for it
@@ -92,8 +115,10 @@ class RecordConnection(task.Task):
                  attachment_id, volume['id'],
                  connection_info['driver_volume_type'],
                  connection_info['access_mode'])
-        return dict(recorded,
-                    attach_time=recorded['attach_time'].isoformat())
+        return {'recorded': dict(
+                    recorded,
+                    attach_time=recorded['attach_time'].isoformat()),
+                'sharing': sharing}
 
 
 def build():
@@ -101,10 +126,12 @@ def build():
         CreateExport(), InitializeConnection(), RecordConnection())
 
 
-def run(driver, volume, attachment_id, connector, mode, shared):
-    """Returns what was recorded on the attachment: connection_info,
-    export_host and attach_time (ISO 8601)."""
+def run(driver, volume, attachment_id, connector, mode):
+    """Returns {'recorded': what was recorded on the attachment besides
+    its status (connection_info, export_host, attach_time in ISO 8601),
+    'sharing': the ids of the other attachments sharing its host
+    connection then}."""
     storage = flows.run('volume_connect', build, {
         'driver': driver, 'volume': volume, 'attachment_id': attachment_id,
-        'connector': connector, 'mode': mode, 'shared': shared})
-    return storage.fetch('recorded')
+        'connector': connector, 'mode': mode})
+    return storage.fetch('answer')
