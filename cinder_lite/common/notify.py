@@ -59,6 +59,7 @@ def _notifier(host):
         if host not in _notifiers:
             if _transport is None:
                 _transport = messaging.get_notification_transport(cfg.CONF)
+                rpc.rabbit_defaults(cfg.CONF)
             _notifiers[host] = messaging.Notifier(
                 _transport, publisher_id='volume.%s' % host,
                 serializer=rpc.NotificationSerializer(), retry=BROKER_RETRIES)
