@@ -86,23 +86,41 @@ def _volume_under_lock():
         .execution_options(populate_existing=True)))
 
 
-def lock_for_attachment(session, attachment_id, allowed=ANY_LIVE):
+def lock_for_attachment(session, attachment_id, allowed=ANY_LIVE,
+                        attaches=False):
     """``lock_volume`` of the volume of live attachment ``attachment_id``,
     found by the lock itself: one statement where reading the attachment
     first takes two.  False (nothing locked) when there is no such
     attachment, or its volume is not in ``allowed``: the caller then reads
-    and locks the usual way, to refuse with the right error."""
+    and locks the usual way, to refuse with the right error.
+    ``attaches``: the transaction makes the attachment ``attached`` or
+    fails (os-complete), and the volume's status is written by the lock
+    as ``sync_after_attached`` would write it after: in-use, whatever
+    the other attachments are (a refusal rolls it back with the rest).
+    The status it writes depends on no other row, so the lock that
+    waited for another transaction writes what it would have."""
     allowed = tuple(allowed)
     return query.core(session).execute(
-        query.built(('lock_for_attachment', allowed), lambda: (
-            sa.update(V)
+        query.built(('lock_for_attachment', allowed, attaches),
+                    lambda: _lock_for_attachment_statement(allowed,
+                                                           attaches)),
+        {'attachment_id': attachment_id}).rowcount == 1
+
+
+def _lock_for_attachment_statement(allowed, attaches):
+    values = {'attach_seq': V.c.attach_seq + 1}
+    if attaches:
+        values['status'] = sa.case(
+            (V.c.status.in_(ATTACHABLE),
+             states.derive_volume_status({states.ATTACHED})),
+            else_=V.c.status)
+    return (sa.update(V)
             .where(V.c.id == sa.select(AT.c.volume_id).where(
                        AT.c.id == sa.bindparam('attachment_id'),
                        AT.c.deleted == sa.false()).scalar_subquery(),
                    V.c.deleted.is_(False),
                    V.c.status.in_(allowed))
-            .values(attach_seq=V.c.attach_seq + 1))),
-        {'attachment_id': attachment_id}).rowcount == 1
+            .values(values))
 
 
 def _lock_statement(allowed, scoped):

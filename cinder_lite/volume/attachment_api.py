@@ -89,14 +89,17 @@ class AttachmentService:
                          {'project_id': attachment.project_id})
         return attachment
 
-    def _locked_attachment(self, session, context, attachment_id, action):
+    def _locked_attachment(self, session, context, attachment_id, action,
+                           attaches=False):
         """(The attachment, its volume) read under the volume's row lock,
-        in one statement, once ``action`` is allowed on it.  The lock is
+        in one statement, once ``action`` is allowed on it (``attaches``:
+        as ``db_attachments.lock_for_attachment``'s).  The lock is
         taken through the attachment (one statement); where that finds
         nothing to lock, the attachment is read first and its volume
         locked the usual way, to refuse as those do: unknown (404), not
         allowed (403), a volume in a status that takes no change (400)."""
-        if not db_attachments.lock_for_attachment(session, attachment_id):
+        if not db_attachments.lock_for_attachment(session, attachment_id,
+                                                  attaches=attaches):
             attachment = self._authorized(session, context, attachment_id,
                                           action)
             db_attachments.lock_volume(session, attachment.volume_id,
@@ -489,8 +492,12 @@ class AttachmentService:
         attachment as written."""
         policy.authorize(context, policy.ATTACHMENT_GET)
         with db_api.writer() as session:
+            # (the lock writes the volume in-use: complete makes the
+            # attachment attached or fails, and a failure rolls it back;
+            # sync_after_attached below then has nothing left to write)
             current, vol = self._locked_attachment(
-                session, context, attachment_id, policy.ATTACHMENT_COMPLETE)
+                session, context, attachment_id, policy.ATTACHMENT_COMPLETE,
+                attaches=True)
             if current.attach_status == states.ATTACHED:
                 return current
             if (current.attach_status == states.ATTACH_ATTACHING

@@ -501,3 +501,29 @@ def test_connect_answer_is_the_same_from_a_volume_service_before_1_8(
         finally:
             s.stop()
     assert answers['1.9'] == answers['1.8'] == answers['1.7']
+
+
+def test_a_refused_complete_leaves_the_volume_as_it_was(api, stack, ma):
+    """os-complete's lock writes the volume in-use (the request makes its
+    attachment attached or fails): a refusal rolls that back."""
+    path = os.path.join(stack.state_path, 'volumes', 'file',
+                        'volume-%s' % ma['id'])
+    os.rename(path, path + '.away')
+    try:
+        resp = api.post('/attachments', json={'attachment': {
+            'volume_uuid': ma['id'], 'instance_uuid': I1,
+            'connector': connector()}})
+        assert resp.status_code == 503
+    finally:
+        os.rename(path + '.away', path)
+    (att,) = api.get('/attachments/detail').json()['attachments']
+    assert att['status'] == 'error_attaching'
+    before = volume(api, ma['id'])
+    assert before['status'] == 'available'
+    resp = api.post('/attachments/%s/action' % att['id'],
+                    json={'os-complete': None})
+    assert resp.status_code == 400, resp.text
+    assert 'error_attaching' in resp.json()['badRequest']['message']
+    after = volume(api, ma['id'])
+    assert (after['status'], after['updated_at']) == \
+        (before['status'], before['updated_at'])
