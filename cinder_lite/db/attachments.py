@@ -189,6 +189,20 @@ def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
         held.status = sync_volume_status(session, volume_id)
 
 
+def apply_event(session, volume_id, attachment_id, event, values=None):
+    """``event`` applied to one attachment of the volume (``transition``)
+    under the volume's lock (``locked_volume``), the volume's status
+    derived from what the read of the attachment brought
+    (``get_with_others``), with no probe after it; returns the volume's
+    status then.  AttachmentNotFound, InvalidTransition as
+    ``transition``."""
+    with locked_volume(session, volume_id, load=False) as held:
+        current, held.others = get_with_others(session, attachment_id)
+        held.leaves(transition(session, attachment_id, event,
+                               values=values, current=current))
+    return held.status
+
+
 def record_failure(session, attachment_id, event, reason, volume_id=None):
     """Apply the failure ``event`` (``connect_failed``,
     ``disconnect_lost``...) to the attachment under its volume's lock,
@@ -198,13 +212,11 @@ def record_failure(session, attachment_id, event, reason, volume_id=None):
     try:
         if volume_id is None:
             volume_id = get(session, attachment_id).volume_id
-        with locked_volume(session, volume_id, load=False) as held:
-            transition(session, attachment_id, event,
-                       values={'status_reason': reason[:1024]})
+        return apply_event(session, volume_id, attachment_id, event,
+                           values={'status_reason': reason[:1024]})
     except (exception.NotFound, exception.InvalidTransition,
             exception.InvalidVolume):
         return None
-    return held.status
 
 
 def _live(stmt):

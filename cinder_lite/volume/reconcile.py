@@ -310,13 +310,10 @@ def _finish_disconnect(backend, attachment_id, volume, status):
             attachment_id, status, e)
     with db_api.writer() as session:
         try:
-            with db_attachments.locked_volume(session, volume['id'],
-                                              load=False) as held:
-                db_attachments.transition(session, attachment_id,
-                                          'disconnect_retried')
+            volume_status = db_attachments.apply_event(
+                session, volume['id'], attachment_id, 'disconnect_retried')
         except (exception.InvalidTransition, exception.AttachmentNotFound):
             return None
-        volume_status = held.status
     LOG.warning('reconcile: attachment %s of volume %s: %s -> detached '
                 '(disconnect rolled forward); volume %s', attachment_id,
                 volume['id'], status, volume_status)

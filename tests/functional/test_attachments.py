@@ -332,14 +332,15 @@ def test_complete_idempotent_and_needs_live_attachment(api, ma):
         == 204
 
 
-def test_error_attaching_is_visible_and_deletable(api, stack, ma):
-    # take the backing file away: exporting fails
+def _failed_connect(api, stack, volume_id):
+    """An attachment of the volume whose connect failed on the backend
+    (its file taken away while it exported): error_attaching."""
     path = os.path.join(stack.state_path, 'volumes', 'file',
-                        'volume-%s' % ma['id'])
+                        'volume-%s' % volume_id)
     os.rename(path, path + '.away')
     try:
         resp = api.post('/attachments', json={'attachment': {
-            'volume_uuid': ma['id'], 'instance_uuid': I1,
+            'volume_uuid': volume_id, 'instance_uuid': I1,
             'connector': connector()}})
         assert resp.status_code == 503
         assert 'missing' in resp.json()['serviceUnavailable']['message']
@@ -347,6 +348,11 @@ def test_error_attaching_is_visible_and_deletable(api, stack, ma):
         os.rename(path + '.away', path)
     (att,) = api.get('/attachments/detail').json()['attachments']
     assert att['status'] == 'error_attaching'
+    return att
+
+
+def test_error_attaching_is_visible_and_deletable(api, stack, ma):
+    att = _failed_connect(api, stack, ma['id'])
     assert 'missing' in att['status_reason']
     assert volume(api, ma['id'])['status'] == 'available'
     # the volume cannot be deleted while the failed attachment is there
@@ -506,18 +512,7 @@ def test_connect_answer_is_the_same_from_a_volume_service_before_1_8(
 def test_a_refused_complete_leaves_the_volume_as_it_was(api, stack, ma):
     """os-complete's lock writes the volume in-use (the request makes its
     attachment attached or fails): a refusal rolls that back."""
-    path = os.path.join(stack.state_path, 'volumes', 'file',
-                        'volume-%s' % ma['id'])
-    os.rename(path, path + '.away')
-    try:
-        resp = api.post('/attachments', json={'attachment': {
-            'volume_uuid': ma['id'], 'instance_uuid': I1,
-            'connector': connector()}})
-        assert resp.status_code == 503
-    finally:
-        os.rename(path + '.away', path)
-    (att,) = api.get('/attachments/detail').json()['attachments']
-    assert att['status'] == 'error_attaching'
+    att = _failed_connect(api, stack, ma['id'])
     before = volume(api, ma['id'])
     assert before['status'] == 'available'
     resp = api.post('/attachments/%s/action' % att['id'],

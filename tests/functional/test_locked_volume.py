@@ -104,10 +104,10 @@ def test_an_operation_and_a_reason_end_each_other(api):
 
 
 def test_a_block_that_read_the_others_derives_what_the_probe_would(api):
-    """``get_with_others`` + ``held.leaves``: the volume's status from
-    what the block read under the lock, no probe, along a sequence that
-    passes every volume status; after each step the probe
-    (``sync_volume_status``) finds nothing to change."""
+    """``apply_event`` (``get_with_others`` + ``held.leaves``): the
+    volume's status from what the block read under the lock, no probe,
+    along a sequence that passes every volume status; after each step
+    the probe (``sync_volume_status``) finds nothing to change."""
     vtype = api.create_type(specs={'multiattach': '<is> True'})
     vol = api.create_volume(volume_type=vtype['id'])
     ids = []
@@ -127,13 +127,9 @@ def test_a_block_that_read_the_others_derives_what_the_probe_would(api):
              (c, 'detach', states.AVAILABLE)]
     for attachment_id, event, expected in steps:
         with db_api.writer() as session:
-            with db_attachments.locked_volume(session, vol['id'],
-                                              load=False) as held:
-                current, held.others = db_attachments.get_with_others(
-                    session, attachment_id)
-                held.leaves(db_attachments.transition(
-                    session, attachment_id, event, current=current))
-        assert held.status == expected, (event, held.status)
+            status = db_attachments.apply_event(session, vol['id'],
+                                                attachment_id, event)
+        assert status == expected, (event, status)
         assert _status(api, vol) == expected
         with db_api.writer() as session:
             assert db_attachments.sync_volume_status(

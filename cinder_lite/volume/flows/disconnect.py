@@ -38,15 +38,9 @@ class RemoveExport(task.Task):
 class RecordDetached(task.Task):
     def execute(self, volume, attachment_id, reason):
         with db_api.writer() as session:
-            with db_attachments.locked_volume(session, volume['id'],
-                                              load=False) as held:
-                current, held.others = db_attachments.get_with_others(
-                    session, attachment_id)
-                held.leaves(db_attachments.transition(
-                    session, attachment_id, 'disconnected',
-                    values={'status_reason': reason} if reason else None,
-                    current=current))
-            status = held.status
+            status = db_attachments.apply_event(
+                session, volume['id'], attachment_id, 'disconnected',
+                values={'status_reason': reason} if reason else None)
         LOG.info('attachment %s of volume %s: detaching -> detached '
                  '(volume %s)', attachment_id, volume['id'], status)
 

@@ -74,10 +74,8 @@ def restore_mode(driver, volume, attachment_id, connector, shared, error):
         change, target = 'takeover_failed', states.ERROR_ATTACHING
     with db_api.writer() as session:
         try:
-            with db_attachments.locked_volume(session, volume['id'],
-                                              load=False):
-                db_attachments.transition(session, attachment_id, change,
-                                          values=values)
+            db_attachments.apply_event(session, volume['id'],
+                                       attachment_id, change, values=values)
         except exception.AttachmentNotFound:
             gone = True
         except exception.InvalidTransition:
