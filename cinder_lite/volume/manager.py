@@ -57,6 +57,27 @@ with_qos = flows.with_qos
 with_qos_read = flows.with_qos_read
 
 
+class _RollForward:
+    """What reconciliation may run again on a volume service
+    (``reconcile.Backend.roll_forward``), as an administrator."""
+
+    def __init__(self, manager, ctxt):
+        self._manager = manager
+        self._ctxt = ctxt
+
+    def create_volume(self, volume):
+        self._manager.create_volume(self._ctxt, volume['id'], volume)
+
+    def delete_volume(self, volume):
+        self._manager.delete_volume(self._ctxt, volume['id'])
+
+    def create_snapshot(self, snapshot):
+        self._manager.create_snapshot(self._ctxt, snapshot)
+
+    def delete_snapshot(self, snapshot):
+        self._manager.delete_snapshot(self._ctxt, snapshot)
+
+
 class VolumeManager:
 
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
@@ -136,20 +157,12 @@ class VolumeManager:
             max_age = self.conf.reconcile_after
         with self._busy_lock:
             busy = set(self._busy)
-        ctxt = self.admin_context()
         return reconcile_mod.run(reconcile_mod.Backend(
             driver=self.driver, host=self.host, backend_id=self.backend_id,
             rpc_timeout=self.conf.volume_rpc_timeout,
             takeover_lock=self.takeover_lock,
-            roll_forward={
-                'create_volume': lambda volume: self.create_volume(
-                    ctxt, volume['id'], volume),
-                'delete_volume': lambda volume: self.delete_volume(
-                    ctxt, volume['id']),
-                'create_snapshot': lambda snapshot: self.create_snapshot(
-                    ctxt, snapshot),
-                'delete_snapshot': lambda snapshot: self.delete_snapshot(
-                    ctxt, snapshot)}), max_age, busy)
+            roll_forward=_RollForward(self, self.admin_context())),
+            max_age, busy)
 
     @staticmethod
     def admin_context():

@@ -97,9 +97,9 @@ EVENT_UPLOAD_INTERRUPTED = 'VOLUME_VOLUME_003_001'
 # exports), its ``backend_id`` (the host, or its cluster, which owns
 # volumes), ``rpc_timeout`` (a takeover's request waits two of these),
 # ``takeover_lock(attachment_id)`` (one promote or restore of an
-# attachment at a time in the process), and ``roll_forward``: operation
-# name (``create_volume``, ``delete_volume``, ``create_snapshot``,
-# ``delete_snapshot``) -> a function of the volume or snapshot that runs
+# attachment at a time in the process), and ``roll_forward``: an object
+# whose ``create_volume``, ``delete_volume`` (of a volume dict),
+# ``create_snapshot`` and ``delete_snapshot`` (of a snapshot dict) run
 # that operation of the service again, flows, failures and messages
 # included.
 Backend = collections.namedtuple('Backend', [
@@ -182,8 +182,10 @@ def _snapshots(backend, max_age, busy):
                                             updated_at):
                 continue
         before = snapshot['status']
-        backend.roll_forward['create_snapshot' if before == states.CREATING
-                             else 'delete_snapshot'](snapshot)
+        if before == states.CREATING:
+            backend.roll_forward.create_snapshot(snapshot)
+        else:
+            backend.roll_forward.delete_snapshot(snapshot)
         with db_api.reader() as session:
             try:
                 after = db_snapshots.get(session, snapshot['id']).status
@@ -332,12 +334,12 @@ def _volume(backend, volume):
     status = volume['status']
     if status == states.CREATING:
         before = _status(volume['id'])
-        backend.roll_forward['create_volume'](volume)
+        backend.roll_forward.create_volume(volume)
         after = _status(volume['id'])
         why = 'create rolled forward'
     elif status == states.DELETING:
         before = status
-        backend.roll_forward['delete_volume'](volume)
+        backend.roll_forward.delete_volume(volume)
         after = _status(volume['id']) or states.DELETED
         why = 'delete rolled forward'
     elif status == states.DOWNLOADING:

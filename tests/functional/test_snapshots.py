@@ -456,3 +456,24 @@ def test_os_hosts_counts_snapshots(api, vol):
     assert (total['project'], total['snapshot_count'],
             total['total_snapshot_gb']) == ('(total)', '2', '4')
     assert lines[1]['resource']['snapshot_count'] == '2'
+
+
+def test_reconcile_rolls_snapshots_forward(api, stack, vol):
+    """A snapshot left creating or deleting (its volume service stopped
+    in the middle) is made or deleted again by the reconcile of the
+    backend that holds its volume."""
+    snap = snapshot(api, vol['id'])
+    path = '/snapshots/%s/action' % snap['id']
+    manager, = stack.volume_service('file').endpoints
+    assert api.post(path, json={'os-reset_status': {
+        'status': 'creating'}}).status_code == 202
+    assert manager.reconcile_now(max_age=0) == [
+        'snapshot %s: creating -> available' % snap['id']]
+    assert wait_snapshot(api, snap['id'])['status'] == 'available'
+    assert api.post(path, json={'os-reset_status': {
+        'status': 'deleting'}}).status_code == 202
+    assert manager.reconcile_now(max_age=0) == [
+        'snapshot %s: deleting -> deleted' % snap['id']]
+    wait_gone(api, snap['id'])
+    assert manager.reconcile_now(max_age=0) == []
+    exact()
