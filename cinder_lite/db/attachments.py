@@ -240,30 +240,17 @@ LIVE_STATUSES = tuple(sorted(states.ATTACHMENT_STATUSES - {states.DETACHED}))
 
 
 def live_statuses(session, volume_id):
-    """The statuses a volume's live attachments are in: one statement of
-    an EXISTS per status, each a probe of the index on (volume_id,
-    deleted, attach_status), so a volume shared by 10,000 hosts costs as
-    much as one shared by two."""
-    return _present(query.core(session).execute(
-        query.built('live_statuses', _live_statuses_statement),
-        {'volume_id': volume_id}).one())
+    """The statuses a volume's live attachments are in (a frozenset):
+    one statement of an EXISTS per status (``_status_columns``)."""
+    return _all_statuses(session, volume_id).statuses
 
 
-def _present(row):
-    present = {status for status, there in zip(LIVE_STATUSES, row)
-               if there}
-    if row[len(LIVE_STATUSES)]:
-        present.add(states.ATTACH_LEGACY_RESERVED)
-    return present
-
-
-def _live_statuses_statement(with_volume_status=False):
-    """``live_statuses``'s statement; ``with_volume_status``: the
-    volume's own status too, in its last column."""
-    columns = _status_columns(sa.bindparam('volume_id'))
-    if not with_volume_status:
-        columns = columns[:-1]
-    return sa.select(*columns)
+def _all_statuses(session, volume_id):
+    """``Others`` of every live attachment of the volume."""
+    return Others.of(query.core(session).execute(
+        query.built('live_statuses', lambda: sa.select(
+            *_status_columns(sa.bindparam('volume_id')))),
+        {'volume_id': volume_id}).one()._mapping)
 
 
 class Others(collections.namedtuple('Others', 'volume_status statuses')):
@@ -769,13 +756,9 @@ def sync_volume_status(session, volume_id):
     """Set the volume status implied by its live attachments; returns
     it.  Call inside the transaction that changed them (after
     ``lock_volume``)."""
-    row = query.core(session).execute(
-        query.built('live_statuses_and_volume',
-                    lambda: _live_statuses_statement(
-                        with_volume_status=True)),
-        {'volume_id': volume_id}).one()
-    return _write_status(session, volume_id, row[-1],
-                         states.derive_volume_status(_present(row[:-1])))
+    found = _all_statuses(session, volume_id)
+    return _write_status(session, volume_id, found.volume_status,
+                         states.derive_volume_status(found.statuses))
 
 
 def settle_status(session, volume_id, others, this):

@@ -649,7 +649,7 @@ class AttachmentService:
             started = self._start_detach(
                 session, attachment, force, guarded, volume=vol,
                 others=db_attachments.Others.of_rows(vol.status, remaining))
-            current, export_host = started[1], started[4]
+            _, current, _, _, export_host, _ = started
             shared = db_attachments.share_host(remaining, current,
                                                export_host)
         self._finish_detach(context, attachment, *started, shared=shared)
