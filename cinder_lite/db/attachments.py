@@ -567,17 +567,17 @@ def get_with_others(session, attachment_id):
 def volume_to_attach(session, volume_id, host, type_spec):
     """After ``lock_volume(..., load=False)``: the volume as it is under
     the lock, with what attaching it to consumer ``host`` asks besides,
-    in one statement: (the volume, ``Others`` of all its live
-    attachments, its type's extra spec ``type_spec`` (None without),
+    in one statement: (the volume, a ``volumes.Record``, ``Others`` of
+    all its live attachments, its type's extra spec ``type_spec`` (None
+    without),
     whether ``host`` is fenced off it, the (id, consumer) of its type's
     QoS specs (None without), as ``with_volume``)."""
-    row = session.execute(
+    fields = query.core(session).execute(
         query.built('volume_to_attach', _to_attach_statement),
         {'volume_id': volume_id, 'host': host, 'spec_key': type_spec}
-    ).one()
-    fields = row._mapping
+    ).one()._mapping
     qos = fields['qos__id']
-    return (row[0], Others.of(fields), fields['type__spec'],
+    return (VolumeRecord(fields), Others.of(fields), fields['type__spec'],
             bool(fields['host__fenced']),
             (qos, fields['qos__consumer']) if qos is not None else None)
 
@@ -586,22 +586,19 @@ def _to_attach_statement():
     ES = models.VolumeTypeExtraSpec.__table__
     VT = models.VolumeType.__table__
     Q = models.QosSpecs.__table__
-    volume = models.Volume
-    return (sa.select(volume, *_status_columns(volume.id),
+    return (sa.select(V, *_status_columns(V.c.id),
                       sa.select(ES.c.value).where(
-                          ES.c.volume_type_id == volume.volume_type_id,
+                          ES.c.volume_type_id == V.c.volume_type_id,
                           ES.c.key == sa.bindparam('spec_key'))
                       .scalar_subquery().label('type__spec'),
                       db_host_fences.fenced(
-                          volume.id, sa.bindparam('host')).label(
+                          V.c.id, sa.bindparam('host')).label(
                           'host__fenced'),
                       Q.c.id.label('qos__id'),
                       Q.c.consumer.label('qos__consumer'))
-            .outerjoin(VT, VT.c.id == volume.volume_type_id)
+            .outerjoin(VT, VT.c.id == V.c.volume_type_id)
             .outerjoin(Q, Q.c.id == VT.c.qos_specs_id)
-            .where(volume.id == sa.bindparam('volume_id'))
-            # as _volume_under_lock: what the lock sees
-            .execution_options(populate_existing=True))
+            .where(V.c.id == sa.bindparam('volume_id')))
 
 
 def _fenced_statement():
