@@ -130,7 +130,7 @@ def test_stopped_backend_goes_down_and_gets_nothing(two):
                 api.get('/os-services').json()['services']}
     assert states() == {'testnode': 'up', 'testnode@ma': 'up',
                         'testnode@noma': 'up'}
-    # service_down_time is 3 s in the test stack
+    # (a clean stop records the service down at once)
     two.stop_backend('noma')
     for _ in range(4):
         vol = api.create_volume()

@@ -159,7 +159,13 @@ class Stack:
                  'osapi_volume_listen_port = 0',
                  'enabled_backends = %s' % ','.join(self.backends),
                  'report_interval = 1',
-                 'service_down_time = 3']
+                 # a service is down 10 beats after its last one: a stack
+                 # beside an OpenStack deployment on a 2-core machine once
+                 # saw no beat land for over 3 s, and its first create was
+                 # refused (503, no service reported); a clean stop is
+                 # down at once whatever this says, and the tests of
+                 # beats going stale run clusters with their own values
+                 'service_down_time = 10']
         # long enough for a connect on a loaded 2-core machine (two test
         # workers beside an OpenStack deployment); a test of the timeout
         # itself sets a short one in ``extra``
