@@ -111,7 +111,7 @@ def _lock_for_attachment_statement(allowed, attaches):
     values = {'attach_seq': V.c.attach_seq + 1}
     if attaches:
         values['status'] = sa.case(
-            (V.c.status.in_(ATTACHABLE),
+            (query.one_of(V.c.status, ATTACHABLE),
              states.derive_volume_status({states.ATTACHED})),
             else_=V.c.status)
     return (sa.update(V)
@@ -119,7 +119,7 @@ def _lock_for_attachment_statement(allowed, attaches):
                        AT.c.id == sa.bindparam('attachment_id'),
                        AT.c.deleted == sa.false()).scalar_subquery(),
                    V.c.deleted.is_(False),
-                   V.c.status.in_(allowed))
+                   query.one_of(V.c.status, allowed))
             .values(values))
 
 
@@ -127,7 +127,7 @@ def _lock_statement(allowed, scoped):
     stmt = (sa.update(V)
             .where(V.c.id == sa.bindparam('volume_id'),
                    V.c.deleted.is_(False),
-                   V.c.status.in_(allowed))
+                   query.one_of(V.c.status, allowed))
             .values(attach_seq=V.c.attach_seq + 1))
     if scoped:
         stmt = stmt.where(V.c.project_id == sa.bindparam('scope_project'))
@@ -734,7 +734,7 @@ def _transition_statement(allowed, keys):
     return (sa.update(AT)
             .where(AT.c.id == sa.bindparam('attachment_id'),
                    AT.c.deleted.is_(False),
-                   AT.c.attach_status.in_(allowed))
+                   query.one_of(AT.c.attach_status, allowed))
             .values({k: sa.bindparam('v_' + k, type_=AT.c[k].type)
                      for k in keys}))
 
@@ -801,7 +801,7 @@ def _write_status(session, volume_id, current, status):
         query.built('sync_volume_status', lambda: (
             sa.update(V)
             .where(V.c.id == sa.bindparam('volume_id'),
-                   V.c.status.in_(ATTACHABLE))
+                   query.one_of(V.c.status, ATTACHABLE))
             .values(status=sa.bindparam('new_status'),
                     updated_at=sa.bindparam('now')))),
         {'volume_id': volume_id, 'new_status': status,
