@@ -63,9 +63,11 @@ class _Storage(tf_storage.Storage):
     Taskflow's storage works on a copy of an atom's details for each
     change, has a persistence backend save the copy (retrying a failed
     save with tenacity) and merges it back, under a reader/writer lock;
-    two dozen changes a run.  Here no backend is asked and no copy made,
-    so none can fail, and the lock guards nothing: the RPC server's
-    threads each keep their own engines (``run``).  What is overridden
+    two dozen changes a run.  Here no copy is made and no backend asked
+    once the storage is made (taskflow gives a storage without one a
+    memory backend, which then holds the details' first state), so no
+    save can fail, and the lock guards nothing: each thread keeps its
+    own engines (``run``).  What is overridden
     is checked against taskflow's ``Storage`` by
     ``tests/unit/test_flow_runs.py``."""
 
