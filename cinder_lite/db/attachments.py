@@ -410,7 +410,12 @@ def create(session, values):
 
 def new(values):
     """A new attachment not written yet, as a ``Record`` (the columns
-    ``values`` leaves out None): ``create_moved`` writes it."""
+    ``values`` leaves out None): ``create_moved`` writes it.  A name that
+    is no column is a TypeError, as the model's constructor made it."""
+    unknown = set(values).difference(Record.COLUMNS)
+    if unknown:
+        raise TypeError('no attachment column %s' % ', '.join(
+            sorted(unknown)))
     return Record(dict(dict.fromkeys(Record.COLUMNS), **values))
 
 
@@ -578,9 +583,8 @@ def volume_to_attach(session, volume_id, host, type_spec):
     the lock, with what attaching it to consumer ``host`` asks besides,
     in one statement: (the volume, a ``volumes.Record``, ``Others`` of
     all its live attachments, its type's extra spec ``type_spec`` (None
-    without),
-    whether ``host`` is fenced off it, the (id, consumer) of its type's
-    QoS specs (None without), as ``with_volume``)."""
+    without), whether ``host`` is fenced off it, the (id, consumer) of
+    its type's QoS specs (None without), as ``with_volume``)."""
     fields = query.core(session).execute(
         query.built('volume_to_attach', _to_attach_statement),
         {'volume_id': volume_id, 'host': host, 'spec_key': type_spec}
