@@ -7,6 +7,7 @@ import threading
 import time
 
 from oslo_config import cfg
+from oslo_policy import _checks
 from oslo_policy import policy
 
 from cinder_lite.common import exception
@@ -370,23 +371,117 @@ _enforcer = None
 _enforcer_lock = threading.Lock()
 
 
+# The checks whose verdict depends on nothing but the target, the
+# credentials and the rules: oslo.policy's own, but for http(s): checks,
+# which ask a server, and whatever check an operator plugs in.
+_DETERMINISTIC = frozenset((
+    _checks.TrueCheck, _checks.FalseCheck, _checks.RoleCheck,
+    _checks.GenericCheck, _checks.RuleCheck, _checks.AndCheck,
+    _checks.OrCheck, _checks.NotCheck))
+
+
+def _frozen(values):
+    """A hashable copy of a target or of credentials (the values
+    oslo.context and our handlers put in them: strings, booleans, None and
+    lists of strings); None for anything else."""
+    try:
+        items = tuple((k, tuple(v) if isinstance(v, list) else v)
+                      for k, v in values.items())
+        hash(items)
+    except (AttributeError, TypeError):
+        return None
+    return items
+
+
 class Enforcer(policy.Enforcer):
-    """oslo.policy's enforcer, which looks for changed policy files before
-    every check: a search of the configuration directories for the policy
-    file and each policy directory, and a stat of each, 80 us here, five
-    times an attach cycle.  This one looks at most once a second, so an
-    operator's edit of policy.yaml applies within a second instead of at
-    the next request."""
+    """oslo.policy's enforcer, with two savings on the request path.
+
+    oslo.policy looks for changed policy files before every check: a
+    search of the configuration directories for the policy file and each
+    policy directory, and a stat of each, 80 us here, five times an
+    attach cycle.  This one looks at most once a second, so an operator's
+    edit of policy.yaml applies within a second instead of at the next
+    request.
+
+    And it remembers its verdicts until it next looks.  oslo.policy
+    inspects the signature of every check it evaluates (nine for
+    ``admin_or_member``), which made a verdict cost 0.1-0.3 ms and policy
+    a twentieth of the API's CPU in an attach cycle.  A verdict is kept
+    for the rule, target and credentials it was given, only when every
+    check the rule reaches is one of ``_DETERMINISTIC``; the memory is
+    dropped whenever the rules are looked at or set, so it never outlives
+    the rules it was made with."""
 
     RECHECK_SECONDS = 1.0
+    MAX_VERDICTS = 4096
     _checked = None
+
+    def __init__(self, *args, **kwargs):
+        self._verdicts = {}
+        super().__init__(*args, **kwargs)
 
     def load_rules(self, force_reload=False):
         now = time.monotonic()
         if force_reload or self._checked is None or \
                 now - self._checked >= self.RECHECK_SECONDS:
+            self._verdicts = {}
             super().load_rules(force_reload)
             self._checked = now
+
+    def set_rules(self, *args, **kwargs):
+        self._verdicts = {}
+        super().set_rules(*args, **kwargs)
+
+    def clear(self):
+        self._verdicts = {}
+        super().clear()
+
+    def enforce(self, rule, target, creds, do_raise=False, exc=None,
+                *args, **kwargs):
+        self.load_rules()
+        # the memory as it is now: one dropped while this verdict is made
+        # is not given a verdict of the rules it was dropped for
+        verdicts = self._verdicts
+        key = None
+        if isinstance(rule, str) and not do_raise and not args \
+                and not kwargs:
+            frozen_target = _frozen(target)
+            frozen_creds = _frozen(creds)
+            if frozen_target is not None and frozen_creds is not None:
+                key = (rule, frozen_target, frozen_creds)
+                verdict = verdicts.get(key)
+                if verdict is not None:
+                    return verdict
+        verdict = super().enforce(rule, target, creds, do_raise, exc,
+                                  *args, **kwargs)
+        if key is not None and self._deterministic(rule):
+            if len(verdicts) >= self.MAX_VERDICTS:
+                verdicts.clear()
+            verdicts[key] = verdict
+        return verdict
+
+    def _deterministic(self, name):
+        """Whether every check the rule ``name`` reaches (through
+        ``rule:`` references too) is one of ``_DETERMINISTIC``."""
+        rules = self.rules
+        if name not in rules:
+            return False
+        seen = set()
+        todo = [rules[name]]
+        while todo:
+            check = todo.pop()
+            kind = type(check)
+            if kind not in _DETERMINISTIC:
+                return False
+            if kind is _checks.RuleCheck:
+                if check.match not in seen and check.match in rules:
+                    seen.add(check.match)
+                    todo.append(rules[check.match])
+            elif kind is _checks.NotCheck:
+                todo.append(check.rule)
+            elif kind in (_checks.AndCheck, _checks.OrCheck):
+                todo.extend(check.rules)
+        return True
 
 
 def get_enforcer(conf=None):
