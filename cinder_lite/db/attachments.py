@@ -563,6 +563,44 @@ def _with_full_volume_statement(scoped):
             .join(V, V.c.id == AT.c.volume_id))
 
 
+# The service holding an attachment's export, as a detach asks whether it
+# is up (``db.services.serves``): None when no service of that host and
+# binary is known.
+ExportService = collections.namedtuple(
+    'ExportService', 'host cluster_name heartbeat_at')
+
+
+def get_to_detach(session, attachment_id, project_id, binary):
+    """``get_with_volume``, with the service of ``binary`` on the
+    attachment's ``export_host`` (an ``ExportService``, or None) read in
+    the same statement: what a detach reads under the volume's lock to
+    decide whether it goes through that service."""
+    scoped = project_id is not None
+    row = query.core(session).execute(
+        query.built(('attachment_to_detach', scoped),
+                    lambda: _to_detach_statement(scoped)),
+        {'attachment_id': attachment_id, 'project_id': project_id,
+         'binary': binary}).first()
+    if row is None:
+        raise exception.AttachmentNotFound(attachment_id=attachment_id)
+    fields = row._mapping
+    service = None if fields['export__host'] is None else ExportService(
+        fields['export__host'], fields['export__cluster_name'],
+        fields['export__heartbeat_at'])
+    return Record(fields), VolumeRecord(fields, prefix='volume__'), service
+
+
+def _to_detach_statement(scoped):
+    S = models.Service.__table__
+    # (host, binary) is unique: one row at most
+    return (_with_full_volume_statement(scoped)
+            .add_columns(S.c.host.label('export__host'),
+                         S.c.cluster_name.label('export__cluster_name'),
+                         S.c.heartbeat_at.label('export__heartbeat_at'))
+            .outerjoin(S, sa.and_(S.c.host == AT.c.export_host,
+                                  S.c.binary == sa.bindparam('binary'))))
+
+
 def get_with_others(session, attachment_id):
     """(``get``, ``Others``) in one statement: what a change of one
     attachment under its volume's lock reads to derive the volume's

@@ -172,6 +172,15 @@ def live_members(session, backend, binary, down_time, member=None):
     return live
 
 
+def serves(service, backend, down_time):
+    """``live_members``'s verdict on one member read elsewhere: whether
+    ``service`` (with host, cluster_name and heartbeat_at; None: no such
+    service) is a member of ``backend`` and up."""
+    return (service is not None
+            and backend in (service.cluster_name, service.host)
+            and is_up(service.heartbeat_at, down_time))
+
+
 def get_by_host(session, host, binary):
     row = session.execute(sa.select(models.Service).where(
         models.Service.host == host,

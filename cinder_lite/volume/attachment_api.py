@@ -31,6 +31,9 @@ from cinder_lite.volume import rules
 
 LOG = logging.getLogger(__name__)
 
+# ``serving``'s default: the service asked about is read by the call
+_UNREAD = object()
+
 # (kept for the tests and tools that mark attachments by hand)
 
 
@@ -90,8 +93,9 @@ class AttachmentService:
         return attachment
 
     def _locked_attachment(self, session, context, attachment_id, action,
-                           attaches=False):
-        """(The attachment, its volume) read under the volume's row lock,
+                           attaches=False, to_detach=False):
+        """(The attachment, its volume, the service holding its export
+        when ``to_detach``, else None) read under the volume's row lock,
         in one statement, once ``action`` is allowed on it (``attaches``:
         as ``db_attachments.lock_for_attachment``'s).  The lock is
         taken through the attachment (one statement); where that finds
@@ -104,11 +108,17 @@ class AttachmentService:
                                           action)
             db_attachments.lock_volume(session, attachment.volume_id,
                                        load=False)
-        attachment, volume = db_attachments.get_with_volume(
-            session, attachment_id, self._scope(context))
+        if to_detach:
+            attachment, volume, service = db_attachments.get_to_detach(
+                session, attachment_id, self._scope(context),
+                constants.VOLUME_BINARY)
+        else:
+            service = None
+            attachment, volume = db_attachments.get_with_volume(
+                session, attachment_id, self._scope(context))
         policy.authorize(context, action,
                          {'project_id': attachment.project_id})
-        return attachment, volume
+        return attachment, volume, service
 
     def get(self, context, attachment_id):
         policy.authorize(context, policy.ATTACHMENT_GET)
@@ -137,9 +147,16 @@ class AttachmentService:
                 session, project, filters, sort_keys, sort_dirs, limit,
                 marker)
 
-    def serving(self, session, volume, service_host=None):
+    def serving(self, session, volume, service_host=None, service=_UNREAD):
         """Whether ``volume``'s backend (or, given ``service_host``, that
-        member of it) has a live member, read in ``session``."""
+        member of it) has a live member, read in ``session`` (``service``:
+        ``service_host``'s service, as this transaction read it already,
+        None when there is none)."""
+        if service is not _UNREAD and service_host is not None and \
+                volume.host:
+            return db_services.serves(
+                service, volume_rpcapi.backend_host(volume.host),
+                self.conf.service_down_time)
         try:
             self._live_members(session, volume, service_host)
             return True
@@ -495,7 +512,7 @@ class AttachmentService:
             # (the lock writes the volume in-use: complete makes the
             # attachment attached or fails, and a failure rolls it back;
             # sync_after_attached below then has nothing left to write)
-            current, vol = self._locked_attachment(
+            current, vol, _ = self._locked_attachment(
                 session, context, attachment_id, policy.ATTACHMENT_COMPLETE,
                 attaches=True)
             if current.attach_status == states.ATTACHED:
@@ -639,8 +656,9 @@ class AttachmentService:
         policy.authorize(context, policy.ATTACHMENT_GET)
         # one transaction reads, authorizes and starts the detach
         with db_api.writer() as session:
-            attachment, vol = self._locked_attachment(
-                session, context, attachment_id, policy.ATTACHMENT_DELETE)
+            attachment, vol, service = self._locked_attachment(
+                session, context, attachment_id, policy.ATTACHMENT_DELETE,
+                to_detach=True)
             # the volume's other attachments: what it answers, and what
             # the volume's status and the disconnect follow from
             remaining = db_attachments.others_of(session, attachment)
@@ -648,7 +666,8 @@ class AttachmentService:
                                          or policy.is_service(context))
             started = self._start_detach(
                 session, attachment, force, guarded, volume=vol,
-                others=db_attachments.Others.of_rows(vol.status, remaining))
+                others=db_attachments.Others.of_rows(vol.status, remaining),
+                export_service=service)
             _, current, _, _, export_host, _ = started
             shared = db_attachments.share_host(remaining, current,
                                                export_host)
@@ -689,7 +708,7 @@ class AttachmentService:
         self._finish_detach(context, attachment, *started)
 
     def _start_detach(self, session, attachment, force, guarded=False,
-                      volume=None, others=None):
+                      volume=None, others=None, export_service=_UNREAD):
         """The transaction half of a detach: decide under the volume's
         lock whether it goes through the backend, and mark it; returns
         what ``_finish_detach`` needs.  ``guarded``: refuse (409) to
@@ -697,7 +716,8 @@ class AttachmentService:
         instance, as the attachment is under the lock (a connect recorded
         while the request waited for it counts).  ``volume``: this
         transaction took the lock and read ``attachment`` and its volume
-        under it, and ``others`` with them."""
+        under it, and ``others`` with them, and ``export_service`` (see
+        ``serving``)."""
         with db_attachments.locked_volume(session, attachment.volume_id,
                                           volume=volume,
                                           others=others) as held:
@@ -711,7 +731,7 @@ class AttachmentService:
             connected = was_connected = rules.holds_connection(current)
             # asked once: the checks below must agree on it
             backend_up = connected and self.serving(
-                session, vol, current.export_host)
+                session, vol, current.export_host, export_service)
             if connected and not backend_up and not force and \
                     not rules.half_connected(current):
                 # fail fast, naming the service that is down
