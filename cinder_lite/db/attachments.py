@@ -46,15 +46,25 @@ V = models.Volume.__table__
 
 
 def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
-                load=True):
+                load=True, connects=False):
     """Take the volume's row lock if its status is in ``allowed`` (a
     tuple); return the volume as it is under the lock (None with
     ``load=False``, for callers that only need the lock).  VolumeNotFound
-    / InvalidVolume otherwise."""
+    / InvalidVolume otherwise.
+    ``connects``: the transaction adds an attachment that is connecting
+    (``ATTACH_ATTACHING``) or fails, and the lock writes the volume's
+    status as that makes it when the status it has is the one its
+    attachments make it: in-use stays, any other attachable status
+    becomes attaching (a refusal rolls it back with the rest).  The read
+    under the lock then shows that status, and ``settle_status``, which
+    derives the status from the attachments it read, writes it only when
+    they say otherwise.  The status written depends on no other row, so
+    the lock that waited for another transaction writes what it would
+    have."""
     scoped = project_id is not None
     allowed = tuple(allowed)
-    stmt = query.built(('lock_volume', allowed, scoped),
-                       lambda: _lock_statement(allowed, scoped))
+    stmt = query.built(('lock_volume', allowed, scoped, connects),
+                       lambda: _lock_statement(allowed, scoped, connects))
     # (no parameter is named after a column of volumes: Core would SET it)
     params = {'volume_id': volume_id}
     if scoped:
@@ -123,12 +133,20 @@ def _lock_for_attachment_statement(allowed, attaches):
             .values(values))
 
 
-def _lock_statement(allowed, scoped):
+def _lock_statement(allowed, scoped, connects=False):
+    values = {'attach_seq': V.c.attach_seq + 1}
+    if connects:
+        connected = states.derive_volume_status({states.ATTACHED})
+        values['status'] = sa.case(
+            (query.one_of(V.c.status, tuple(
+                status for status in ATTACHABLE if status != connected)),
+             states.derive_volume_status({states.ATTACH_ATTACHING})),
+            else_=V.c.status)
     stmt = (sa.update(V)
             .where(V.c.id == sa.bindparam('volume_id'),
                    V.c.deleted.is_(False),
                    query.one_of(V.c.status, allowed))
-            .values(attach_seq=V.c.attach_seq + 1))
+            .values(values))
     if scoped:
         stmt = stmt.where(V.c.project_id == sa.bindparam('scope_project'))
     return stmt

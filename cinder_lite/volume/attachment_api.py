@@ -311,12 +311,14 @@ class AttachmentService:
         type's QoS specs or None, for the volume service).  A refusal
         reads the volume again to refuse as a read before the lock would:
         unknown (404), then not allowed (403), then not attachable
-        (400)."""
+        (400).  The lock writes the status a connecting attachment makes
+        the volume (``lock_volume``'s ``connects``): the caller adds one
+        or fails."""
         scope = self._scope(context)
         try:
             db_attachments.lock_volume(
                 session, volume_id, db_attachments.ATTACHABLE,
-                project_id=scope, load=False)
+                project_id=scope, load=False, connects=True)
         except exception.InvalidVolume:
             volume = db_volumes.get(session, volume_id, scope)
             policy.authorize(context, policy.ATTACHMENT_CREATE,

@@ -522,3 +522,33 @@ def test_a_refused_complete_leaves_the_volume_as_it_was(api, stack, ma):
     after = volume(api, ma['id'])
     assert (after['status'], after['updated_at']) == \
         (before['status'], before['updated_at'])
+
+
+@pytest.mark.parametrize('reset_to, attached_before, expected', [
+    # an attached attachment makes it in-use, whatever it was reset to
+    ('available', True, 'in-use'),
+    ('reserved', True, 'in-use'),
+    # and with nothing attached the new connect makes it attaching
+    ('available', False, 'attaching'),
+    ('detaching', False, 'attaching'),
+])
+def test_an_attach_derives_the_status_a_reset_left_wrong(
+        api, ma, reset_to, attached_before, expected):
+    """POST /attachments with a connector: the lock writes the status a
+    connecting attachment makes the volume as its status says its
+    attachments are, and the attachments read under the lock correct it
+    when an operator's os-reset_status left it saying otherwise."""
+    first = create(api, ma['id'], I1, connector(host='h1'))
+    if attached_before:
+        assert api.post('/attachments/%s/action' % first['id'],
+                        json={'os-complete': None}).status_code == 204
+    else:
+        # a reservation instead: the volume is reserved
+        api.delete('/attachments/%s' % first['id'])
+        create(api, ma['id'], I3)
+    resp = api.post('/volumes/%s/action' % ma['id'], json={
+        'os-reset_status': {'status': reset_to}})
+    assert resp.status_code == 202
+    assert volume(api, ma['id'])['status'] == reset_to
+    create(api, ma['id'], I2, connector(host='h2'))
+    assert volume(api, ma['id'])['status'] == expected
