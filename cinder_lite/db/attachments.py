@@ -45,26 +45,37 @@ AT = A.__table__
 V = models.Volume.__table__
 
 
+# What a lock may write besides (``lock_volume``'s ``becomes``): the
+# status a change makes the volume when the status it has is the one its
+# attachments make it, as (from these statuses, to this one).
+# A new connecting attachment: in-use stays, anything else attachable
+# becomes attaching.
+CONNECTING = (tuple(status for status in ATTACHABLE
+                    if status != states.IN_USE), states.ATTACHING)
+# A detaching attachment gone: a volume detaching (nothing else attached
+# or attaching) is most often left with no attachment at all.
+DISCONNECTED = ((states.DETACHING,), states.AVAILABLE)
+
+
 def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
-                load=True, connects=False):
+                load=True, becomes=None):
     """Take the volume's row lock if its status is in ``allowed`` (a
     tuple); return the volume as it is under the lock (None with
     ``load=False``, for callers that only need the lock).  VolumeNotFound
     / InvalidVolume otherwise.
-    ``connects``: the transaction adds an attachment that is connecting
-    (``ATTACH_ATTACHING``) or fails, and the lock writes the volume's
-    status as that makes it when the status it has is the one its
-    attachments make it: in-use stays, any other attachable status
-    becomes attaching (a refusal rolls it back with the rest).  The read
-    under the lock then shows that status, and ``settle_status``, which
-    derives the status from the attachments it read, writes it only when
-    they say otherwise.  The status written depends on no other row, so
-    the lock that waited for another transaction writes what it would
-    have."""
+    ``becomes``: the transaction makes one change to the volume's
+    attachments or fails (``CONNECTING``, ``DISCONNECTED``), and the lock
+    writes the status the change makes the volume when the status it has
+    is the one its attachments make it (a refusal rolls it back with the
+    rest).  The read under the lock then shows that status, and
+    ``settle_status``, which derives the status from the attachments it
+    read, writes it again only when they say otherwise.  The status
+    written depends on no other row, so the lock that waited for another
+    transaction writes what it would have."""
     scoped = project_id is not None
     allowed = tuple(allowed)
-    stmt = query.built(('lock_volume', allowed, scoped, connects),
-                       lambda: _lock_statement(allowed, scoped, connects))
+    stmt = query.built(('lock_volume', allowed, scoped, becomes),
+                       lambda: _lock_statement(allowed, scoped, becomes))
     # (no parameter is named after a column of volumes: Core would SET it)
     params = {'volume_id': volume_id}
     if scoped:
@@ -133,15 +144,12 @@ def _lock_for_attachment_statement(allowed, attaches):
             .values(values))
 
 
-def _lock_statement(allowed, scoped, connects=False):
+def _lock_statement(allowed, scoped, becomes=None):
     values = {'attach_seq': V.c.attach_seq + 1}
-    if connects:
-        connected = states.derive_volume_status({states.ATTACHED})
+    if becomes is not None:
+        sources, target = becomes
         values['status'] = sa.case(
-            (query.one_of(V.c.status, tuple(
-                status for status in ATTACHABLE if status != connected)),
-             states.derive_volume_status({states.ATTACH_ATTACHING})),
-            else_=V.c.status)
+            (query.one_of(V.c.status, sources), target), else_=V.c.status)
     stmt = (sa.update(V)
             .where(V.c.id == sa.bindparam('volume_id'),
                    V.c.deleted.is_(False),
@@ -178,7 +186,7 @@ class Held(object):
 @contextlib.contextmanager
 def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
                   load=True, volume=None, statuses_change=True,
-                  others=None):
+                  others=None, becomes=None):
     """The one entry point for a change to a volume's attachments: the
     volume's row lock (``lock_volume``) on entry and, when the block ends
     without an error, the volume's status derived from its live
@@ -191,12 +199,13 @@ def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
     ``statuses_change=False``: the block changes no attachment's status
     (a connect recording its connection info), so the volume's status,
     derived by the last change that did, stays as it is and is not
-    derived again (``held.status`` stays None)."""
+    derived again (``held.status`` stays None).
+    ``becomes``: as ``lock_volume``'s."""
     if volume is not None:
         held = Held(volume, others)
     else:
         held = Held(lock_volume(session, volume_id, allowed, project_id,
-                                load), others)
+                                load, becomes), others)
     yield held
     if not statuses_change:
         return
@@ -207,14 +216,16 @@ def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
         held.status = sync_volume_status(session, volume_id)
 
 
-def apply_event(session, volume_id, attachment_id, event, values=None):
+def apply_event(session, volume_id, attachment_id, event, values=None,
+                becomes=None):
     """``event`` applied to one attachment of the volume (``transition``)
-    under the volume's lock (``locked_volume``), the volume's status
-    derived from what the read of the attachment brought
+    under the volume's lock (``locked_volume``, ``becomes`` as its), the
+    volume's status derived from what the read of the attachment brought
     (``get_with_others``), with no probe after it; returns the volume's
     status then.  AttachmentNotFound, InvalidTransition as
     ``transition``."""
-    with locked_volume(session, volume_id, load=False) as held:
+    with locked_volume(session, volume_id, load=False,
+                       becomes=becomes) as held:
         current, held.others = get_with_others(session, attachment_id)
         held.leaves(transition(session, attachment_id, event,
                                values=values, current=current))

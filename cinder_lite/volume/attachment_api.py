@@ -312,13 +312,14 @@ class AttachmentService:
         reads the volume again to refuse as a read before the lock would:
         unknown (404), then not allowed (403), then not attachable
         (400).  The lock writes the status a connecting attachment makes
-        the volume (``lock_volume``'s ``connects``): the caller adds one
-        or fails."""
+        the volume (``db_attachments.CONNECTING``): the caller adds one or
+        fails."""
         scope = self._scope(context)
         try:
             db_attachments.lock_volume(
                 session, volume_id, db_attachments.ATTACHABLE,
-                project_id=scope, load=False, connects=True)
+                project_id=scope, load=False,
+                becomes=db_attachments.CONNECTING)
         except exception.InvalidVolume:
             volume = db_volumes.get(session, volume_id, scope)
             policy.authorize(context, policy.ATTACHMENT_CREATE,

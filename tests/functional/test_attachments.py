@@ -552,3 +552,19 @@ def test_an_attach_derives_the_status_a_reset_left_wrong(
     assert volume(api, ma['id'])['status'] == reset_to
     create(api, ma['id'], I2, connector(host='h2'))
     assert volume(api, ma['id'])['status'] == expected
+
+
+def test_a_disconnect_leaves_the_status_the_other_attachments_make(api, ma):
+    """The volume service's record of a disconnect: its lock writes
+    available for a volume that was detaching, and the other attachments
+    read under the lock correct it (here a reservation keeps the volume
+    reserved)."""
+    reserved = create(api, ma['id'], I1)
+    connected = create(api, ma['id'], I2, connector(host='h2'))
+    assert api.post('/attachments/%s/action' % connected['id'],
+                    json={'os-complete': None}).status_code == 204
+    assert volume(api, ma['id'])['status'] == 'in-use'
+    assert api.delete('/attachments/%s' % connected['id']).status_code == 200
+    assert volume(api, ma['id'])['status'] == 'reserved'
+    assert api.delete('/attachments/%s' % reserved['id']).status_code == 200
+    assert volume(api, ma['id'])['status'] == 'available'
