@@ -55,6 +55,12 @@ CONNECTING = (tuple(status for status in ATTACHABLE
 # A detaching attachment gone: a volume detaching (nothing else attached
 # or attaching) is most often left with no attachment at all.
 DISCONNECTED = ((states.DETACHING,), states.AVAILABLE)
+# An attachment made attached (os-complete): the volume is in-use
+# whatever the others are, so this one is never corrected.
+ATTACHED = (ATTACHABLE, states.IN_USE)
+# A connected attachment starting its disconnect (DELETE): an in-use
+# volume is most often left detaching (it was its one attachment).
+STARTS_DETACHING = ((states.IN_USE,), states.DETACHING)
 
 
 def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
@@ -108,33 +114,28 @@ def _volume_under_lock():
 
 
 def lock_for_attachment(session, attachment_id, allowed=ANY_LIVE,
-                        attaches=False):
+                        becomes=None):
     """``lock_volume`` of the volume of live attachment ``attachment_id``,
     found by the lock itself: one statement where reading the attachment
     first takes two.  False (nothing locked) when there is no such
     attachment, or its volume is not in ``allowed``: the caller then reads
     and locks the usual way, to refuse with the right error.
-    ``attaches``: the transaction makes the attachment ``attached`` or
-    fails (os-complete), and the volume's status is written by the lock
-    as ``sync_after_attached`` would write it after: in-use, whatever
-    the other attachments are (a refusal rolls it back with the rest).
-    The status it writes depends on no other row, so the lock that
-    waited for another transaction writes what it would have."""
+    ``becomes``: as ``lock_volume``'s (``ATTACHED``, ``STARTS_DETACHING``).
+    """
     allowed = tuple(allowed)
     return query.core(session).execute(
-        query.built(('lock_for_attachment', allowed, attaches),
+        query.built(('lock_for_attachment', allowed, becomes),
                     lambda: _lock_for_attachment_statement(allowed,
-                                                           attaches)),
+                                                           becomes)),
         {'attachment_id': attachment_id}).rowcount == 1
 
 
-def _lock_for_attachment_statement(allowed, attaches):
+def _lock_for_attachment_statement(allowed, becomes):
     values = {'attach_seq': V.c.attach_seq + 1}
-    if attaches:
+    if becomes is not None:
+        sources, target = becomes
         values['status'] = sa.case(
-            (query.one_of(V.c.status, ATTACHABLE),
-             states.derive_volume_status({states.ATTACHED})),
-            else_=V.c.status)
+            (query.one_of(V.c.status, sources), target), else_=V.c.status)
     return (sa.update(V)
             .where(V.c.id == sa.select(AT.c.volume_id).where(
                        AT.c.id == sa.bindparam('attachment_id'),

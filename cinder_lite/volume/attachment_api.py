@@ -93,21 +93,21 @@ class AttachmentService:
         return attachment
 
     def _locked_attachment(self, session, context, attachment_id, action,
-                           attaches=False, to_detach=False):
+                           becomes=None, to_detach=False):
         """(The attachment, its volume, the service holding its export
         when ``to_detach``, else None) read under the volume's row lock,
-        in one statement, once ``action`` is allowed on it (``attaches``:
+        in one statement, once ``action`` is allowed on it (``becomes``:
         as ``db_attachments.lock_for_attachment``'s).  The lock is
         taken through the attachment (one statement); where that finds
         nothing to lock, the attachment is read first and its volume
         locked the usual way, to refuse as those do: unknown (404), not
         allowed (403), a volume in a status that takes no change (400)."""
         if not db_attachments.lock_for_attachment(session, attachment_id,
-                                                  attaches=attaches):
+                                                  becomes=becomes):
             attachment = self._authorized(session, context, attachment_id,
                                           action)
             db_attachments.lock_volume(session, attachment.volume_id,
-                                       load=False)
+                                       load=False, becomes=becomes)
         if to_detach:
             attachment, volume, service = db_attachments.get_to_detach(
                 session, attachment_id, self._scope(context),
@@ -517,7 +517,7 @@ class AttachmentService:
             # sync_after_attached below then has nothing left to write)
             current, vol, _ = self._locked_attachment(
                 session, context, attachment_id, policy.ATTACHMENT_COMPLETE,
-                attaches=True)
+                becomes=db_attachments.ATTACHED)
             if current.attach_status == states.ATTACHED:
                 return current
             if (current.attach_status == states.ATTACH_ATTACHING
@@ -659,9 +659,12 @@ class AttachmentService:
         policy.authorize(context, policy.ATTACHMENT_GET)
         # one transaction reads, authorizes and starts the detach
         with db_api.writer() as session:
+            # (the lock writes the status the volume is most often left
+            # in; what the transaction reads under it corrects it
+            # otherwise)
             attachment, vol, service = self._locked_attachment(
                 session, context, attachment_id, policy.ATTACHMENT_DELETE,
-                to_detach=True)
+                becomes=db_attachments.STARTS_DETACHING, to_detach=True)
             # the volume's other attachments: what it answers, and what
             # the volume's status and the disconnect follow from
             remaining = db_attachments.others_of(session, attachment)

@@ -568,3 +568,22 @@ def test_a_disconnect_leaves_the_status_the_other_attachments_make(api, ma):
     assert volume(api, ma['id'])['status'] == 'reserved'
     assert api.delete('/attachments/%s' % reserved['id']).status_code == 200
     assert volume(api, ma['id'])['status'] == 'available'
+
+
+def test_a_delete_leaves_in_use_a_volume_still_attached_elsewhere(api, ma):
+    """DELETE: its lock writes detaching for an in-use volume (most often
+    its one attachment is going), and the attachments read under the lock
+    correct it: another host still attached keeps it in-use, whether the
+    one deleted was connected or only reserved."""
+    kept = create(api, ma['id'], I1, connector(host='h1'))
+    going = create(api, ma['id'], I2, connector(host='h2'))
+    for att in (kept, going):
+        assert api.post('/attachments/%s/action' % att['id'],
+                        json={'os-complete': None}).status_code == 204
+    reserved = create(api, ma['id'], I3)
+    assert volume(api, ma['id'])['status'] == 'in-use'
+    for att in (going, reserved):
+        assert api.delete('/attachments/%s' % att['id']).status_code == 200
+        assert volume(api, ma['id'])['status'] == 'in-use'
+    assert api.delete('/attachments/%s' % kept['id']).status_code == 200
+    assert volume(api, ma['id'])['status'] == 'available'

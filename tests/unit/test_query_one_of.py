@@ -26,8 +26,14 @@ def test_nothing_is_left_to_expand_at_execution(dialect):
     # the statements of the attach path that use it
     allowed = db_attachments.ATTACHABLE
     for stmt in (db_attachments._lock_statement(allowed, False),
-                 db_attachments._lock_for_attachment_statement(allowed,
-                                                               True),
+                 db_attachments._lock_statement(
+                     allowed, False, db_attachments.CONNECTING),
+                 db_attachments._lock_statement(
+                     allowed, False, db_attachments.DISCONNECTED),
+                 db_attachments._lock_for_attachment_statement(
+                     allowed, db_attachments.ATTACHED),
+                 db_attachments._lock_for_attachment_statement(
+                     allowed, db_attachments.STARTS_DETACHING),
                  db_attachments._transition_statement(
                      ('attaching', 'attached'), ('attach_status',))):
         assert not stmt.compile(dialect=dialect).post_compile_params
