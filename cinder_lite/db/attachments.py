@@ -25,6 +25,7 @@ from cinder_lite.common import states
 from cinder_lite.db import host_fences as db_host_fences
 from cinder_lite.db import models
 from cinder_lite.db import query
+from cinder_lite.db import services as db_services
 from cinder_lite.db.volumes import Record as VolumeRecord
 from cinder_lite.db.volumes import SUMMARY_COLUMNS
 from cinder_lite.db.volumes import summary_of
@@ -646,27 +647,39 @@ def get_with_others(session, attachment_id):
     return Record(row._mapping), Others.of(row._mapping)
 
 
-def volume_to_attach(session, volume_id, host, type_spec):
+def volume_to_attach(session, volume_id, host, type_spec, binary):
     """After ``lock_volume(..., load=False)``: the volume as it is under
     the lock, with what attaching it to consumer ``host`` asks besides,
     in one statement: (the volume, a ``volumes.Record``, ``Others`` of
     all its live attachments, its type's extra spec ``type_spec`` (None
     without), whether ``host`` is fenced off it, the (id, consumer) of
-    its type's QoS specs (None without), as ``with_volume``)."""
-    fields = query.core(session).execute(
+    its type's QoS specs (None without), as ``with_volume``, the
+    services of ``binary`` serving its backend (``db_services.Member``s,
+    as ``backend_liveness`` reads them: one row of the statement each))."""
+    rows = query.core(session).execute(
         query.built('volume_to_attach', _to_attach_statement),
-        {'volume_id': volume_id, 'host': host, 'spec_key': type_spec}
-    ).one()._mapping
+        {'volume_id': volume_id, 'host': host, 'spec_key': type_spec,
+         'binary': binary}).all()
+    if not rows:        # (under the lock it was there)
+        raise exception.VolumeNotFound(volume_id=volume_id)
+    fields = rows[0]._mapping
     qos = fields['qos__id']
+    members = [db_services.Member(row.member__host, row.member__heartbeat_at,
+                                  row.member__disabled,
+                                  row.member__capabilities)
+               for row in rows if row.member__host is not None]
     return (VolumeRecord(fields), Others.of(fields), fields['type__spec'],
             bool(fields['host__fenced']),
-            (qos, fields['qos__consumer']) if qos is not None else None)
+            (qos, fields['qos__consumer']) if qos is not None else None,
+            members)
 
 
 def _to_attach_statement():
     ES = models.VolumeTypeExtraSpec.__table__
     VT = models.VolumeType.__table__
     Q = models.QosSpecs.__table__
+    S, serving = db_services.backend_members_join(
+        V.c.host, sa.bindparam('binary'))
     return (sa.select(V, *_status_columns(V.c.id),
                       sa.select(ES.c.value).where(
                           ES.c.volume_type_id == V.c.volume_type_id,
@@ -676,10 +689,16 @@ def _to_attach_statement():
                           V.c.id, sa.bindparam('host')).label(
                           'host__fenced'),
                       Q.c.id.label('qos__id'),
-                      Q.c.consumer.label('qos__consumer'))
+                      Q.c.consumer.label('qos__consumer'),
+                      S.c.host.label('member__host'),
+                      S.c.heartbeat_at.label('member__heartbeat_at'),
+                      S.c.disabled.label('member__disabled'),
+                      S.c.capabilities.label('member__capabilities'))
             .outerjoin(VT, VT.c.id == V.c.volume_type_id)
             .outerjoin(Q, Q.c.id == VT.c.qos_specs_id)
-            .where(V.c.id == sa.bindparam('volume_id')))
+            .outerjoin(S, serving)
+            .where(V.c.id == sa.bindparam('volume_id'))
+            .order_by(S.c.host))
 
 
 def _fenced_statement():

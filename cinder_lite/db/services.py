@@ -2,10 +2,13 @@
 freeze/thaw, what the availability-zone and host listings read, and the
 one definition of a service that is up (``is_up``, and ``up_clause``, the
 same test in SQL)."""
+import collections
 import datetime
 import uuid
 
 import sqlalchemy as sa
+from sqlalchemy.ext import compiler as sa_compiler
+from sqlalchemy.sql import functions as sa_functions
 
 from cinder_lite.common import exception
 from cinder_lite.db import models
@@ -137,6 +140,51 @@ def backend_members(session, backend, binary):
         .order_by(models.Service.host)).scalars().all()
 
 
+# A member of a backend as the attach path reads it (``backend_liveness``,
+# or the join of ``backend_members_join``).
+Member = collections.namedtuple(
+    'Member', 'host heartbeat_at disabled capabilities')
+
+
+class backend_of(sa_functions.FunctionElement):
+    """SQL for ``volume.rpcapi.backend_host``: a volume's ``host``
+    (``node@backend#pool``, or a cluster's ``cluster@backend#pool``) up to
+    its ``#``, the name its backend's services answer to."""
+    type = sa.String()
+    inherit_cache = True
+    name = 'backend_of'
+
+
+@sa_compiler.compiles(backend_of)
+def _backend_of(element, compiler, **kw):
+    host = compiler.process(list(element.clauses)[0], **kw)
+    return "substr(%s, 1, instr(%s || '#', '#') - 1)" % (host, host)
+
+
+@sa_compiler.compiles(backend_of, 'mysql')
+@sa_compiler.compiles(backend_of, 'mariadb')
+def _backend_of_mysql(element, compiler, **kw):
+    return "SUBSTRING_INDEX(%s, '#', 1)" % compiler.process(
+        list(element.clauses)[0], **kw)
+
+
+@sa_compiler.compiles(backend_of, 'postgresql')
+def _backend_of_postgresql(element, compiler, **kw):
+    return "split_part(%s, '#', 1)" % compiler.process(
+        list(element.clauses)[0], **kw)
+
+
+def backend_members_join(host, binary):
+    """(The services table, the condition that joins the services of
+    ``binary`` serving the backend of volume host ``host`` (a column) to
+    it): ``backend_members`` for a statement that reads the volume."""
+    S = models.Service.__table__
+    backend = backend_of(host)
+    return S, sa.and_(S.c.binary == binary,
+                      sa.or_(S.c.cluster_name == backend,
+                             S.c.host == backend))
+
+
 def backend_liveness(session, backend, binary):
     """``backend_members`` as rows of (host, heartbeat_at, disabled,
     capabilities): what the attach path reads on every request, without
@@ -152,11 +200,15 @@ def backend_liveness(session, backend, binary):
         {'backend': backend, 'binary': binary}).all()
 
 
-def live_members(session, backend, binary, down_time, member=None):
+def live_members(session, backend, binary, down_time, member=None,
+                 members=None):
     """The services of ``backend`` (a service host, or a cluster's name)
     that are up (only ``member`` when given), as ``backend_liveness``
-    rows; ServiceUnavailable, saying why, when none is."""
-    members = backend_liveness(session, backend, binary)
+    rows; ServiceUnavailable, saying why, when none is.  ``members``:
+    the backend's services (``Member``s), as this transaction read them
+    already."""
+    if members is None:
+        members = backend_liveness(session, backend, binary)
     if member is not None:
         members = [m for m in members if m.host == member]
     who = member or backend

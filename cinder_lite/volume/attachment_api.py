@@ -170,23 +170,27 @@ class AttachmentService:
         with db_api.reader() as session:
             self._live_members(session, volume, service_host)
 
-    def _live_members(self, session, volume, service_host=None):
+    def _live_members(self, session, volume, service_host=None,
+                      members=None):
         """The services of ``volume``'s backend that are up (only
-        ``service_host`` when given); ServiceUnavailable when none is."""
+        ``service_host`` when given); ServiceUnavailable when none is.
+        ``members``: all the backend's services, as this transaction read
+        them already (``volume_to_attach``)."""
         if not volume.host:
             raise exception.InvalidVolume(
                 reason='Volume %s has no backend.' % volume.id)
         return db_services.live_members(
             session, volume_rpcapi.backend_host(volume.host),
             constants.VOLUME_BINARY, self.conf.service_down_time,
-            member=service_host)
+            member=service_host, members=members)
 
-    def _export_host(self, session, vol, connector):
+    def _export_host(self, session, vol, connector, members=None):
         """The volume service that is to export ``vol`` to the connector's
         host: the one service of the backend, or in a cluster the member
         already exporting it to that host (one connection per host), else
-        the enabled member holding the fewest exports."""
-        live = self._live_members(session, vol)
+        the enabled member holding the fewest exports (``members``: as
+        ``_live_members``')."""
+        live = self._live_members(session, vol, members=members)
         rules.check_initiator(connector, {
             (m.capabilities or {}).get('storage_protocol') for m in live})
         consumer_host = connector['host']
@@ -246,7 +250,7 @@ class AttachmentService:
         mode = mode or connector.get('mode')
         rules.check_mode(mode)
         with db_api.writer() as session:
-            vol, others, fenced, type_qos = self._lock_to_attach(
+            vol, others, fenced, type_qos, members = self._lock_to_attach(
                 session, context, volume_id, connector['host'])
             connector = dict(connector)
             # (written once the connect is decided: one INSERT of the
@@ -256,7 +260,7 @@ class AttachmentService:
                 states.ATTACH_RESERVED, write=False)
             host, mode = self._start_connect(session, vol, attachment,
                                              connector, written=False,
-                                             fenced=fenced)
+                                             fenced=fenced, members=members)
             status = db_attachments.settle_status(
                 session, vol.id, others, attachment.attach_status)
         LOG.info('attachment %s of volume %s: reserved and connecting '
@@ -308,7 +312,8 @@ class AttachmentService:
         volume (its type's mode spec, for ``volume_facts``).  Returns (the
         volume, ``db_attachments.Others`` of all its live attachments,
         whether ``host`` is fenced off it, the (id, consumer) of its
-        type's QoS specs or None, for the volume service).  A refusal
+        type's QoS specs or None, for the volume service, the services of
+        its backend, for ``_export_host``).  A refusal
         reads the volume again to refuse as a read before the lock would:
         unknown (404), then not allowed (403), then not attachable
         (400).  The lock writes the status a connecting attachment makes
@@ -325,13 +330,14 @@ class AttachmentService:
             policy.authorize(context, policy.ATTACHMENT_CREATE,
                              {'project_id': volume.project_id})
             raise
-        vol, others, type_mode, fenced, type_qos = \
+        vol, others, type_mode, fenced, type_qos, members = \
             db_attachments.volume_to_attach(session, volume_id, host,
-                                            rules.TYPE_MODE_KEY)
+                                            rules.TYPE_MODE_KEY,
+                                            constants.VOLUME_BINARY)
         policy.authorize(context, policy.ATTACHMENT_CREATE,
                          {'project_id': vol.project_id})
         _type_modes(session)[vol.volume_type_id] = type_mode
-        return vol, others, fenced, type_qos
+        return vol, others, fenced, type_qos, members
 
     def _record_reservation(self, session, context, vol, instance_uuid,
                             mode, service_owned, status, operation=None,
@@ -402,14 +408,15 @@ class AttachmentService:
                                         connector, mode)
 
     def _start_connect(self, session, vol, attachment, connector,
-                       written=True, fenced=None):
+                       written=True, fenced=None, members=None):
         """Decide the mode and the exporting service of a connect and mark
         the attachment ``attaching`` (inside the transaction holding the
         volume's row lock); returns (export host, mode) and sets the
         connector's mode.  ``written=False``: the attachment was reserved
         in this transaction and is written now, as the connect leaves
         it.  ``fenced``: whether the connector's host is fenced off the
-        volume, when this transaction read it under the lock."""
+        volume, and ``members``: the services of its backend, when this
+        transaction read them under the lock."""
         if fenced is None:
             fenced = db_host_fences.is_fenced(session, connector['host'],
                                               vol.id)
@@ -428,7 +435,7 @@ class AttachmentService:
                     session, vol.id, connector['host'])
                  if a.id != attachment.id])
         connector['mode'] = mode
-        host = self._export_host(session, vol, connector)
+        host = self._export_host(session, vol, connector, members)
         values = {'attach_mode': mode, 'connector': connector,
                   'attached_host': connector['host'],
                   'mountpoint': connector.get('mountpoint'),
