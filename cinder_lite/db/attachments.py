@@ -131,32 +131,33 @@ def lock_for_attachment(session, attachment_id, allowed=ANY_LIVE,
         {'attachment_id': attachment_id}).rowcount == 1
 
 
-def _lock_for_attachment_statement(allowed, becomes):
+def _lock_values(becomes):
+    """What a lock statement SETs: the volume's ``attach_seq``, and its
+    status as ``becomes`` says (``lock_volume``)."""
     values = {'attach_seq': V.c.attach_seq + 1}
     if becomes is not None:
         sources, target = becomes
         values['status'] = sa.case(
             (query.one_of(V.c.status, sources), target), else_=V.c.status)
+    return values
+
+
+def _lock_for_attachment_statement(allowed, becomes):
     return (sa.update(V)
             .where(V.c.id == sa.select(AT.c.volume_id).where(
                        AT.c.id == sa.bindparam('attachment_id'),
                        AT.c.deleted == sa.false()).scalar_subquery(),
                    V.c.deleted.is_(False),
                    query.one_of(V.c.status, allowed))
-            .values(values))
+            .values(_lock_values(becomes)))
 
 
 def _lock_statement(allowed, scoped, becomes=None):
-    values = {'attach_seq': V.c.attach_seq + 1}
-    if becomes is not None:
-        sources, target = becomes
-        values['status'] = sa.case(
-            (query.one_of(V.c.status, sources), target), else_=V.c.status)
     stmt = (sa.update(V)
             .where(V.c.id == sa.bindparam('volume_id'),
                    V.c.deleted.is_(False),
                    query.one_of(V.c.status, allowed))
-            .values(values))
+            .values(_lock_values(becomes)))
     if scoped:
         stmt = stmt.where(V.c.project_id == sa.bindparam('scope_project'))
     return stmt
@@ -594,16 +595,10 @@ def _with_full_volume_statement(scoped):
             .join(V, V.c.id == AT.c.volume_id))
 
 
-# The service holding an attachment's export, as a detach asks whether it
-# is up (``db.services.serves``): None when no service of that host and
-# binary is known.
-ExportService = collections.namedtuple(
-    'ExportService', 'host cluster_name heartbeat_at')
-
-
 def get_to_detach(session, attachment_id, project_id, binary):
     """``get_with_volume``, with the service of ``binary`` on the
-    attachment's ``export_host`` (an ``ExportService``, or None) read in
+    attachment's ``export_host`` (a ``db_services.ExportService``, or
+    None) read in
     the same statement: what a detach reads under the volume's lock to
     decide whether it goes through that service."""
     scoped = project_id is not None
@@ -615,9 +610,11 @@ def get_to_detach(session, attachment_id, project_id, binary):
     if row is None:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
     fields = row._mapping
-    service = None if fields['export__host'] is None else ExportService(
-        fields['export__host'], fields['export__cluster_name'],
-        fields['export__heartbeat_at'])
+    service = None
+    if fields['export__host'] is not None:
+        service = db_services.ExportService(
+            fields['export__host'], fields['export__cluster_name'],
+            fields['export__heartbeat_at'])
     return Record(fields), VolumeRecord(fields, prefix='volume__'), service
 
 

@@ -134,9 +134,7 @@ def backend_members(session, backend, binary):
     (``node@section``) itself."""
     return session.execute(
         sa.select(models.Service).where(
-            models.Service.binary == binary,
-            sa.or_(models.Service.cluster_name == backend,
-                   models.Service.host == backend))
+            _serving(models.Service.__table__, backend, binary))
         .order_by(models.Service.host)).scalars().all()
 
 
@@ -144,6 +142,19 @@ def backend_members(session, backend, binary):
 # or the join of ``backend_members_join``).
 Member = collections.namedtuple(
     'Member', 'host heartbeat_at disabled capabilities')
+# The service holding an attachment's export, as a detach reads it with
+# the attachment (``db.attachments.get_to_detach``) to ask ``serves``.
+ExportService = collections.namedtuple(
+    'ExportService', 'host cluster_name heartbeat_at')
+
+
+def _serving(services, backend, binary):
+    """The condition on ``services`` (the table) of the services of
+    ``binary`` serving ``backend`` (an expression): the members of
+    cluster ``backend``, or the service ``backend`` itself."""
+    return sa.and_(services.c.binary == binary,
+                   sa.or_(services.c.cluster_name == backend,
+                          services.c.host == backend))
 
 
 class backend_of(sa_functions.FunctionElement):
@@ -179,10 +190,7 @@ def backend_members_join(host, binary):
     ``binary`` serving the backend of volume host ``host`` (a column) to
     it): ``backend_members`` for a statement that reads the volume."""
     S = models.Service.__table__
-    backend = backend_of(host)
-    return S, sa.and_(S.c.binary == binary,
-                      sa.or_(S.c.cluster_name == backend,
-                             S.c.host == backend))
+    return S, _serving(S, backend_of(host), binary)
 
 
 def backend_liveness(session, backend, binary):
@@ -193,9 +201,7 @@ def backend_liveness(session, backend, binary):
     return query.core(session).execute(query.built(
         'backend_liveness', lambda: sa.select(
             S.c.host, S.c.heartbeat_at, S.c.disabled, S.c.capabilities)
-        .where(S.c.binary == sa.bindparam('binary'),
-               sa.or_(S.c.cluster_name == sa.bindparam('backend'),
-                      S.c.host == sa.bindparam('backend')))
+        .where(_serving(S, sa.bindparam('backend'), sa.bindparam('binary')))
         .order_by(S.c.host)),
         {'backend': backend, 'binary': binary}).all()
 

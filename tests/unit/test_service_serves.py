@@ -2,7 +2,6 @@
 detach reads with its attachment (``db.attachments.get_to_detach``)."""
 import datetime
 
-from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
 from cinder_lite.db import services as db_services
 
@@ -12,7 +11,7 @@ DOWN_TIME = 20
 def _service(host, cluster_name=None, age=1):
     beat = None if age is None else \
         models.utcnow() - datetime.timedelta(seconds=age)
-    return db_attachments.ExportService(host, cluster_name, beat)
+    return db_services.ExportService(host, cluster_name, beat)
 
 
 def test_the_backends_own_service_while_it_beats():
