@@ -18,6 +18,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import orm
 
+from cinder_lite.db import mysql_columns
+
 SQLITE_BUSY_TIMEOUT_S = 30
 # Pooled connections idle longer than this are pinged before use.
 IDLE_PING_AFTER_S = 5.0
@@ -80,6 +82,8 @@ def create_engine(url, conf=None):
         # MariaDB one per transaction, a seventh of an attach cycle's
         # statements.
         kwargs['pool_reset_on_return'] = None
+        if url.get_driver_name() == 'pymysql':
+            mysql_columns.remember()
     engine = sa.create_engine(url, **kwargs)
     if url.get_backend_name() == 'sqlite':
         _sqlite_setup(engine)
