@@ -134,11 +134,12 @@ def lock_for_attachment(session, attachment_id, allowed=ANY_LIVE,
 def _lock_values(becomes):
     """What a lock statement SETs: the volume's ``attach_seq``, and its
     status as ``becomes`` says (``lock_volume``)."""
-    values = {'attach_seq': V.c.attach_seq + 1}
+    values = {'attach_seq': V.c.attach_seq + query.fixed(1)}
     if becomes is not None:
         sources, target = becomes
         values['status'] = sa.case(
-            (query.one_of(V.c.status, sources), target), else_=V.c.status)
+            (query.one_of(V.c.status, sources),
+             query.fixed(target, V.c.status.type)), else_=V.c.status)
     return values
 
 
@@ -332,10 +333,11 @@ def _status_columns(volume_id, exclude=None):
         if exclude is not None:
             where.append(other.c.id != exclude)
         return sa.exists().where(*where)
-    return [probe(other.c.attach_status == status).label('others__' + status)
+    return [probe(other.c.attach_status == query.fixed(status)).label(
+                'others__' + status)
             for status in LIVE_STATUSES] + [
-        probe(other.c.attach_status == states.ATTACH_RESERVED,
-              other.c.operation == states.LEGACY_RESERVE).label(
+        probe(other.c.attach_status == query.fixed(states.ATTACH_RESERVED),
+              other.c.operation == query.fixed(states.LEGACY_RESERVE)).label(
             'others__legacy'),
         sa.select(VS.c.status).where(VS.c.id == volume_id)
         .scalar_subquery().label('others__volume_status')]

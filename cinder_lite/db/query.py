@@ -1,5 +1,7 @@
 """Helpers shared by the per-entity query modules: keyset pagination,
 and statements built once."""
+import re
+
 import sqlalchemy as sa
 
 from cinder_lite.common import exception
@@ -19,13 +21,36 @@ def built(key, make):
     return stmt
 
 
+# what ``fixed`` writes into the SQL itself: words of letters, digits,
+# '-' and '_' (statuses, modes, operations), which every database reads
+# the same between single quotes
+_PLAIN = re.compile(r'^[A-Za-z0-9_-]*$')
+
+
+def fixed(value, type_=None):
+    """The constant ``value`` in a statement built once (``built``):
+    written into its SQL, not sent as a bind parameter, when it is a
+    plain word (a status, a mode), an int or a bool.  A parameter is
+    processed and sent (PyMySQL escapes it in Python) at every execution:
+    the attach path's statements carry some sixty such constants a cycle
+    (the statuses a lock allows, each status its EXISTS probes).  Any
+    other value stays a bind parameter."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return sa.literal(value, type_)
+    if isinstance(value, int):
+        return sa.literal_column(str(value), type_ or sa.Integer())
+    if not _PLAIN.match(value):
+        return sa.literal(value, type_)
+    return sa.literal_column("'%s'" % value, type_ or sa.String())
+
+
 def one_of(column, values):
     """``column IN values`` for a statement built once (``built``), the
-    values (statuses, say) fixed in it, one bind parameter each.  ``in_``
-    of a list makes one "expanding" parameter instead, and SQLAlchemy
-    writes the statement's SQL again at every execution to expand it (4 %
-    of the API's CPU in an attach cycle)."""
-    return column.in_([sa.literal(value, column.type) for value in values])
+    values (statuses, say) fixed in it (``fixed``).  ``in_`` of a list
+    makes one "expanding" parameter instead, and SQLAlchemy writes the
+    statement's SQL again at every execution to expand it (4 % of the
+    API's CPU in an attach cycle)."""
+    return column.in_([fixed(value, column.type) for value in values])
 
 
 def core(session):

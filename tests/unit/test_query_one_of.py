@@ -55,3 +55,50 @@ def test_it_matches_what_in_matches():
                     sa.select(rows.c.id).where(condition)).scalars())
             assert ids(query.one_of(rows.c.status, values)) == \
                 ids(rows.c.status.in_(values)), values
+
+
+@pytest.mark.parametrize('dialect', [mysql.dialect(), postgresql.dialect(),
+                                     sqlite.dialect()],
+                         ids=['mysql', 'postgresql', 'sqlite'])
+def test_plain_words_and_ints_are_written_into_the_sql(dialect):
+    stmt = sa.select(_ROWS.c.id).where(
+        query.one_of(_ROWS.c.status, ['in-use', 'error_attaching']),
+        _ROWS.c.id > query.fixed(7))
+    compiled = stmt.compile(dialect=dialect)
+    assert not compiled.params
+    assert "'in-use', 'error_attaching'" in str(compiled)
+    # the attach path's locks and probes carry no constant as a parameter
+    lock = db_attachments._lock_statement(
+        db_attachments.ATTACHABLE, False, db_attachments.CONNECTING)
+    assert set(lock.compile(dialect=dialect).params) == {'volume_id',
+                                                         'updated_at'}
+    probes = sa.select(*db_attachments._status_columns(
+        sa.bindparam('volume_id')))
+    assert set(probes.compile(dialect=dialect).params) == {'volume_id'}
+
+
+@pytest.mark.parametrize('value', ["it's", 'a\\b', 'two words', 'é', True,
+                                   None, 1.5])
+def test_anything_else_stays_a_parameter(value):
+    compiled = sa.select(query.fixed(value)).compile(
+        dialect=mysql.dialect())
+    assert list(compiled.params.values()) == [value]
+
+
+def test_fixed_values_match_what_parameters_match():
+    engine = sa.create_engine('sqlite://')
+    metadata = sa.MetaData()
+    rows = sa.Table('rows', metadata, sa.Column('id', sa.Integer),
+                    sa.Column('status', sa.String(32)))
+    metadata.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(rows.insert(), [
+            {'id': i, 'status': s}
+            for i, s in enumerate(['in-use', "it's", 'a_b', '', None])])
+        for value in ('in-use', "it's", 'a_b', '', 'missing'):
+            assert conn.execute(sa.select(rows.c.id).where(
+                rows.c.status == query.fixed(value))).scalars().all() == \
+                conn.execute(sa.select(rows.c.id).where(
+                    rows.c.status == value)).scalars().all(), value
+        assert conn.execute(sa.select(rows.c.id).where(
+            rows.c.id >= query.fixed(3))).scalars().all() == [3, 4]
