@@ -126,3 +126,17 @@ def test_what_the_storage_overrides_is_still_taskflows():
     storage = tf_storage.Storage(tf_models.FlowDetail('f', 'u'))
     assert hasattr(storage._lock, 'read_lock')
     assert hasattr(storage._lock, 'write_lock')
+
+
+def test_the_storage_calls_taskflows_methods_without_their_locks():
+    locked = {name for name, member in vars(tf_storage.Storage).items()
+              if getattr(member, '__code__', None) in (
+                  tf_storage.Storage.fetch.__code__,
+                  tf_storage.Storage.save.__code__)}
+    # taskflow still guards its storage with the two decorators, on
+    # the methods a run calls most
+    assert {'fetch', 'save', 'get_atom_state', 'set_atom_state',
+            'fetch_mapped_args', 'fetch_unsatisfied_args'} <= locked
+    for name in locked - set(('_save_flow_detail', '_save_atom_detail')):
+        ours = getattr(flows._Storage, name)
+        assert ours is getattr(tf_storage.Storage, name).__wrapped__, name
