@@ -934,6 +934,22 @@ def for_volumes(session, volume_ids, statuses=None):
                                          A.created_at, A.id)).all()
 
 
+def attached_to(session, volume_id):
+    """``for_volumes`` of one volume, its attached attachments: what its
+    view lists."""
+    return query.core(session).execute(
+        query.built('attached_to', lambda: (
+            sa.select(AT.c.id, AT.c.volume_id, AT.c.instance_uuid,
+                      AT.c.attached_host, AT.c.mountpoint,
+                      AT.c.attach_time, AT.c.attach_mode)
+            .where(AT.c.volume_id == sa.bindparam('volume_id'),
+                   AT.c.deleted == sa.false(),
+                   AT.c.attach_status == query.fixed(states.ATTACHED))
+            .order_by(AT.c.volume_id, AT.c.deleted, AT.c.created_at,
+                      AT.c.id))),
+        {'volume_id': volume_id}).all()
+
+
 def connections_on_host(session, volume_id, host, exclude=None,
                         export_host=None):
     """Ids of the live attachments of a volume connected from ``host``

@@ -8,14 +8,18 @@ import sqlalchemy as sa
 
 from cinder_lite.common import exception
 from cinder_lite.db import models
+from cinder_lite.db import query
 
 M = models.VolumeImageMetadata
 
 
 def get(session, volume_id):
     """The image metadata of one volume as a dict ({} without)."""
-    return dict(session.execute(
-        sa.select(M.key, M.value).where(M.volume_id == volume_id)).all())
+    return dict(query.core(session).execute(
+        query.built('image_metadata_of', lambda: (
+            sa.select(M.key, M.value)
+            .where(M.volume_id == sa.bindparam('volume_id')))),
+        {'volume_id': volume_id}).all())
 
 
 def for_volumes(session, volume_ids):

@@ -9,6 +9,7 @@ requests merging keys into one owner never insert the same key twice.
 import sqlalchemy as sa
 
 from cinder_lite.db import models
+from cinder_lite.db import query
 
 # how many owner ids one IN list names at most
 CHUNK = 500
@@ -29,8 +30,11 @@ class KeyedMetadata:
     def get(self, session, owner_id):
         """The metadata of one owner as a dict."""
         M = self.model
-        return dict(session.execute(sa.select(M.key, M.value).where(
-            self.owner == owner_id)).all())
+        return dict(query.core(session).execute(
+            query.built(('metadata_of', M.__tablename__), lambda: (
+                sa.select(M.key, M.value)
+                .where(self.owner == sa.bindparam('owner_id')))),
+            {'owner_id': owner_id}).all())
 
     def for_owners(self, session, owner_ids):
         """Owner id -> its metadata, for the views of a page (the IN

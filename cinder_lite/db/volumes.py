@@ -146,6 +146,33 @@ def get(session, volume_id, project_id=None):
     return volume
 
 
+def get_shown(session, volume_id, project_id=None):
+    """(The live volume as a ``Record``, the name of its type) in one
+    statement: what GET /volumes/{id} shows of the row.
+    VolumeNotFound."""
+    scoped = project_id is not None
+    row = query.core(session).execute(
+        query.built(('volume_shown', scoped),
+                    lambda: _shown_statement(scoped)),
+        {'volume_id': volume_id, 'project_id': project_id}).first()
+    if row is None:
+        raise exception.VolumeNotFound(volume_id=volume_id)
+    return Record(row._mapping), row.type__name
+
+
+def _shown_statement(scoped):
+    V = models.Volume.__table__
+    T = models.VolumeType.__table__
+    # (a type deleted since keeps its row: the name shown is its own)
+    stmt = (sa.select(V, T.c.name.label('type__name'))
+            .outerjoin(T, T.c.id == V.c.volume_type_id)
+            .where(V.c.id == sa.bindparam('volume_id'),
+                   V.c.deleted == sa.false()))
+    if scoped:
+        stmt = stmt.where(V.c.project_id == sa.bindparam('project_id'))
+    return stmt
+
+
 def _filtered(stmt, project_id, filters):
     """``filters``: column -> value (a list: any of them); ``name~`` is a
     substring match; ``metadata`` a dict whose every key the volume has

@@ -343,22 +343,30 @@ class VolumeService:
         return volume, volume_type
 
     def get(self, context, volume_id):
-        return self.show(context, volume_id)[0]
-
-    def show(self, context, volume_id):
-        """The volume with what its view needs (type name, attached
-        attachments, metadata), read in one transaction."""
+        """The volume, once the caller may see it."""
         with db_api.reader() as session:
             volume = db_volumes.get(session, volume_id,
                                     self._scope(context))
+        policy.authorize(context, policy.VOLUME_GET,
+                         {'project_id': volume.project_id})
+        return volume
+
+    def show(self, context, volume_id):
+        """The volume (a ``db_volumes.Record``) with what its view needs
+        (type name, attached attachments, metadata, image metadata), read
+        in one transaction, one statement each, as views take them
+        (dicts by volume id)."""
+        with db_api.reader() as session:
+            volume, type_name = db_volumes.get_shown(
+                session, volume_id, self._scope(context))
             policy.authorize(context, policy.VOLUME_GET,
                              {'project_id': volume.project_id})
-            type_name = db_types.names(session, [volume.volume_type_id])
-            attached = db_attachments.for_volumes(session, [volume.id],
-                                                  (states.ATTACHED,))
+            attached = db_attachments.attached_to(session, volume.id)
             metadata = db_metadata.get(session, volume.id)
-        return volume, type_name, {volume.id: attached}, {
-            volume.id: metadata}
+            image_metadata = db_image_metadata.get(session, volume.id)
+        return (volume, {volume.volume_type_id: type_name},
+                {volume.id: attached}, {volume.id: metadata},
+                {volume.id: image_metadata} if image_metadata else {})
 
     def list(self, context, filters, sort_keys, sort_dirs, limit, marker,
              all_tenants=False, with_count=False):

@@ -96,3 +96,36 @@ def test_the_one_step_cycle_stays_within_its_statements(api):
     assert fewest <= ONE_STEP_BUDGET, (fewest, counter.statements)
     # and the cycle really was counted
     assert fewest >= 20, counts
+
+
+# GET /volumes/{id}: one read-only transaction (BEGIN on SQLite), the
+# volume with its type's name, its attached attachments, its metadata,
+# its image metadata.  It was 7 in two transactions before the volume and
+# its type were read together and the image metadata in the same
+# transaction.
+SHOW_BUDGET = 5
+
+
+def test_a_volume_is_shown_within_its_statements(api):
+    vtype = api.create_type(specs={'multiattach': '<is> True'})
+    vol = api.create_volume(volume_type=vtype['id'], metadata={'k': 'v'})
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'connector': CONNECTOR,
+        'instance_uuid': '6b4e1a1c-1d4f-4a4e-9a37-0c5c2a1f0e01'}})
+    assert resp.status_code == 200, resp.text
+    att = resp.json()['attachment']['id']
+    resp = api.post('/attachments/%s/action' % att,
+                    json={'os-complete': None})
+    assert resp.status_code == 204, resp.text
+    api.get('/volumes/%s' % vol['id'])         # first-use paths
+    counts = []
+    for _ in range(3):
+        with _Counter(db_api.get_engine()) as counter:
+            resp = api.get('/volumes/%s' % vol['id'])
+        counts.append(len(counter.statements))
+        shown = resp.json()['volume']
+        assert shown['volume_type'] == vtype['name']
+        assert shown['metadata'] == {'k': 'v'}
+        assert [a['attachment_id'] for a in shown['attachments']] == [att]
+    assert min(counts) <= SHOW_BUDGET, (counts, counter.statements)
+    assert min(counts) >= 3, counts

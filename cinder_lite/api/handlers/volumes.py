@@ -203,10 +203,11 @@ def volume_summary(req):
 
 @wsgi.expected_errors(403, 404)
 def show_volume(req):
-    volume, names, attached, metadata = _service(req).show(
-        req.context, req.urlvars['volume_id'])
-    return wsgi.json_response({'volume': _detail(req, volume, names,
-                                                 attached, metadata)})
+    volume, names, attached, metadata, image_metadata = _service(
+        req).show(req.context, req.urlvars['volume_id'])
+    return wsgi.json_response({'volume': _detail(
+        req, volume, names, attached, metadata,
+        image_metadata=image_metadata)})
 
 
 @wsgi.expected_errors(400, 403, 404)
