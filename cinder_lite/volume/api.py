@@ -135,6 +135,14 @@ def cast_to_scheduler(context, scheduler, volume, volume_type,
     })
 
 
+def _by_volume(attachments):
+    """Volume id -> its attachments (rows with ``volume_id``)."""
+    found = {}
+    for att in attachments:
+        found.setdefault(att.volume_id, []).append(att)
+    return found
+
+
 class Source:
     """What a volume is made from: a snapshot (``snapshot_id``) or a
     volume (``source_volid``); ``volume`` is the volume whose backend
@@ -369,7 +377,11 @@ class VolumeService:
                 {volume.id: image_metadata} if image_metadata else {})
 
     def list(self, context, filters, sort_keys, sort_dirs, limit, marker,
-             all_tenants=False, with_count=False):
+             all_tenants=False, with_count=False, shown=False):
+        """(The page of volumes, their total count or None).  ``shown``:
+        (page, count, (type names, attached attachments, metadata, image
+        metadata) as ``show`` gives them, by volume id), read in the same
+        transaction."""
         project = policy.list_scope(context, policy.VOLUME_GET_ALL,
                                     policy.VOLUME_ALL_TENANTS, filters,
                                     all_tenants)
@@ -379,7 +391,15 @@ class VolumeService:
                                            marker)
             total = (db_volumes.count(session, project, filters)
                      if with_count else None)
-        return rows, total
+            if not shown:
+                return rows, total
+            ids = [v.id for v in rows]
+            return rows, total, (
+                db_types.names(session, {v.volume_type_id for v in rows}),
+                _by_volume(db_attachments.for_volumes(
+                    session, ids, (states.ATTACHED,))),
+                db_metadata.for_volumes(session, ids),
+                db_image_metadata.for_volumes(session, ids))
 
     def update(self, context, volume_id, values):
         """Name, description and (replacing all of it) metadata."""
@@ -542,12 +562,8 @@ class VolumeService:
     def attachments_of(self, volumes):
         """Volume id -> its attached attachments, for the views."""
         with db_api.reader() as session:
-            rows = db_attachments.for_volumes(
-                session, [v.id for v in volumes], (states.ATTACHED,))
-        found = {}
-        for att in rows:
-            found.setdefault(att.volume_id, []).append(att)
-        return found
+            return _by_volume(db_attachments.for_volumes(
+                session, [v.id for v in volumes], (states.ATTACHED,)))
 
     def type_id_of(self, context, name_or_id):
         """The id of the type named (or with that id) that the caller

@@ -153,15 +153,14 @@ def _list_params(req):
 def _list(req, detailed):
     filters, keys, dirs, limit, marker = _list_params(req)
     with_count = req.version >= (3, 45) and req.bool_param('with_count')
-    rows, total = _service(req).list(
+    listed = _service(req).list(
         req.context, filters, keys, dirs, limit, marker,
-        all_tenants=req.bool_param('all_tenants'), with_count=with_count)
+        all_tenants=req.bool_param('all_tenants'), with_count=with_count,
+        shown=detailed)
+    rows, total = listed[:2]
     conf = _conf(req)
     if detailed:
-        names = _service(req).type_names(rows)
-        attached = _service(req).attachments_of(rows)
-        metadata = _service(req).metadata_of(rows)
-        image_metadata = image_api.image_metadata_of(rows)
+        names, attached, metadata, image_metadata = listed[2]
         items = [_detail(req, v, names, attached, metadata,
                          image_metadata=image_metadata) for v in rows]
     else:
