@@ -69,7 +69,8 @@ class _Counter:
                 self.statements.append(statement)
 
 
-def _one_step(api, volume_id):
+def _attached(api, volume_id):
+    """POST /attachments with a connector and os-complete; the id."""
     resp = api.post('/attachments', json={'attachment': {
         'volume_uuid': volume_id, 'connector': CONNECTOR,
         'instance_uuid': '6b4e1a1c-1d4f-4a4e-9a37-0c5c2a1f0e01'}})
@@ -78,6 +79,11 @@ def _one_step(api, volume_id):
     resp = api.post('/attachments/%s/action' % att,
                     json={'os-complete': None})
     assert resp.status_code == 204, resp.text
+    return att
+
+
+def _one_step(api, volume_id):
+    att = _attached(api, volume_id)
     resp = api.delete('/attachments/%s' % att)
     assert resp.status_code == 200, resp.text
 
@@ -109,14 +115,7 @@ SHOW_BUDGET = 5
 def test_a_volume_is_shown_within_its_statements(api):
     vtype = api.create_type(specs={'multiattach': '<is> True'})
     vol = api.create_volume(volume_type=vtype['id'], metadata={'k': 'v'})
-    resp = api.post('/attachments', json={'attachment': {
-        'volume_uuid': vol['id'], 'connector': CONNECTOR,
-        'instance_uuid': '6b4e1a1c-1d4f-4a4e-9a37-0c5c2a1f0e01'}})
-    assert resp.status_code == 200, resp.text
-    att = resp.json()['attachment']['id']
-    resp = api.post('/attachments/%s/action' % att,
-                    json={'os-complete': None})
-    assert resp.status_code == 204, resp.text
+    att = _attached(api, vol['id'])
     api.get('/volumes/%s' % vol['id'])         # first-use paths
     counts = []
     for _ in range(3):

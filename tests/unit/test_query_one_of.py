@@ -1,6 +1,9 @@
 """``db.query.one_of``: an IN of values fixed in a statement built once,
 which SQLAlchemy does not write again at each execution, and which
-matches what ``in_`` matches."""
+matches what ``in_`` matches; ``query.fixed``, the constants written
+into the SQL."""
+import contextlib
+
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
@@ -39,16 +42,23 @@ def test_nothing_is_left_to_expand_at_execution(dialect):
         assert not stmt.compile(dialect=dialect).post_compile_params
 
 
-def test_it_matches_what_in_matches():
+@contextlib.contextmanager
+def _rows_of(statuses):
+    """(An SQLite connection in a transaction, a table of rows ``id``,
+    ``status`` holding ``statuses`` in order)."""
     engine = sa.create_engine('sqlite://')
     metadata = sa.MetaData()
     rows = sa.Table('rows', metadata, sa.Column('id', sa.Integer),
                     sa.Column('status', sa.String(32)))
     metadata.create_all(engine)
     with engine.begin() as conn:
-        conn.execute(rows.insert(), [
-            {'id': i, 'status': s}
-            for i, s in enumerate(['a', 'b', 'c', 'a', None])])
+        conn.execute(rows.insert(), [{'id': i, 'status': s}
+                                     for i, s in enumerate(statuses)])
+        yield conn, rows
+
+
+def test_it_matches_what_in_matches():
+    with _rows_of(['a', 'b', 'c', 'a', None]) as (conn, rows):
         for values in (['a'], ['a', 'c'], ['x'], ['a', 'b', 'c']):
             def ids(condition):
                 return sorted(conn.execute(
@@ -86,15 +96,7 @@ def test_anything_else_stays_a_parameter(value):
 
 
 def test_fixed_values_match_what_parameters_match():
-    engine = sa.create_engine('sqlite://')
-    metadata = sa.MetaData()
-    rows = sa.Table('rows', metadata, sa.Column('id', sa.Integer),
-                    sa.Column('status', sa.String(32)))
-    metadata.create_all(engine)
-    with engine.begin() as conn:
-        conn.execute(rows.insert(), [
-            {'id': i, 'status': s}
-            for i, s in enumerate(['in-use', "it's", 'a_b', '', None])])
+    with _rows_of(['in-use', "it's", 'a_b', '', None]) as (conn, rows):
         for value in ('in-use', "it's", 'a_b', '', 'missing'):
             assert conn.execute(sa.select(rows.c.id).where(
                 rows.c.status == query.fixed(value))).scalars().all() == \
