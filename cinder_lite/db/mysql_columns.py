@@ -38,7 +38,12 @@ _known = {}
 _installed = False
 
 
-def _remembering(parse):
+def _remembering(parse, packet):
+    """The stand-in for PyMySQL's column packet class ``parse``: a
+    function of (bytes, encoding) that gives the parsed column, from
+    ``_known`` when it was parsed before; ``packet``: PyMySQL's plain
+    packet class, for an error sent in place of a column."""
+
     class Remembered(parse):
         """A column's parsed description, with its PEP 249 tuple made
         once."""
@@ -56,8 +61,10 @@ def _remembering(parse):
         if field is not None:
             return field
         if data[:1] == b'\xff':
-            # an error packet in place of a column: PyMySQL raises it
-            return parse(data, encoding)
+            # the server's error in place of a column: as a plain packet,
+            # which _read_packet raises as that error (parsed as a
+            # column it would fail on an assertion first)
+            return packet(data, encoding)
         field = Remembered(data, encoding)
         if len(_known) < LIMIT:
             _known[key] = field
@@ -73,6 +80,7 @@ def remember():
         if _installed:
             return
         from pymysql import connections
+        from pymysql import protocol
         connections.FieldDescriptorPacket = _remembering(
-            connections.FieldDescriptorPacket)
+            connections.FieldDescriptorPacket, protocol.MysqlPacket)
         _installed = True

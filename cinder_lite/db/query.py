@@ -24,7 +24,7 @@ def built(key, make):
 # what ``fixed`` writes into the SQL itself: words of letters, digits,
 # '-' and '_' (statuses, modes, operations), which every database reads
 # the same between single quotes
-_PLAIN = re.compile(r'^[A-Za-z0-9_-]*$')
+_PLAIN = re.compile(r'[A-Za-z0-9_-]*')
 
 
 def fixed(value, type_=None):
@@ -39,7 +39,7 @@ def fixed(value, type_=None):
         return sa.literal(value, type_)
     if isinstance(value, int):
         return sa.literal_column(str(value), type_ or sa.Integer())
-    if not _PLAIN.match(value):
+    if not _PLAIN.fullmatch(value):
         return sa.literal(value, type_)
     return sa.literal_column("'%s'" % value, type_ or sa.String())
 

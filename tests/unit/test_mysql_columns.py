@@ -1,10 +1,13 @@
 """``db.mysql_columns``: a column packet seen before is not parsed
 again, what comes back is what parsing gives, and PyMySQL still reads
 columns the way the table relies on."""
+import dis
 import struct
 
+import pymysql
 from pymysql import connections
 from pymysql import protocol
+import pytest
 
 from cinder_lite.db import mysql_columns
 
@@ -24,7 +27,8 @@ def _column(name, table='volumes', type_code=253, length=144):
 
 def _fresh(monkeypatch):
     monkeypatch.setattr(mysql_columns, '_known', {})
-    return mysql_columns._remembering(protocol.FieldDescriptorPacket)
+    return mysql_columns._remembering(protocol.FieldDescriptorPacket,
+                                      protocol.MysqlPacket)
 
 
 def test_a_column_seen_before_is_not_parsed_again(monkeypatch):
@@ -61,13 +65,15 @@ def test_the_table_stops_growing_at_its_limit(monkeypatch):
     assert column(_column('c'), 'utf8') is not late
 
 
-def test_an_error_packet_is_never_kept(monkeypatch):
+def test_an_error_in_place_of_a_column_is_raised_as_the_servers(
+        monkeypatch):
     column = _fresh(monkeypatch)
     error = b'\xff' + struct.pack('<H', 1054) + b'#42S22Unknown column'
-    try:
-        column(error, 'utf8')
-    except Exception:
-        pass
+    packet = column(error, 'utf8')
+    # what _read_packet raises, and never kept
+    assert not isinstance(packet, protocol.FieldDescriptorPacket)
+    with pytest.raises(pymysql.err.OperationalError, match='Unknown column'):
+        packet.raise_for_error()
     assert mysql_columns._known == {}
 
 
@@ -75,9 +81,11 @@ def test_pymysql_still_reads_columns_through_the_name_replaced():
     # MySQLResult._get_descriptions looks FieldDescriptorPacket up in
     # pymysql.connections at run time and hands it to _read_packet,
     # which calls it with the packet's bytes and the encoding
-    names = connections.MySQLResult._get_descriptions.__code__.co_names
-    assert 'FieldDescriptorPacket' in names
-    assert '_read_packet' in names
+    loaded = {(i.opname, i.argval) for i in dis.get_instructions(
+        connections.MySQLResult._get_descriptions)}
+    assert ('LOAD_GLOBAL', 'FieldDescriptorPacket') in loaded
+    assert ('LOAD_ATTR', '_read_packet') in loaded or \
+        ('LOAD_METHOD', '_read_packet') in loaded
     read = connections.Connection._read_packet.__code__
     assert read.co_varnames[:2] == ('self', 'packet_type')
 
