@@ -918,35 +918,37 @@ def list_attachments(session, project_id=None, filters=None,
     return session.execute(stmt).scalars().all()
 
 
+def _in_views(*conditions):
+    """The live attachments matching ``conditions`` with the columns the
+    volume views show, not whole rows (a shared volume may list
+    thousands), in the order of ix_attachments_volume_created (no
+    sort)."""
+    return (sa.select(AT.c.id, AT.c.volume_id, AT.c.instance_uuid,
+                      AT.c.attached_host, AT.c.mountpoint, AT.c.attach_time,
+                      AT.c.attach_mode)
+            .where(AT.c.deleted == sa.false(), *conditions)
+            .order_by(AT.c.volume_id, AT.c.deleted, AT.c.created_at,
+                      AT.c.id))
+
+
 def for_volumes(session, volume_ids, statuses=None):
-    """Live attachments of several volumes, for the volume views: the
-    columns those show, not whole rows (a shared volume may list
-    thousands)."""
+    """Live attachments of several volumes, for the volume views
+    (``_in_views``)."""
     if not volume_ids:
         return []
-    stmt = sa.select(A.id, A.volume_id, A.instance_uuid, A.attached_host,
-                     A.mountpoint, A.attach_time, A.attach_mode).where(
-        A.volume_id.in_(list(volume_ids)), A.deleted == sa.false())
+    conditions = [AT.c.volume_id.in_(list(volume_ids))]
     if statuses:
-        stmt = stmt.where(A.attach_status.in_(statuses))
-    # the order of ix_attachments_volume_created: no sort
-    return session.execute(stmt.order_by(A.volume_id, A.deleted,
-                                         A.created_at, A.id)).all()
+        conditions.append(AT.c.attach_status.in_(statuses))
+    return session.execute(_in_views(*conditions)).all()
 
 
 def attached_to(session, volume_id):
     """``for_volumes`` of one volume, its attached attachments: what its
-    view lists."""
+    view lists, in a statement built once."""
     return query.core(session).execute(
-        query.built('attached_to', lambda: (
-            sa.select(AT.c.id, AT.c.volume_id, AT.c.instance_uuid,
-                      AT.c.attached_host, AT.c.mountpoint,
-                      AT.c.attach_time, AT.c.attach_mode)
-            .where(AT.c.volume_id == sa.bindparam('volume_id'),
-                   AT.c.deleted == sa.false(),
-                   AT.c.attach_status == query.fixed(states.ATTACHED))
-            .order_by(AT.c.volume_id, AT.c.deleted, AT.c.created_at,
-                      AT.c.id))),
+        query.built('attached_to', lambda: _in_views(
+            AT.c.volume_id == sa.bindparam('volume_id'),
+            AT.c.attach_status == query.fixed(states.ATTACHED))),
         {'volume_id': volume_id}).all()
 
 

@@ -30,7 +30,7 @@ _PLAIN = re.compile(r'[A-Za-z0-9_-]*')
 def fixed(value, type_=None):
     """The constant ``value`` in a statement built once (``built``):
     written into its SQL, not sent as a bind parameter, when it is a
-    plain word (a status, a mode), an int or a bool.  A parameter is
+    plain word (a status, a mode) or an int (not a bool).  A parameter is
     processed and sent (PyMySQL escapes it in Python) at every execution:
     the attach path's statements carry some sixty such constants a cycle
     (the statuses a lock allows, each status its EXISTS probes).  Any

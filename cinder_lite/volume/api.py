@@ -378,10 +378,10 @@ class VolumeService:
 
     def list(self, context, filters, sort_keys, sort_dirs, limit, marker,
              all_tenants=False, with_count=False, shown=False):
-        """(The page of volumes, their total count or None).  ``shown``:
-        (page, count, (type names, attached attachments, metadata, image
-        metadata) as ``show`` gives them, by volume id), read in the same
-        transaction."""
+        """(The page of volumes, their total count or None, with
+        ``shown`` what their detailed views need besides, else None: (type
+        names, attached attachments, metadata, image metadata) as ``show``
+        gives them, by volume id, read in the same transaction)."""
         project = policy.list_scope(context, policy.VOLUME_GET_ALL,
                                     policy.VOLUME_ALL_TENANTS, filters,
                                     all_tenants)
@@ -392,7 +392,7 @@ class VolumeService:
             total = (db_volumes.count(session, project, filters)
                      if with_count else None)
             if not shown:
-                return rows, total
+                return rows, total, None
             ids = [v.id for v in rows]
             return rows, total, (
                 db_types.names(session, {v.volume_type_id for v in rows}),

@@ -153,14 +153,13 @@ def _list_params(req):
 def _list(req, detailed):
     filters, keys, dirs, limit, marker = _list_params(req)
     with_count = req.version >= (3, 45) and req.bool_param('with_count')
-    listed = _service(req).list(
+    rows, total, shown = _service(req).list(
         req.context, filters, keys, dirs, limit, marker,
         all_tenants=req.bool_param('all_tenants'), with_count=with_count,
         shown=detailed)
-    rows, total = listed[:2]
     conf = _conf(req)
     if detailed:
-        names, attached, metadata, image_metadata = listed[2]
+        names, attached, metadata, image_metadata = shown
         items = [_detail(req, v, names, attached, metadata,
                          image_metadata=image_metadata) for v in rows]
     else:

@@ -56,6 +56,24 @@ class _NoLock:
         return self._held
 
 
+def _unlocked(cls):
+    """``cls`` with the methods of taskflow's ``Storage`` as written, not
+    as its reader/writer lock decorators wrap them: each call through a
+    decorator looks the lock up and enters it, even a ``_NoLock``, and
+    a run of a three-task flow makes about ninety such calls (a seventh
+    of its cost).  The decorated methods are those whose code is the
+    decorators' (``fetch`` is read-locked, ``save`` write-locked);
+    ``__wrapped__`` is the method itself."""
+    wrappers = {tf_storage.Storage.fetch.__code__,
+                tf_storage.Storage.save.__code__}
+    for name, member in vars(tf_storage.Storage).items():
+        if name not in vars(cls) and \
+                getattr(member, '__code__', None) in wrappers:
+            setattr(cls, name, member.__wrapped__)
+    return cls
+
+
+@_unlocked
 class _Storage(tf_storage.Storage):
     """An engine's storage for a run that one thread makes and nothing
     resumes: one copy of the run's details, changed in place.
@@ -92,26 +110,6 @@ class _Storage(tf_storage.Storage):
 
     _save_flow_detail = _saved
     _save_atom_detail = _saved
-
-
-def _unlocked(cls):
-    """``cls`` with the methods of taskflow's ``Storage`` as written, not
-    as its reader/writer lock decorators wrap them: each call through a
-    decorator looks the lock up and enters it, even a ``_NoLock``, and
-    a run of a three-task flow makes about ninety such calls (a seventh
-    of its cost).  The decorated methods are those whose code is the
-    decorators' (``fetch`` is read-locked, ``save`` write-locked);
-    ``__wrapped__`` is the method itself."""
-    wrappers = {tf_storage.Storage.fetch.__code__,
-                tf_storage.Storage.save.__code__}
-    for name, member in vars(tf_storage.Storage).items():
-        if name not in vars(cls) and \
-                getattr(member, '__code__', None) in wrappers:
-            setattr(cls, name, member.__wrapped__)
-    return cls
-
-
-_unlocked(_Storage)
 
 
 class _Engine(tf_engine.SerialActionEngine):
