@@ -663,10 +663,15 @@ def volume_to_attach(session, volume_id, host, type_spec, binary):
         raise exception.VolumeNotFound(volume_id=volume_id)
     fields = rows[0]._mapping
     qos = fields['qos__id']
-    members = [db_services.Member(row.member__host, row.member__heartbeat_at,
-                                  row.member__disabled,
-                                  row.member__capabilities)
-               for row in rows if row.member__host is not None]
+    # (in the order of the hosts, as ``backend_liveness`` reads them:
+    # sorted here, since the statement sorting by a joined table's
+    # column made MariaDB build a temporary table on disk for every
+    # attach, the capabilities being TEXT)
+    members = sorted(
+        (db_services.Member(row.member__host, row.member__heartbeat_at,
+                            row.member__disabled, row.member__capabilities)
+         for row in rows if row.member__host is not None),
+        key=lambda member: member.host)
     return (VolumeRecord(fields), Others.of(fields), fields['type__spec'],
             bool(fields['host__fenced']),
             (qos, fields['qos__consumer']) if qos is not None else None,
@@ -696,8 +701,7 @@ def _to_attach_statement():
             .outerjoin(VT, VT.c.id == V.c.volume_type_id)
             .outerjoin(Q, Q.c.id == VT.c.qos_specs_id)
             .outerjoin(S, serving)
-            .where(V.c.id == sa.bindparam('volume_id'))
-            .order_by(S.c.host))
+            .where(V.c.id == sa.bindparam('volume_id')))
 
 
 def _fenced_statement():
