@@ -309,9 +309,14 @@ class DBCounters:
     """What the database server counts, read from the server itself, so
     nothing in cinder_lite is instrumented: on MariaDB the global
     ``Questions`` (every statement a client sent, BEGIN and COMMIT
-    included) and ``Com_commit`` + ``Com_rollback``; on PostgreSQL the
-    database's ``xact_commit`` + ``xact_rollback`` (statements are counted
-    only by pg_stat_statements, which needs a server restart).  Server
+    included), ``Com_commit`` + ``Com_rollback``, and the internal
+    temporary tables statements needed (``Created_tmp_tables``, those
+    written to disk ``Created_tmp_disk_tables``: a sort by a joined
+    table's column with a TEXT column in the result made one on disk for
+    every attach); on PostgreSQL the database's ``xact_commit`` +
+    ``xact_rollback`` (statements are counted only by
+    pg_stat_statements, which needs a server restart) and the temporary
+    files its sorts and hashes spilled to (``temp_files``).  Server
     wide: heartbeats and anything else running count too (the idle rate
     is measured and subtracted)."""
 
@@ -330,18 +335,22 @@ class DBCounters:
         if self.backend in ('mysql', 'mariadb'):
             rows = dict(self.conn.execute(sa.text(
                 "SHOW GLOBAL STATUS WHERE Variable_name IN "
-                "('Questions', 'Com_commit', 'Com_rollback')")).all())
-            # this read is one question itself
+                "('Questions', 'Com_commit', 'Com_rollback', "
+                "'Created_tmp_tables', 'Created_tmp_disk_tables')")).all())
+            # this read is one question (and one temporary table) itself
             return {'statements': int(rows['Questions']),
                     'transactions': int(rows['Com_commit']) +
-                    int(rows['Com_rollback'])}
+                    int(rows['Com_rollback']),
+                    'tmp tables': int(rows['Created_tmp_tables']),
+                    'tmp on disk': int(rows['Created_tmp_disk_tables'])}
         self.conn.execute(sa.text('SELECT pg_stat_clear_snapshot()'))
         # the server publishes a backend's counts when its transaction
         # ends, at most once a second; 8 s cells see all but the last
-        xacts = self.conn.execute(sa.text(
-            'SELECT xact_commit + xact_rollback FROM pg_stat_database '
-            'WHERE datname = :db'), {'db': self.database}).scalar()
-        return {'transactions': int(xacts)}
+        xacts, files = self.conn.execute(sa.text(
+            'SELECT xact_commit + xact_rollback, temp_files '
+            'FROM pg_stat_database WHERE datname = :db'),
+            {'db': self.database}).one()
+        return {'transactions': int(xacts), 'temp files': int(files)}
 
     def close(self):
         self.conn.close()
