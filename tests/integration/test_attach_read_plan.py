@@ -9,7 +9,6 @@ twice the next."""
 import uuid
 
 import pytest
-import sqlalchemy as sa
 from sqlalchemy import orm
 
 from cinder_lite.db import api as db_api
