@@ -790,20 +790,32 @@ def transition(session, attachment_id, event, target=None, values=None,
             {'attachment_id': attachment_id}).first()
     keys = tuple(sorted(values))
     allowed = tuple(allowed)
-    result = conn.execute(
-        query.built(('transition', allowed, keys),
-                    lambda: _transition_statement(allowed, keys)),
-        dict({'v_' + k: v for k, v in values.items()},
-             attachment_id=attachment_id))
-    if result.rowcount == 1 and before is not None:
-        _record(session, _event(
-            attachment_id, before.volume_id, before.project_id,
-            before.attach_status, target,
-            values.get('instance_uuid', before.instance_uuid),
-            values.get('attached_host', before.attached_host),
-            values.get('attach_mode', before.attach_mode),
-            reason or states.shown_reason(values.get('status_reason'),
-                                          values.get('operation'))))
+    params = dict({'v_' + k: v for k, v in values.items()},
+                  attachment_id=attachment_id)
+    recorded = None if before is None else _event(
+        attachment_id, before.volume_id, before.project_id,
+        before.attach_status, target,
+        values.get('instance_uuid', before.instance_uuid),
+        values.get('attached_host', before.attached_host),
+        values.get('attach_mode', before.attach_mode),
+        reason or states.shown_reason(values.get('status_reason'),
+                                      values.get('operation')))
+    if recorded is not None and conn.dialect.name == 'postgresql':
+        # the compare-and-swap and, when it matched, its event: one
+        # statement (the event is inserted from what the UPDATE returned)
+        params.update({'e_' + k: v for k, v in recorded.items()})
+        result = conn.execute(
+            query.built(('transition_recorded', allowed, keys),
+                        lambda: _recorded_transition_statement(allowed,
+                                                               keys)),
+            params)
+    else:
+        result = conn.execute(
+            query.built(('transition', allowed, keys),
+                        lambda: _transition_statement(allowed, keys)),
+            params)
+        if result.rowcount == 1 and recorded is not None:
+            _record(session, recorded)
     if result.rowcount == 1 and before is current:
         # (after the event, which tells what it was) the caller's object
         # now shows the row as written; an ORM object as committed
@@ -831,6 +843,30 @@ def _transition_statement(allowed, keys):
                    query.one_of(AT.c.attach_status, allowed))
             .values({k: sa.bindparam('v_' + k, type_=AT.c[k].type)
                      for k in keys}))
+
+
+# the columns of an attachment event (``_event``), in a fixed order
+EVENT_COLUMNS = ('attachment_id', 'volume_id', 'project_id', 'user_id',
+                 'actor_project_id', 'request_id', 'instance_uuid',
+                 'attached_host', 'attach_mode', 'from_status', 'to_status',
+                 'reason', 'created_at')
+
+
+def _recorded_transition_statement(allowed, keys):
+    """PostgreSQL: ``_transition_statement`` in a data-modifying WITH,
+    and the event (bind parameters ``e_<column>``) inserted once for each
+    row it changed: none when the compare-and-swap found the attachment
+    in another status.  Its rowcount is the events inserted, which is
+    the rows the UPDATE changed (SQLAlchemy keeps an INSERT's rowcount
+    only when asked: ``preserve_rowcount``)."""
+    E = models.AttachmentEvent.__table__
+    moved = _transition_statement(allowed, keys).returning(
+        AT.c.id).cte('moved')
+    return sa.insert(E).from_select(
+        EVENT_COLUMNS,
+        sa.select(*[sa.bindparam('e_' + k, type_=E.c[k].type)
+                    for k in EVENT_COLUMNS]).select_from(moved)
+    ).add_cte(moved).execution_options(preserve_rowcount=True)
 
 
 def _one_reason(values):

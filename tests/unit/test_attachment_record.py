@@ -1,6 +1,7 @@
 """``db.attachments.new``: a new attachment as a ``Record`` before it is
-written."""
+written; the statement PostgreSQL records a transition with."""
 import pytest
+from sqlalchemy.dialects import postgresql
 
 from cinder_lite.db import attachments as db_attachments
 
@@ -11,3 +12,18 @@ def test_a_new_attachment_has_every_column_and_only_those():
         'a1', 'reserved', None)
     with pytest.raises(TypeError, match='no attachment column bogus'):
         db_attachments.new({'id': 'a2', 'bogus': 1})
+
+
+def test_the_recorded_transition_inserts_every_column_of_an_event():
+    # (PostgreSQL's transition writes the event from EVENT_COLUMNS: an
+    # event column added to _event and not there would go unwritten)
+    event = db_attachments._event('a1', 'v1', 'p1', 'attaching', 'attached',
+                                  'i1', 'h1', 'rw', 'why')
+    assert sorted(db_attachments.EVENT_COLUMNS) == sorted(event)
+    stmt = db_attachments._recorded_transition_statement(
+        ('attaching',), ('attach_status', 'updated_at'))
+    sql = str(stmt.compile(dialect=postgresql.dialect()))
+    assert sql.startswith('WITH moved AS \n(UPDATE volume_attachments')
+    assert 'RETURNING volume_attachments.id)' in sql
+    assert sql.rstrip().endswith('FROM moved')
+    assert stmt.get_execution_options()['preserve_rowcount']

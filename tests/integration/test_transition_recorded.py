@@ -1,0 +1,110 @@
+"""``db_attachments.transition`` on the database servers: the
+compare-and-swap of an attachment's status and its event.  On PostgreSQL
+they are one statement (the UPDATE in a data-modifying WITH, the event
+inserted from what it returned); elsewhere two.  Either way a change is
+recorded exactly once with what it changed, and a compare-and-swap that
+finds the attachment in another status changes nothing and records
+nothing."""
+import uuid
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from cinder_lite.common import exception
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import migration
+from cinder_lite.db import models
+from tests.harness import cluster as cluster_mod
+
+E = models.AttachmentEvent
+
+
+def _attachment(engine, status):
+    volume_id, attachment_id = str(uuid.uuid4()), str(uuid.uuid4())
+    with orm.Session(engine) as session, session.begin():
+        vtype = models.VolumeType(id=str(uuid.uuid4()), name='t')
+        session.add(vtype)
+        session.flush()
+        session.add(models.Volume(
+            id=volume_id, project_id='p', size=1, status='attaching',
+            volume_type_id=vtype.id, multiattach=True))
+        session.flush()
+        session.add(models.VolumeAttachment(
+            id=attachment_id, volume_id=volume_id, project_id='p',
+            instance_uuid=str(uuid.uuid4()), attached_host='h1',
+            attach_mode='ro', attach_status=status, deleted=False,
+            created_at=models.utcnow()))
+    return volume_id, attachment_id
+
+
+def _statements(engine, work):
+    seen = []
+
+    def count(conn, cursor, statement, *args):
+        seen.append(statement)
+    sa.event.listen(engine, 'before_cursor_execute', count)
+    try:
+        with orm.Session(engine) as session, session.begin():
+            answer = work(session)
+    finally:
+        sa.event.remove(engine, 'before_cursor_execute', count)
+    return answer, seen
+
+
+def _events(engine, attachment_id):
+    with orm.Session(engine) as session:
+        return session.execute(sa.select(
+            E.from_status, E.to_status, E.attached_host, E.attach_mode,
+            E.reason, E.project_id, E.volume_id).where(
+            E.attachment_id == attachment_id).order_by(E.id)).all()
+
+
+@pytest.mark.parametrize('kind', cluster_mod.KINDS)
+def test_a_transition_and_its_event(kind):
+    with cluster_mod.scratch_database(kind, 'cl_transition') as url:
+        engine = db_api.create_engine(url)
+        try:
+            migration.upgrade(engine=engine)
+            volume_id, attachment_id = _attachment(engine, 'attaching')
+
+            def complete(session):
+                current = db_attachments.get(session, attachment_id)
+                return db_attachments.transition(
+                    session, attachment_id, 'complete',
+                    values={'attach_time': models.utcnow()},
+                    reason='completed', current=current), current
+            (target, current), seen = _statements(engine, complete)
+            assert target == 'attached'
+            # the caller's record shows the change
+            assert current.attach_status == 'attached'
+            writes = [s for s in seen if not s.startswith('SELECT')]
+            assert len(writes) == (1 if kind == 'postgresql' else 2), seen
+            assert _events(engine, attachment_id) == [
+                ('attaching', 'attached', 'h1', 'ro', 'completed', 'p',
+                 volume_id)]
+
+            # the attachment is attached now: 'connected' leaves only from
+            # attaching
+            def connected(session):
+                current = db_attachments.get(session, attachment_id)
+                return db_attachments.transition(
+                    session, attachment_id, 'connected', current=current)
+            with pytest.raises(exception.InvalidTransition):
+                _statements(engine, connected)
+            with orm.Session(engine) as session:
+                row = session.get(models.VolumeAttachment, attachment_id)
+                assert row.attach_status == 'attached'
+            assert len(_events(engine, attachment_id)) == 1
+
+            # without the caller's record it reads the attachment first
+            def detach(session):
+                return db_attachments.transition(
+                    session, attachment_id, 'begin_detaching')
+            target, seen = _statements(engine, detach)
+            assert target == 'detaching'
+            assert [e[:2] for e in _events(engine, attachment_id)] == [
+                ('attaching', 'attached'), ('attached', 'detaching')]
+        finally:
+            engine.dispose()
