@@ -437,8 +437,7 @@ def create(session, values):
     """Write a new attachment of ``values`` (a ``Record``, as ``new``) and
     its creation event."""
     attachment = new(values)
-    _insert(session, attachment)
-    _record(session, _created_event(attachment))
+    _insert_recorded(session, attachment, _created_event(attachment))
     return attachment
 
 
@@ -477,12 +476,51 @@ def create_moved(session, attachment, event, values):
     values.update(attach_status=target, updated_at=models.utcnow())
     for key, value in values.items():
         setattr(attachment, key, value)
-    _insert(session, attachment)
-    _record(session, created, _event_of(
-        attachment, created['to_status'], target,
-        states.shown_reason(values.get('status_reason'),
-                            values.get('operation'))))
+    moved = _event_of(attachment, created['to_status'], target,
+                      states.shown_reason(values.get('status_reason'),
+                                          values.get('operation')))
+    _insert_recorded(session, attachment, created, moved)
     return attachment
+
+
+def _insert_recorded(session, attachment, *events):
+    """Write the new ``attachment`` and its ``events`` (``_event``s, in
+    order): on PostgreSQL in one statement, elsewhere in two."""
+    conn = query.core(session)
+    if conn.dialect.name != 'postgresql':
+        _insert(session, attachment)
+        _record(session, *events)
+        return
+    params = {'a_' + key: getattr(attachment, key) for key in Record.COLUMNS}
+    for n, event in enumerate(events):
+        params.update({'e%d_%s' % (n, k): v for k, v in event.items()})
+    conn.execute(query.built(
+        ('attachment_insert_recorded', len(events)),
+        lambda: _recorded_insert_statement(len(events))), params)
+
+
+def _recorded_insert_statement(events):
+    """PostgreSQL: the INSERT of a new attachment (every column, bind
+    parameters ``a_<column>``) in a data-modifying WITH, and ``events``
+    events (``e0_<column>``, ``e1_<column>``...) inserted by the same
+    statement in that order (a SELECT ordered by their position: a
+    multi-row VALUES would be compiled again at every execution, as
+    SQLAlchemy caches no such statement).  Every parameter has a
+    prefix: an INSERT takes a parameter named as one of its table's
+    columns for that column."""
+    E = models.AttachmentEvent.__table__
+    row = sa.insert(AT).values({
+        c: sa.bindparam('a_' + c.key, type_=c.type) for c in AT.c
+    }).returning(AT.c.id).cte('inserted')
+    each = [sa.select(*[sa.bindparam('e%d_%s' % (n, k), type_=E.c[k].type)
+                        .label(k) for k in EVENT_COLUMNS],
+                      query.fixed(n).label('position'))
+            for n in range(events)]
+    rows = (sa.union_all(*each) if events > 1 else each[0]).subquery('rows')
+    return sa.insert(E).from_select(
+        EVENT_COLUMNS,
+        sa.select(*[rows.c[k] for k in EVENT_COLUMNS])
+        .order_by(rows.c.position)).add_cte(row)
 
 
 def _created_event(attachment):

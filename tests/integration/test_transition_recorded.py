@@ -108,3 +108,68 @@ def test_a_transition_and_its_event(kind):
                 ('attaching', 'attached'), ('attached', 'detaching')]
         finally:
             engine.dispose()
+
+
+@pytest.mark.parametrize('kind', cluster_mod.KINDS)
+def test_a_new_attachment_written_as_its_connect_leaves_it(kind):
+    with cluster_mod.scratch_database(kind, 'cl_transition') as url:
+        engine = db_api.create_engine(url)
+        try:
+            migration.upgrade(engine=engine)
+            volume_id, _ = _attachment(engine, 'attached')
+            new = db_attachments.new({
+                'id': str(uuid.uuid4()), 'volume_id': volume_id,
+                'project_id': 'p', 'instance_uuid': str(uuid.uuid4()),
+                'attach_status': 'reserved', 'attach_mode': 'rw',
+                'service_owned': False, 'deleted': False,
+                'created_at': models.utcnow()})
+
+            def connect(session):
+                return db_attachments.create_moved(
+                    session, new, 'connect', {
+                        'attached_host': 'h2', 'export_host': 'node@ma',
+                        'connector': {'host': 'h2', 'mode': 'rw'},
+                        'status_reason': None, 'operation': None})
+            written, seen = _statements(engine, connect)
+            assert written.attach_status == 'attaching'
+            assert len(seen) == (1 if kind == 'postgresql' else 2), seen
+            with orm.Session(engine) as session:
+                row = session.get(models.VolumeAttachment, new.id)
+                assert (row.attach_status, row.attached_host,
+                        row.export_host, row.connector) == (
+                    'attaching', 'h2', 'node@ma',
+                    {'host': 'h2', 'mode': 'rw'})
+            # its creation, then the connect, in that order
+            assert _events(engine, new.id) == [
+                (None, 'reserved', None, 'rw', None, 'p', volume_id),
+                ('reserved', 'attaching', 'h2', 'rw', None, 'p', volume_id)]
+        finally:
+            engine.dispose()
+
+
+@pytest.mark.parametrize('kind', cluster_mod.KINDS)
+def test_a_new_reservation_and_its_event(kind):
+    with cluster_mod.scratch_database(kind, 'cl_transition') as url:
+        engine = db_api.create_engine(url)
+        try:
+            migration.upgrade(engine=engine)
+            volume_id, _ = _attachment(engine, 'attached')
+            attachment_id = str(uuid.uuid4())
+
+            def reserve(session):
+                return db_attachments.create(session, {
+                    'id': attachment_id, 'volume_id': volume_id,
+                    'project_id': 'p', 'attach_status': 'reserved',
+                    'service_owned': True, 'deleted': False,
+                    'created_at': models.utcnow()})
+            written, seen = _statements(engine, reserve)
+            assert written.attach_status == 'reserved'
+            assert len(seen) == (1 if kind == 'postgresql' else 2), seen
+            with orm.Session(engine) as session:
+                row = session.get(models.VolumeAttachment, attachment_id)
+                assert (row.attach_status, row.service_owned) == (
+                    'reserved', True)
+            assert _events(engine, attachment_id) == [
+                (None, 'reserved', None, None, None, 'p', volume_id)]
+        finally:
+            engine.dispose()
