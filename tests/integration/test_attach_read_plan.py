@@ -7,6 +7,7 @@ a joined table's column (the services' host) made MariaDB write a
 temporary table to disk on every attach (the services' capabilities are
 TEXT): the costliest statement of the attach cycle on the server, about
 twice the next."""
+import contextlib
 import uuid
 
 import pytest
@@ -22,16 +23,36 @@ from tests.harness import cluster as cluster_mod
 HOSTS = ('node-c@ma', 'node-a@ma', 'node-b@ma')
 
 
+@contextlib.contextmanager
+def migrated(kind, prefix):
+    """cinder_lite's engine on a fresh database of ``kind`` at the newest
+    schema (``cluster.scratch_database``)."""
+    with cluster_mod.scratch_database(kind, prefix) as url:
+        engine = db_api.create_engine(url)
+        try:
+            migration.upgrade(engine=engine)
+            yield engine
+        finally:
+            engine.dispose()
+
+
+def typed_volume(session, **fields):
+    """Add a volume of project p, size 1, with ``fields``, of a new
+    volume type; returns its id."""
+    vtype = models.VolumeType(id=str(uuid.uuid4()), name='t')
+    session.add(vtype)
+    session.flush()
+    volume = models.Volume(**dict(dict(
+        id=str(uuid.uuid4()), project_id='p', size=1,
+        volume_type_id=vtype.id), **fields))
+    session.add(volume)
+    return volume.id
+
+
 def _volume_with_members(engine):
-    volume_id = str(uuid.uuid4())
     with orm.Session(engine) as session, session.begin():
-        vtype = models.VolumeType(id=str(uuid.uuid4()), name='t')
-        session.add(vtype)
-        session.flush()
-        session.add(models.Volume(
-            id=volume_id, project_id='p', size=1, status='available',
-            volume_type_id=vtype.id, host='cluster@ma#pool',
-            multiattach=True))
+        volume_id = typed_volume(session, status='available',
+                                 host='cluster@ma#pool', multiattach=True)
         for host in HOSTS:
             session.add(models.Service(
                 uuid=str(uuid.uuid4()), host=host, binary='cinder-volume',
@@ -43,23 +64,17 @@ def _volume_with_members(engine):
 
 @pytest.mark.parametrize('kind', cluster_mod.KINDS)
 def test_the_backends_services_come_in_the_order_of_their_hosts(kind):
-    with cluster_mod.scratch_database(kind, 'cl_plan') as url:
-        engine = db_api.create_engine(url)
-        try:
-            migration.upgrade(engine=engine)
-            volume_id = _volume_with_members(engine)
-            with orm.Session(engine) as session, session.begin():
-                volume, others, spec, fenced, qos, members = \
-                    db_attachments.volume_to_attach(
-                        session, volume_id, 'consumer', 'mode',
-                        'cinder-volume')
-            assert volume.id == volume_id
-            assert [m.host for m in members] == sorted(HOSTS)
-            assert members[0].capabilities == {'pools': [{'name': 'pool'}]}
-            assert (others.statuses, spec, fenced, qos) == \
-                (frozenset(), None, False, None)
-        finally:
-            engine.dispose()
+    with migrated(kind, 'cl_plan') as engine:
+        volume_id = _volume_with_members(engine)
+        with orm.Session(engine) as session, session.begin():
+            volume, others, spec, fenced, qos, members = \
+                db_attachments.volume_to_attach(
+                    session, volume_id, 'consumer', 'mode', 'cinder-volume')
+        assert volume.id == volume_id
+        assert [m.host for m in members] == sorted(HOSTS)
+        assert members[0].capabilities == {'pools': [{'name': 'pool'}]}
+        assert (others.statuses, spec, fenced, qos) == \
+            (frozenset(), None, False, None)
 
 
 def _plan(engine, stmt, params):
@@ -78,69 +93,59 @@ def _sorted_or_materialized(plan):
 
 
 def test_mariadb_reads_the_volume_to_attach_without_temporary_table():
-    with cluster_mod.scratch_database('mysql', 'cl_plan') as url:
-        engine = db_api.create_engine(url)
-        try:
-            migration.upgrade(engine=engine)
-            volume_id = _volume_with_members(engine)
-            plan = _plan(engine, db_attachments._to_attach_statement(),
-                         {'volume_id': volume_id, 'host': 'consumer',
-                          'spec_key': 'mode', 'binary': 'cinder-volume'})
-            assert len(plan) > 3, plan       # the joins and subqueries
-            assert not _sorted_or_materialized(plan), plan
-        finally:
-            engine.dispose()
+    with migrated('mysql', 'cl_plan') as engine:
+        volume_id = _volume_with_members(engine)
+        plan = _plan(engine, db_attachments._to_attach_statement(),
+                     {'volume_id': volume_id, 'host': 'consumer',
+                      'spec_key': 'mode', 'binary': 'cinder-volume'})
+        assert len(plan) > 3, plan       # the joins and subqueries
+        assert not _sorted_or_materialized(plan), plan
 
 
 def test_mariadb_reads_what_a_detach_needs_without_temporary_table():
-    with cluster_mod.scratch_database('mysql', 'cl_plan') as url:
-        engine = db_api.create_engine(url)
-        try:
-            migration.upgrade(engine=engine)
-            volume_id = _volume_with_members(engine)
-            ids = [str(uuid.uuid4()) for _ in range(3)]
-            with orm.Session(engine) as session, session.begin():
-                type_id = session.get(models.Volume,
-                                      volume_id).volume_type_id
-                for n, attachment_id in enumerate(ids):
+    with migrated('mysql', 'cl_plan') as engine:
+        volume_id = _volume_with_members(engine)
+        ids = [str(uuid.uuid4()) for _ in range(3)]
+        with orm.Session(engine) as session, session.begin():
+            type_id = session.get(models.Volume,
+                                  volume_id).volume_type_id
+            for n, attachment_id in enumerate(ids):
+                session.add(models.VolumeAttachment(
+                    id=attachment_id, volume_id=volume_id,
+                    project_id='p', attach_status='attached',
+                    attached_host='h%d' % n, attach_mode='rw',
+                    export_host=HOSTS[0], deleted=False,
+                    created_at=models.utcnow()))
+            # a cloud's worth of other volumes' attachments, detached
+            # and live: the others are found by an index, not a scan
+            for _ in range(40):
+                other = models.Volume(
+                    id=str(uuid.uuid4()), project_id='q', size=1,
+                    status='in-use', multiattach=True,
+                    volume_type_id=type_id)
+                session.add(other)
+                session.flush()
+                for n in range(10):
                     session.add(models.VolumeAttachment(
-                        id=attachment_id, volume_id=volume_id,
-                        project_id='p', attach_status='attached',
-                        attached_host='h%d' % n, attach_mode='rw',
-                        export_host=HOSTS[0], deleted=False,
+                        id=str(uuid.uuid4()), volume_id=other.id,
+                        project_id='q', attach_status='attached',
+                        deleted=bool(n % 2),
                         created_at=models.utcnow()))
-                # a cloud's worth of other volumes' attachments, detached
-                # and live: the others are found by an index, not a scan
-                for _ in range(40):
-                    other = models.Volume(
-                        id=str(uuid.uuid4()), project_id='q', size=1,
-                        status='in-use', multiattach=True,
-                        volume_type_id=type_id)
-                    session.add(other)
-                    session.flush()
-                    for n in range(10):
-                        session.add(models.VolumeAttachment(
-                            id=str(uuid.uuid4()), volume_id=other.id,
-                            project_id='q', attach_status='attached',
-                            deleted=bool(n % 2),
-                            created_at=models.utcnow()))
-            with engine.connect() as conn:
-                conn.exec_driver_sql('ANALYZE TABLE volume_attachments')
-            for scoped in (False, True):
-                plan = _plan(engine,
-                             db_attachments._to_detach_statement(scoped),
-                             {'attachment_id': ids[1], 'project_id': 'p',
-                              'binary': 'cinder-volume'})
-                # both parts of the UNION ALL, each with its joins
-                assert len(plan) >= 4, plan
-                assert not _sorted_or_materialized(plan), plan
-                assert all(row['key'] for row in plan), plan
-            with orm.Session(engine) as session:
-                attachment, volume, service, others = \
-                    db_attachments.get_to_detach(session, ids[1], 'p',
-                                                 'cinder-volume')
-            assert (attachment.id, volume.id, service.host) == (
-                ids[1], volume_id, HOSTS[0])
-            assert [o.id for o in others] == [ids[0], ids[2]]
-        finally:
-            engine.dispose()
+        with engine.connect() as conn:
+            conn.exec_driver_sql('ANALYZE TABLE volume_attachments')
+        for scoped in (False, True):
+            plan = _plan(engine,
+                         db_attachments._to_detach_statement(scoped),
+                         {'attachment_id': ids[1], 'project_id': 'p',
+                          'binary': 'cinder-volume'})
+            # both parts of the UNION ALL, each with its joins
+            assert len(plan) >= 4, plan
+            assert not _sorted_or_materialized(plan), plan
+            assert all(row['key'] for row in plan), plan
+        with orm.Session(engine) as session:
+            attachment, volume, service, others = \
+                db_attachments.get_to_detach(session, ids[1], 'p',
+                                             'cinder-volume')
+        assert (attachment.id, volume.id, service.host) == (
+            ids[1], volume_id, HOSTS[0])
+        assert [o.id for o in others] == [ids[0], ids[2]]

@@ -5,7 +5,6 @@ for good: a detach's lock, committed between the volume service's read of
 the volume and its claim, moved the row's ``updated_at``, so the claim
 found the row changed and the extend was dropped."""
 import threading
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -17,6 +16,7 @@ from cinder_lite.db import migration
 from cinder_lite.db import models
 from cinder_lite.db import volumes as db_volumes
 from tests.harness import cluster as cluster_mod
+from tests.integration.test_attach_read_plan import typed_volume
 
 
 @pytest.mark.parametrize('kind', cluster_mod.KINDS)
@@ -31,15 +31,10 @@ def _claim_while_attachments_change(url):
     other = db_api.create_engine(url)
     try:
         migration.upgrade(engine=engine)
-        volume_id = str(uuid.uuid4())
         with orm.Session(engine) as session, session.begin():
-            vtype = models.VolumeType(id=str(uuid.uuid4()), name='t')
-            session.add(vtype)
-            session.flush()
-            session.add(models.Volume(
-                id=volume_id, project_id='p', size=1, pending_size=2,
-                status='extending', volume_type_id=vtype.id,
-                updated_at=models.utcnow()))
+            volume_id = typed_volume(session, pending_size=2,
+                                     status='extending',
+                                     updated_at=models.utcnow())
 
         def attachment_change():
             # what every change to the volume's attachments starts with
