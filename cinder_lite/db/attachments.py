@@ -303,8 +303,7 @@ class Others(collections.namedtuple('Others', 'volume_status statuses')):
 
     @classmethod
     def of_rows(cls, volume_status, rows):
-        """From the other attachments ``get_to_detach`` reads and the
-        volume's status."""
+        """From the rows of ``others_of`` and the volume's status."""
         present = set()
         for row in rows:
             present.add(row.attach_status)
@@ -394,11 +393,34 @@ def other_instance(session, volume_id, instance_uuid):
                            ).scalar_one_or_none()
 
 
+def others_of(session, attachment):
+    """The volume's live attachments other than ``attachment``, oldest
+    first, read under the volume's lock before a detach of it: what the
+    detach answers about the attachments the volume still has (id,
+    status, instance), and with ``Others.of_rows`` and ``share_host``
+    what it derives the volume's status and the disconnect from, in one
+    statement.  (The connection info only of those on its host.)"""
+    return query.core(session).execute(query.built(
+        'attachment_others_rows', lambda: (
+            sa.select(AT.c.id, AT.c.attach_status, AT.c.instance_uuid,
+                      AT.c.volume_id, AT.c.operation, AT.c.attached_host,
+                      AT.c.export_host,
+                      sa.case((AT.c.attached_host == sa.bindparam('host'),
+                               AT.c.connection_info),
+                              else_=sa.null()).label('connection_info'))
+            .where(AT.c.volume_id == sa.bindparam('volume_id'),
+                   AT.c.deleted == sa.false(),
+                   AT.c.id != sa.bindparam('attachment_id'))
+            .order_by(AT.c.volume_id, AT.c.deleted, AT.c.created_at,
+                      AT.c.id))),
+        {'volume_id': attachment.volume_id, 'attachment_id': attachment.id,
+         'host': attachment.attached_host}).all()
+
+
 def share_host(rows, attachment, export_host):
-    """Whether another live attachment among ``rows`` (the others
-    ``get_to_detach`` reads) holds the host connection of ``attachment``
-    through volume service ``export_host``: ``shares_host_connection``
-    without a statement."""
+    """Whether another live attachment among ``rows`` (``others_of``)
+    holds the host connection of ``attachment`` through volume service
+    ``export_host``: ``shares_host_connection`` without a statement."""
     return bool(attachment.attached_host) and any(
         r.attached_host == attachment.attached_host and r.connection_info
         and r.export_host in (export_host, None) for r in rows)
@@ -616,77 +638,35 @@ def _with_full_volume_statement(scoped):
 def get_to_detach(session, attachment_id, project_id, binary):
     """``get_with_volume``, with the service of ``binary`` on the
     attachment's ``export_host`` (a ``db_services.ExportService``, or
-    None) and the volume's other live attachments (their id, status,
-    instance, volume, operation, host, export host, creation time and,
-    for those on its host, connection info; oldest first), read in the
-    same statement: what a detach reads under the volume's lock to
-    decide whether it goes through that service, what the volume's
-    status becomes, and what it answers.  Returns (attachment, volume,
-    service, others)."""
+    None) read in
+    the same statement: what a detach reads under the volume's lock to
+    decide whether it goes through that service."""
     scoped = project_id is not None
-    rows = query.core(session).execute(
+    row = query.core(session).execute(
         query.built(('attachment_to_detach', scoped),
                     lambda: _to_detach_statement(scoped)),
         {'attachment_id': attachment_id, 'project_id': project_id,
-         'binary': binary}).all()
-    fields = next((row._mapping for row in rows if row.part == 0), None)
-    if fields is None:
+         'binary': binary}).first()
+    if row is None:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
+    fields = row._mapping
     service = None
     if fields['export__host'] is not None:
         service = db_services.ExportService(
             fields['export__host'], fields['export__cluster_name'],
             fields['export__heartbeat_at'])
-    # (sorted here: a sort of the union would have MariaDB build a
-    # temporary table, on disk with the TEXT columns)
-    others = sorted((row for row in rows if row.part == 1),
-                    key=lambda row: (row.created_at, row.id))
-    return (Record(fields), VolumeRecord(fields, prefix='volume__'),
-            service, others)
+    return Record(fields), VolumeRecord(fields, prefix='volume__'), service
 
 
 def _to_detach_statement(scoped):
-    """The attachment with its volume and its export's service (part 0),
-    then the volume's other live attachments (part 1) with the columns
-    a detach reads of them, in the places of the same columns of the first
-    part, and NULL in the others."""
     S = models.Service.__table__
     # (host, binary) is unique: one row at most
-    this = (_with_full_volume_statement(scoped)
+    return (_with_full_volume_statement(scoped)
             .add_columns(S.c.host.label('export__host'),
                          S.c.cluster_name.label('export__cluster_name'),
-                         S.c.heartbeat_at.label('export__heartbeat_at'),
-                         query.fixed(0).label('part'))
+                         S.c.heartbeat_at.label('export__heartbeat_at'))
             .outerjoin(S, sa.and_(S.c.host == AT.c.export_host,
                                   S.c.binary == sa.bindparam('binary'))))
-    detached = AT.alias('detached')
-    other = AT.alias('other_attachments')
-    read = {'id', 'attach_status', 'instance_uuid', 'volume_id',
-            'operation', 'attached_host', 'export_host', 'created_at'}
-    columns = []
-    for column in this.selected_columns:
-        if column.key in read:
-            columns.append(other.c[column.key])
-        elif column.key == 'connection_info':
-            # only of those on the detached attachment's host
-            columns.append(sa.case(
-                (other.c.attached_host == detached.c.attached_host,
-                 other.c.connection_info), else_=sa.null()))
-        elif column.key == 'part':
-            columns.append(query.fixed(1))
-        else:
-            columns.append(sa.null())
-    where = [detached.c.id == sa.bindparam('attachment_id'),
-             detached.c.deleted == sa.false()]
-    if scoped:
-        where.append(detached.c.project_id == sa.bindparam('project_id'))
-    others = (sa.select(*columns)
-              .select_from(detached.join(
-                  other, sa.and_(other.c.volume_id == detached.c.volume_id,
-                                 other.c.deleted == sa.false(),
-                                 other.c.id != detached.c.id)))
-              .where(*where))
-    return sa.union_all(this, others)
 
 
 def get_with_others(session, attachment_id):

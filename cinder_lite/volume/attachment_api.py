@@ -95,10 +95,8 @@ class AttachmentService:
     def _locked_attachment(self, session, context, attachment_id, action,
                            becomes=None, to_detach=False):
         """(The attachment, its volume, the service holding its export
-        when ``to_detach``, else None; and when ``to_detach`` the
-        volume's other live attachments, as ``get_to_detach`` reads
-        them) read under the volume's row lock, in one statement, once
-        ``action`` is allowed on it (``becomes``:
+        when ``to_detach``, else None) read under the volume's row lock,
+        in one statement, once ``action`` is allowed on it (``becomes``:
         as ``db_attachments.lock_for_attachment``'s).  The lock is
         taken through the attachment (one statement); where that finds
         nothing to lock, the attachment is read first and its volume
@@ -111,18 +109,16 @@ class AttachmentService:
             db_attachments.lock_volume(session, attachment.volume_id,
                                        load=False, becomes=becomes)
         if to_detach:
-            attachment, volume, service, others = \
-                db_attachments.get_to_detach(
-                    session, attachment_id, self._scope(context),
-                    constants.VOLUME_BINARY)
-            policy.authorize(context, action,
-                             {'project_id': attachment.project_id})
-            return attachment, volume, service, others
-        attachment, volume = db_attachments.get_with_volume(
-            session, attachment_id, self._scope(context))
+            attachment, volume, service = db_attachments.get_to_detach(
+                session, attachment_id, self._scope(context),
+                constants.VOLUME_BINARY)
+        else:
+            service = None
+            attachment, volume = db_attachments.get_with_volume(
+                session, attachment_id, self._scope(context))
         policy.authorize(context, action,
                          {'project_id': attachment.project_id})
-        return attachment, volume, None
+        return attachment, volume, service
 
     def get(self, context, attachment_id):
         policy.authorize(context, policy.ATTACHMENT_GET)
@@ -673,11 +669,12 @@ class AttachmentService:
             # (the lock writes the status the volume is most often left
             # in; what the transaction reads under it corrects it
             # otherwise)
-            # (with the volume's other attachments: what it answers, and
-            # what the volume's status and the disconnect follow from)
-            attachment, vol, service, remaining = self._locked_attachment(
+            attachment, vol, service = self._locked_attachment(
                 session, context, attachment_id, policy.ATTACHMENT_DELETE,
                 becomes=db_attachments.STARTS_DETACHING, to_detach=True)
+            # the volume's other attachments: what it answers, and what
+            # the volume's status and the disconnect follow from
+            remaining = db_attachments.others_of(session, attachment)
             guarded = not force and not (context.is_admin
                                          or policy.is_service(context))
             started = self._start_detach(

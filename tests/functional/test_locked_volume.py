@@ -145,13 +145,11 @@ def test_others_leave_out_the_attachment_read(api):
 
 
 def test_what_a_detach_reads_of_the_others_is_what_the_probes_say(api):
-    """``get_to_detach`` (one statement under the lock of a DELETE): the
-    attachment and its volume as ``get`` and ``db_volumes.get`` read
-    them, the volume's other live attachments, oldest first, whether one
-    shares the host connection (``share_host``) and the statuses they
-    are in (``Others.of_rows``), as the statements they replace say.
-    (Also on MariaDB and PostgreSQL:
-    tests/integration/test_detach_reads.py.)"""
+    """``others_of`` (one statement under the lock of a DELETE): the
+    volume's other live attachments, oldest first, whether one shares the
+    host connection (``share_host``) and the statuses they are in
+    (``Others.of_rows``), as the statements they replace say.  (Also on
+    MariaDB and PostgreSQL: tests/integration/test_detach_reads.py.)"""
     check_what_a_detach_reads(api)
 
 
@@ -169,18 +167,9 @@ def check_what_a_detach_reads(api):
     with db_api.reader() as session:
         for attachment_id in ids:
             current = db_attachments.get(session, attachment_id)
-            read, volume, _, rows = db_attachments.get_to_detach(
-                session, attachment_id, None, 'cinder-volume')
-            assert {k: getattr(read, k) for k in read.COLUMNS} == \
-                {k: getattr(current, k) for k in current.COLUMNS}
-            assert (volume.id, volume.status) == (vol['id'],
-                                                  _status(api, vol))
+            rows = db_attachments.others_of(session, current)
             assert [r.id for r in rows] == [i for i in ids
                                             if i != attachment_id]
-            # the connection info only of those on its host
-            assert [r.connection_info is not None for r in rows] == [
-                bool(r.attached_host) and
-                r.attached_host == current.attached_host for r in rows]
             export_host = current.export_host
             assert db_attachments.share_host(rows, current, export_host) \
                 == db_attachments.shares_host_connection(
@@ -190,8 +179,6 @@ def check_what_a_detach_reads(api):
                                                   attachment_id)[1]
         # the two on h1 share it, the others do not
         shared = [db_attachments.share_host(
-            db_attachments.get_to_detach(session, a.id, None,
-                                         'cinder-volume')[3],
-            a, a.export_host)
+            db_attachments.others_of(session, a), a, a.export_host)
             for a in (db_attachments.get(session, i) for i in ids)]
     assert shared == [True, True, False, False]

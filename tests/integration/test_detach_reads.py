@@ -1,9 +1,8 @@
 """What a DELETE reads of a volume's other attachments under its lock
-(``db_attachments.get_to_detach``: the attachment with its volume, then
-the other attachments in a UNION ALL, with the connection info of those
-on its host through a CASE of a JSON column), checked against the
-statements it replaces on the database servers, whose JSON types differ
-from SQLite's."""
+(``db_attachments.others_of``, with the connection info of those on its
+host through a CASE of a JSON column), checked against the statements it
+replaces on the database servers, whose JSON types differ from
+SQLite's."""
 import pytest
 
 from tests.functional.test_locked_volume import check_what_a_detach_reads
