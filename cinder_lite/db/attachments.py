@@ -506,8 +506,8 @@ def _recorded_insert_statement(events):
     statement in that order (a SELECT ordered by their position: a
     multi-row VALUES would be compiled again at every execution, as
     SQLAlchemy caches no such statement).  Every parameter has a
-    prefix: an INSERT takes a parameter named as one of its table's
-    columns for that column."""
+    prefix, so none is named as a column of either table (an INSERT
+    with VALUES takes such a parameter as that column's value)."""
     E = models.AttachmentEvent.__table__
     row = sa.insert(AT).values({
         c: sa.bindparam('a_' + c.key, type_=c.type) for c in AT.c
@@ -701,10 +701,11 @@ def volume_to_attach(session, volume_id, host, type_spec, binary):
         raise exception.VolumeNotFound(volume_id=volume_id)
     fields = rows[0]._mapping
     qos = fields['qos__id']
-    # (in the order of the hosts, as ``backend_liveness`` reads them:
-    # sorted here, since the statement sorting by a joined table's
+    # (sorted by host here: the statement sorting by a joined table's
     # column made MariaDB build a temporary table on disk for every
-    # attach, the capabilities being TEXT)
+    # attach, the capabilities being TEXT; what reads the members picks
+    # by ``min`` and sorts them again, so the order of the database's
+    # collation is not needed)
     members = sorted(
         (db_services.Member(row.member__host, row.member__heartbeat_at,
                             row.member__disabled, row.member__capabilities)
@@ -894,7 +895,9 @@ def _recorded_transition_statement(allowed, keys):
     """PostgreSQL: ``_transition_statement`` in a data-modifying WITH,
     and the event (bind parameters ``e_<column>``) inserted once for each
     row it changed: none when the compare-and-swap found the attachment
-    in another status.  Its rowcount is the events inserted, which is
+    in another status.  (``attachment_id``, a column of the events'
+    table too, stays unprefixed: an INSERT from a SELECT takes no value
+    from the parameters.)  Its rowcount is the events inserted, which is
     the rows the UPDATE changed (SQLAlchemy keeps an INSERT's rowcount
     only when asked: ``preserve_rowcount``)."""
     E = models.AttachmentEvent.__table__

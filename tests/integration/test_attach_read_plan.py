@@ -38,7 +38,8 @@ def migrated(kind, prefix):
 def typed_volume(session, **fields):
     """Add a volume of project p, size 1, with ``fields``, of a new
     volume type; returns its id."""
-    vtype = models.VolumeType(id=str(uuid.uuid4()), name='t')
+    type_id = str(uuid.uuid4())
+    vtype = models.VolumeType(id=type_id, name=type_id)
     session.add(vtype)
     session.flush()
     volume = models.Volume(**dict(dict(
@@ -48,7 +49,9 @@ def typed_volume(session, **fields):
     return volume.id
 
 
-def _volume_with_members(engine):
+def volume_with_members(engine):
+    """A multiattach volume on backend cluster@ma, whose three services
+    (``HOSTS``) are up; its id."""
     with orm.Session(engine) as session, session.begin():
         volume_id = typed_volume(session, status='available',
                                  host='cluster@ma#pool', multiattach=True)
@@ -64,7 +67,7 @@ def _volume_with_members(engine):
 @pytest.mark.parametrize('kind', cluster_mod.KINDS)
 def test_the_backends_services_come_in_the_order_of_their_hosts(kind):
     with migrated(kind, 'cl_plan') as engine:
-        volume_id = _volume_with_members(engine)
+        volume_id = volume_with_members(engine)
         with orm.Session(engine) as session, session.begin():
             volume, others, spec, fenced, qos, members = \
                 db_attachments.volume_to_attach(
@@ -92,7 +95,7 @@ def _sorted_or_materialized(plan):
 
 def test_mariadb_reads_the_volume_to_attach_without_temporary_table():
     with migrated('mysql', 'cl_plan') as engine:
-        volume_id = _volume_with_members(engine)
+        volume_id = volume_with_members(engine)
         plan = _plan(engine, db_attachments._to_attach_statement(),
                      {'volume_id': volume_id, 'host': 'consumer',
                       'spec_key': 'mode', 'binary': 'cinder-volume'})
