@@ -884,11 +884,10 @@ def _transition_statement(allowed, keys):
                      for k in keys}))
 
 
-# the columns of an attachment event (``_event``), in a fixed order
-EVENT_COLUMNS = ('attachment_id', 'volume_id', 'project_id', 'user_id',
-                 'actor_project_id', 'request_id', 'instance_uuid',
-                 'attached_host', 'attach_mode', 'from_status', 'to_status',
-                 'reason', 'created_at')
+# the columns of an attachment event that ``_event`` fills (all but its
+# id), in the table's order
+EVENT_COLUMNS = tuple(c.key for c in models.AttachmentEvent.__table__.c
+                      if not c.primary_key)
 
 
 def _recorded_transition_statement(allowed, keys):
