@@ -78,31 +78,85 @@ def lock_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
     ``settle_status``, which derives the status from the attachments it
     read, writes it again only when they say otherwise.  The status
     written depends on no other row, so the lock that waited for another
-    transaction writes what it would have."""
-    scoped = project_id is not None
-    allowed = tuple(allowed)
-    stmt = query.built(('lock_volume', allowed, scoped, becomes),
-                       lambda: _lock_statement(allowed, scoped, becomes))
-    # (no parameter is named after a column of volumes: Core would SET it)
-    params = {'volume_id': volume_id}
-    if scoped:
-        params['scope_project'] = project_id
-    if query.core(session).execute(stmt, params).rowcount != 1:
-        current = session.execute(sa.select(models.Volume.status).where(
-            models.Volume.id == volume_id,
-            models.Volume.deleted.is_(False),
-            *([models.Volume.project_id == project_id]
-              if project_id is not None else []))).scalar_one_or_none()
-        if current is None:
-            raise exception.VolumeNotFound(volume_id=volume_id)
-        raise exception.InvalidVolume(
-            reason='Volume %s status must be one of %s for this request, '
-                   'but the current status is %s.'
-                   % (volume_id, ', '.join(allowed), current))
+    transaction writes what it would have.
+    A read that needs the lock first takes it itself (``volume_lock``)."""
+    lock = volume_lock(volume_id, allowed, project_id, becomes)
+    if not _take(session, lock):
+        lock.refuse(session)
     if not load:
         return None
     return session.execute(_volume_under_lock(),
                            {'volume_id': volume_id}).scalar_one()
+
+
+class Lock(collections.namedtuple('Lock', 'key make params refuse')):
+    """A volume's row lock as a statement (``key`` and ``make``, as
+    ``query.built`` takes them, run with ``params``), and
+    ``refuse(session)``, which raises what a lock that took nothing
+    means.  A read under the lock takes it first, in the same round trip
+    on MariaDB (``read_under``)."""
+
+
+class NotLocked(Exception):
+    """The lock through an attachment (``attachment_lock``) found nothing
+    to lock."""
+
+
+def volume_lock(volume_id, allowed=ANY_LIVE, project_id=None, becomes=None):
+    """``lock_volume``'s lock (``load=False``), for a read to take."""
+    scoped = project_id is not None
+    allowed = tuple(allowed)
+    # (no parameter is named after a column of volumes: Core would SET it)
+    params = {'volume_id': volume_id}
+    if scoped:
+        params['scope_project'] = project_id
+    return Lock(('lock_volume', allowed, scoped, becomes),
+                lambda: _lock_statement(allowed, scoped, becomes), params,
+                lambda session: _refuse(session, volume_id, allowed,
+                                        project_id))
+
+
+def _refuse(session, volume_id, allowed, project_id):
+    current = session.execute(sa.select(models.Volume.status).where(
+        models.Volume.id == volume_id,
+        models.Volume.deleted.is_(False),
+        *([models.Volume.project_id == project_id]
+          if project_id is not None else []))).scalar_one_or_none()
+    if current is None:
+        raise exception.VolumeNotFound(volume_id=volume_id)
+    raise exception.InvalidVolume(
+        reason='Volume %s status must be one of %s for this request, '
+               'but the current status is %s.'
+               % (volume_id, ', '.join(allowed), current))
+
+
+def _take(session, lock):
+    return query.core(session).execute(
+        query.built(lock.key, lock.make), lock.params).rowcount == 1
+
+
+def read_under(session, lock, key, make, params):
+    """The rows of the read ``key``, ``make`` (as ``query.built`` takes
+    them) run with ``params``, after ``lock`` (a ``Lock``; None: the
+    transaction holds the lock already) took the volume's row: on
+    MariaDB the two in one round trip (``query.compound_read``),
+    elsewhere two statements.  A lock that took nothing refuses
+    (``Lock.refuse``); the read is not run."""
+    conn = query.core(session)
+    if lock is None:
+        return conn.execute(query.built(key, make), params).all()
+    if query.is_mariadb(conn):
+        result = conn.execute(
+            query.built(('read_under', lock.key, key),
+                        lambda: query.compound_read(
+                            query.built(lock.key, lock.make),
+                            query.built(key, make))),
+            dict(params, **lock.params))
+        if result.returns_rows:
+            return result.all()
+    elif _take(session, lock):
+        return conn.execute(query.built(key, make), params).all()
+    lock.refuse(session)
 
 
 def _volume_under_lock():
@@ -122,13 +176,22 @@ def lock_for_attachment(session, attachment_id, allowed=ANY_LIVE,
     attachment, or its volume is not in ``allowed``: the caller then reads
     and locks the usual way, to refuse with the right error.
     ``becomes``: as ``lock_volume``'s (``ATTACHED``, ``STARTS_DETACHING``).
-    """
+    A read that needs the lock first takes it itself
+    (``attachment_lock``)."""
+    return _take(session, attachment_lock(attachment_id, allowed, becomes))
+
+
+def attachment_lock(attachment_id, allowed=ANY_LIVE, becomes=None):
+    """``lock_for_attachment``'s lock, for a read to take: NotLocked
+    when it takes nothing."""
     allowed = tuple(allowed)
-    return query.core(session).execute(
-        query.built(('lock_for_attachment', allowed, becomes),
-                    lambda: _lock_for_attachment_statement(allowed,
-                                                           becomes)),
-        {'attachment_id': attachment_id}).rowcount == 1
+    return Lock(('lock_for_attachment', allowed, becomes),
+                lambda: _lock_for_attachment_statement(allowed, becomes),
+                {'attachment_id': attachment_id}, _not_locked)
+
+
+def _not_locked(session):
+    raise NotLocked()
 
 
 def _lock_values(becomes):
@@ -190,7 +253,7 @@ class Held(object):
 @contextlib.contextmanager
 def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
                   load=True, volume=None, statuses_change=True,
-                  others=None, becomes=None):
+                  others=None, becomes=None, locked=False):
     """The one entry point for a change to a volume's attachments: the
     volume's row lock (``lock_volume``) on entry and, when the block ends
     without an error, the volume's status derived from its live
@@ -199,13 +262,14 @@ def locked_volume(session, volume_id, allowed=ANY_LIVE, project_id=None,
     transaction.
     ``volume``: this transaction holds the lock already
     (``lock_for_attachment``) and read the volume under it, ``others``
-    with it.
+    with it.  ``locked``: it holds the lock (a read took it,
+    ``volume_lock``) and read no volume.
     ``statuses_change=False``: the block changes no attachment's status
     (a connect recording its connection info), so the volume's status,
     derived by the last change that did, stays as it is and is not
     derived again (``held.status`` stays None).
     ``becomes``: as ``lock_volume``'s."""
-    if volume is not None:
+    if volume is not None or locked:
         held = Held(volume, others)
     else:
         held = Held(lock_volume(session, volume_id, allowed, project_id,
@@ -228,9 +292,11 @@ def apply_event(session, volume_id, attachment_id, event, values=None,
     (``get_with_others``), with no probe after it; returns the volume's
     status then.  AttachmentNotFound, InvalidTransition as
     ``transition``."""
-    with locked_volume(session, volume_id, load=False,
-                       becomes=becomes) as held:
-        current, held.others = get_with_others(session, attachment_id)
+    current, others = get_with_others(
+        session, attachment_id, lock=volume_lock(volume_id,
+                                                 becomes=becomes))
+    with locked_volume(session, volume_id, others=others,
+                       locked=True) as held:
         held.leaves(transition(session, attachment_id, event,
                                values=values, current=current))
     return held.status
@@ -485,18 +551,22 @@ def create_moved(session, attachment, event, values):
 
 def _insert_recorded(session, attachment, *events):
     """Write the new ``attachment`` and its ``events`` (``_event``s, in
-    order): on PostgreSQL in one statement, elsewhere in two."""
+    order): on PostgreSQL and MariaDB in one statement, elsewhere in
+    two."""
     conn = query.core(session)
-    if conn.dialect.name != 'postgresql':
+    if conn.dialect.name == 'postgresql':
+        name, make = 'attachment_insert_recorded', _recorded_insert_statement
+    elif query.is_mariadb(conn):
+        name, make = 'attachment_insert_compound', _compound_insert_statement
+    else:
         _insert(session, attachment)
         _record(session, *events)
         return
     params = {'a_' + key: getattr(attachment, key) for key in Record.COLUMNS}
     for n, event in enumerate(events):
         params.update({'e%d_%s' % (n, k): v for k, v in event.items()})
-    conn.execute(query.built(
-        ('attachment_insert_recorded', len(events)),
-        lambda: _recorded_insert_statement(len(events))), params)
+    conn.execute(query.built((name, len(events)),
+                             lambda: make(len(events))), params)
 
 
 def _recorded_insert_statement(events):
@@ -521,6 +591,20 @@ def _recorded_insert_statement(events):
         EVENT_COLUMNS,
         sa.select(*[rows.c[k] for k in EVENT_COLUMNS])
         .order_by(rows.c.position)).add_cte(row)
+
+
+def _compound_insert_statement(events):
+    """MariaDB: the INSERT of a new attachment (bind parameters
+    ``a_<column>``) and the INSERT of its ``events`` events (``e0_``,
+    ``e1_``...; their ids in that order) in one compound statement
+    (``query.compound``)."""
+    E = models.AttachmentEvent.__table__
+    return query.compound(
+        sa.insert(AT).values({
+            c: sa.bindparam('a_' + c.key, type_=c.type) for c in AT.c}),
+        sa.insert(E).values([
+            {k: sa.bindparam('e%d_%s' % (n, k), type_=E.c[k].type)
+             for k in EVENT_COLUMNS} for n in range(events)]))
 
 
 def _created_event(attachment):
@@ -613,19 +697,19 @@ def get(session, attachment_id, project_id=None):
     return Record(row._mapping)
 
 
-def get_with_volume(session, attachment_id, project_id=None):
+def get_with_volume(session, attachment_id, project_id=None, lock=None):
     """(``get``, its volume as a ``volumes.Record``) in one statement:
-    what os-complete and a detach read once they hold the volume's lock
-    (``lock_for_attachment``).  AttachmentNotFound as ``get``."""
+    what os-complete and a detach read under the volume's lock
+    (``lock``: the read takes it first, ``read_under``; None: the
+    transaction holds it).  AttachmentNotFound as ``get``."""
     scoped = project_id is not None
-    row = query.core(session).execute(
-        query.built(('attachment_volume', scoped),
-                    lambda: _with_full_volume_statement(scoped)),
-        {'attachment_id': attachment_id, 'project_id': project_id}
-    ).first()
-    if row is None:
+    rows = read_under(
+        session, lock, ('attachment_volume', scoped),
+        lambda: _with_full_volume_statement(scoped),
+        {'attachment_id': attachment_id, 'project_id': project_id})
+    if not rows:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
-    fields = row._mapping
+    fields = rows[0]._mapping
     return Record(fields), VolumeRecord(fields, prefix='volume__')
 
 
@@ -635,21 +719,21 @@ def _with_full_volume_statement(scoped):
             .join(V, V.c.id == AT.c.volume_id))
 
 
-def get_to_detach(session, attachment_id, project_id, binary):
+def get_to_detach(session, attachment_id, project_id, binary, lock=None):
     """``get_with_volume``, with the service of ``binary`` on the
     attachment's ``export_host`` (a ``db_services.ExportService``, or
     None) read in
     the same statement: what a detach reads under the volume's lock to
     decide whether it goes through that service."""
     scoped = project_id is not None
-    row = query.core(session).execute(
-        query.built(('attachment_to_detach', scoped),
-                    lambda: _to_detach_statement(scoped)),
+    rows = read_under(
+        session, lock, ('attachment_to_detach', scoped),
+        lambda: _to_detach_statement(scoped),
         {'attachment_id': attachment_id, 'project_id': project_id,
-         'binary': binary}).first()
-    if row is None:
+         'binary': binary})
+    if not rows:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
-    fields = row._mapping
+    fields = rows[0]._mapping
     service = None
     if fields['export__host'] is not None:
         service = db_services.ExportService(
@@ -669,34 +753,34 @@ def _to_detach_statement(scoped):
                                   S.c.binary == sa.bindparam('binary'))))
 
 
-def get_with_others(session, attachment_id):
+def get_with_others(session, attachment_id, lock=None):
     """(``get``, ``Others``) in one statement: what a change of one
-    attachment under its volume's lock reads to derive the volume's
-    status without asking again (``Held.leaves``).  AttachmentNotFound
-    as ``get``."""
-    row = query.core(session).execute(
-        query.built('attachment_others', lambda: _get_statement(False)
-                    .add_columns(*_status_columns(AT.c.volume_id,
-                                                  AT.c.id))),
-        {'attachment_id': attachment_id}).first()
-    if row is None:
+    attachment under its volume's lock (``lock``, as
+    ``get_with_volume``'s) reads to derive the volume's status without
+    asking again (``Held.leaves``).  AttachmentNotFound as ``get``."""
+    rows = read_under(
+        session, lock, 'attachment_others', lambda: _get_statement(False)
+        .add_columns(*_status_columns(AT.c.volume_id, AT.c.id)),
+        {'attachment_id': attachment_id})
+    if not rows:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
-    return Record(row._mapping), Others.of(row._mapping)
+    return Record(rows[0]._mapping), Others.of(rows[0]._mapping)
 
 
-def volume_to_attach(session, volume_id, host, type_spec, binary):
-    """After ``lock_volume(..., load=False)``: the volume as it is under
-    the lock, with what attaching it to consumer ``host`` asks besides,
+def volume_to_attach(session, volume_id, host, type_spec, binary,
+                     lock=None):
+    """Under the volume's lock (``lock``, as ``get_with_volume``'s): the
+    volume as it is under the lock, with what attaching it to consumer
+    ``host`` asks besides,
     in one statement: (the volume, a ``volumes.Record``, ``Others`` of
     all its live attachments, its type's extra spec ``type_spec`` (None
     without), whether ``host`` is fenced off it, the (id, consumer) of
     its type's QoS specs (None without), as ``with_volume``, the
     services of ``binary`` serving its backend (``db_services.Member``s,
     as ``backend_liveness`` reads them: one row of the statement each))."""
-    rows = query.core(session).execute(
-        query.built('volume_to_attach', _to_attach_statement),
-        {'volume_id': volume_id, 'host': host, 'spec_key': type_spec,
-         'binary': binary}).all()
+    rows = read_under(session, lock, 'volume_to_attach', _to_attach_statement,
+                      {'volume_id': volume_id, 'host': host,
+                       'spec_key': type_spec, 'binary': binary})
     if not rows:        # (under the lock it was there)
         raise exception.VolumeNotFound(volume_id=volume_id)
     fields = rows[0]._mapping
@@ -750,18 +834,21 @@ def _fenced_statement():
         AT.c.deleted == sa.false())
 
 
-def connecting(session, attachment_id, volume_id, host, export_host):
-    """What a connect reads under the volume's lock before it records
+def connecting(session, attachment_id, volume_id, host, export_host,
+               lock=None):
+    """What a connect reads under the volume's lock (``lock``, as
+    ``get_with_volume``'s) before it records
     the connection, in one statement: (the live attachment (``get``),
     whether its host is fenced off its volume, the ids of the other live
     attachments of volume ``volume_id`` connected from consumer ``host``
     through the export of volume service ``export_host``, which share
     its host connection (``connections_on_host``)).
     AttachmentNotFound when the attachment is gone."""
-    rows = query.core(session).execute(
-        query.built('attachment_connecting', _connecting_statement),
-        {'attachment_id': attachment_id, 'volume_id': volume_id,
-         'host': host or '', 'export_host': export_host}).all()
+    rows = read_under(session, lock, 'attachment_connecting',
+                      _connecting_statement,
+                      {'attachment_id': attachment_id,
+                       'volume_id': volume_id, 'host': host or '',
+                       'export_host': export_host})
     current = next((r for r in rows if r.id == attachment_id), None)
     if current is None or current.volume_id != volume_id:
         raise exception.AttachmentNotFound(attachment_id=attachment_id)
@@ -843,19 +930,28 @@ def transition(session, attachment_id, event, target=None, values=None,
         # the compare-and-swap and, when it matched, its event: one
         # statement (the event is inserted from what the UPDATE returned)
         params.update({'e_' + k: v for k, v in recorded.items()})
-        result = conn.execute(
+        moved = conn.execute(
             query.built(('transition_recorded', allowed, keys),
                         lambda: _recorded_transition_statement(allowed,
                                                                keys)),
-            params)
+            params).rowcount == 1
+    elif recorded is not None and query.is_mariadb(conn):
+        # the same in one compound statement: its rowcount is the row
+        # changed and the event inserted, or nothing
+        params.update({'e_' + k: v for k, v in recorded.items()})
+        moved = conn.execute(
+            query.built(('transition_compound', allowed, keys),
+                        lambda: _compound_transition_statement(allowed,
+                                                               keys)),
+            params).rowcount == 2
     else:
-        result = conn.execute(
+        moved = conn.execute(
             query.built(('transition', allowed, keys),
                         lambda: _transition_statement(allowed, keys)),
-            params)
-        if result.rowcount == 1 and recorded is not None:
+            params).rowcount == 1
+        if moved and recorded is not None:
             _record(session, recorded)
-    if result.rowcount == 1 and before is current:
+    if moved and before is current:
         # (after the event, which tells what it was) the caller's object
         # now shows the row as written; an ORM object as committed
         # values, so the session has nothing to flush
@@ -863,7 +959,7 @@ def transition(session, attachment_id, event, target=None, values=None,
             orm.attributes.set_committed_value
         for key, value in values.items():
             show(current, key, value)
-    if result.rowcount != 1:
+    if not moved:
         current = session.execute(sa.select(A.attach_status).where(
             A.id == attachment_id, A.deleted.is_(False))
         ).scalar_one_or_none()
@@ -907,6 +1003,22 @@ def _recorded_transition_statement(allowed, keys):
         sa.select(*[sa.bindparam('e_' + k, type_=E.c[k].type)
                     for k in EVENT_COLUMNS]).select_from(moved)
     ).add_cte(moved).execution_options(preserve_rowcount=True)
+
+
+def _compound_transition_statement(allowed, keys):
+    """MariaDB: ``_transition_statement`` and the event (bind parameters
+    ``e_<column>``) inserted only when it changed the row (ROW_COUNT() is
+    the rows the statement before found: the connection reports rows
+    found, not rows whose values changed), in one compound statement
+    (``query.compound``)."""
+    E = models.AttachmentEvent.__table__
+    return query.compound(
+        _transition_statement(allowed, keys),
+        sa.insert(E).from_select(
+            EVENT_COLUMNS,
+            sa.select(*[sa.bindparam('e_' + k, type_=E.c[k].type)
+                        for k in EVENT_COLUMNS])
+            .where(sa.func.row_count() == query.fixed(1))))
 
 
 def _one_reason(values):

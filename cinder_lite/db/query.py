@@ -1,8 +1,10 @@
 """Helpers shared by the per-entity query modules: keyset pagination,
 and statements built once."""
+import functools
 import re
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 
 from cinder_lite.common import exception
 
@@ -51,6 +53,73 @@ def one_of(column, values):
     statement's SQL again at every execution to expand it (4 % of the
     API's CPU in an attach cycle)."""
     return column.in_([fixed(value, column.type) for value in values])
+
+
+def is_mariadb(conn):
+    """Whether ``conn`` talks to MariaDB (MySQL proper has no compound
+    statement outside a stored program: ``compound``)."""
+    return getattr(conn.dialect, 'is_mariadb', False)
+
+
+# the statements ``compound`` joins are written for MariaDB with named
+# parameters (":name"), the form a textual statement takes them in
+_NAMED = mysql.dialect(paramstyle='named')
+_NAMED.is_mariadb = True
+
+
+def compound(*statements):
+    """MariaDB: ``statements`` (Core statements that return no rows; a
+    bind parameter named in two of them is one value) as one compound
+    statement, ``BEGIN NOT ATOMIC ...; END``: one round trip, run inside
+    the caller's transaction (a failure in any of them fails the whole,
+    and the caller's transaction rolls back).  Its rowcount is the sum of
+    theirs.  Built once (``built``): textual, its SQL is compiled once
+    and cached as any statement's."""
+    return _compound('BEGIN NOT ATOMIC %s; END' % '; '.join(
+        ['{}'] * len(statements)), *statements).execution_options(
+        preserve_rowcount=True)
+
+
+def compound_read(lock, read):
+    """MariaDB: the statement ``lock`` (an UPDATE of one row, the lock a
+    read waits for) and then, only when it found that row, the SELECT
+    ``read``, as one compound statement (``compound``).  Executed, it
+    returns the read's rows, typed as ``read``'s columns, when the lock
+    took its row, and no result at all (``returns_rows`` false) when it
+    did not.  The read is a statement of its own after the lock, so it
+    sees what the transaction the lock waited for committed."""
+    return _compound('BEGIN NOT ATOMIC {}; IF ROW_COUNT() = 1 THEN {}; '
+                     'END IF; END', lock, read).columns(
+        *read.selected_columns)
+
+
+def _compound(template, *statements):
+    parts, binds, filled = [], {}, {}
+    for stmt in statements:
+        compiled = stmt.compile(dialect=_NAMED)
+        parts.append(str(compiled))
+        binds.update(compiled.binds)
+        # a column's Python-side default (an UPDATE's updated_at): the
+        # statement's execution computes it, a textual one does not, so
+        # its parameter computes it itself
+        filled.update({c.key: c.default for c in compiled.insert_prefetch})
+        filled.update({c.key: c.onupdate for c in compiled.update_prefetch})
+    return sa.text(template.format(*parts)).bindparams(
+        *[_filled(name, bind, filled[name]) if name in filled else
+          sa.bindparam(name, value=bind.value, type_=bind.type,
+                       required=bind.required)
+          for name, bind in binds.items()])
+
+
+def _filled(name, bind, default):
+    if default.is_scalar:
+        return sa.bindparam(name, value=default.arg, type_=bind.type)
+    if default.is_callable:
+        # (SQLAlchemy calls a column's default with the execution context,
+        # which none of ours reads)
+        return sa.bindparam(name, callable_=functools.partial(
+            default.arg, None), type_=bind.type)
+    raise TypeError('column default of %s computed by the database' % name)
 
 
 def core(session):

@@ -86,31 +86,29 @@ class RecordConnection(task.Task):
         with db_api.writer() as session:
             # ('connected' keeps the attachment attaching: the volume's
             # status stays what the API derived when it started the
-            # connect)
-            with db_attachments.locked_volume(session, volume['id'],
-                                              db_attachments.ATTACHABLE,
-                                              load=False,
-                                              statuses_change=False):
-                current, fenced, sharing = db_attachments.connecting(
-                    session, attachment_id, volume['id'],
-                    connector.get('host'), driver.host)
-                if fenced:
-                    # fenced while this connect was under way: the revert
-                    # removes the export made for it
-                    raise exception.HostFenced(host=current.attached_host,
-                                               volume_id=volume['id'])
-                recorded = {'connection_info': connection_info,
-                            # the export is on this volume service,
-                            # whichever the API meant: the disconnect
-                            # must come here
-                            'export_host': driver.host,
-                            'attach_time': db_attachments.models.utcnow()}
-                db_attachments.transition(
-                    session, attachment_id, 'connected',
-                    values=recorded,
-                    reason='connected (%s)'
-                           % connection_info['driver_volume_type'],
-                    current=current)
+            # connect; the read takes the volume's lock)
+            current, fenced, sharing = db_attachments.connecting(
+                session, attachment_id, volume['id'],
+                connector.get('host'), driver.host,
+                lock=db_attachments.volume_lock(volume['id'],
+                                                db_attachments.ATTACHABLE))
+            if fenced:
+                # fenced while this connect was under way: the revert
+                # removes the export made for it
+                raise exception.HostFenced(host=current.attached_host,
+                                           volume_id=volume['id'])
+            recorded = {'connection_info': connection_info,
+                        # the export is on this volume service,
+                        # whichever the API meant: the disconnect
+                        # must come here
+                        'export_host': driver.host,
+                        'attach_time': db_attachments.models.utcnow()}
+            db_attachments.transition(
+                session, attachment_id, 'connected',
+                values=recorded,
+                reason='connected (%s)'
+                       % connection_info['driver_volume_type'],
+                current=current)
         LOG.info('attachment %s of volume %s: connected (%s, %s)',
                  attachment_id, volume['id'],
                  connection_info['driver_volume_type'],
