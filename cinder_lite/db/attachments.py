@@ -937,13 +937,14 @@ def transition(session, attachment_id, event, target=None, values=None,
             params).rowcount == 1
     elif recorded is not None and query.is_mariadb(conn):
         # the same in one compound statement: its rowcount is the row
-        # changed and the event inserted, or nothing
+        # changed and the event inserted (MariaDB adds its parts' up), or
+        # nothing
         params.update({'e_' + k: v for k, v in recorded.items()})
         moved = conn.execute(
             query.built(('transition_compound', allowed, keys),
                         lambda: _compound_transition_statement(allowed,
                                                                keys)),
-            params).rowcount == 2
+            params).rowcount > 0
     else:
         moved = conn.execute(
             query.built(('transition', allowed, keys),

@@ -98,12 +98,23 @@ def _compound(template, *statements):
     for stmt in statements:
         compiled = stmt.compile(dialect=_NAMED)
         parts.append(str(compiled))
-        binds.update(compiled.binds)
+        for name, bind in compiled.binds.items():
+            # a name two parts give: one value, so one meaning
+            seen = binds.setdefault(name, bind)
+            if (seen.value, seen.type._type_affinity) != (
+                    bind.value, bind.type._type_affinity):
+                raise TypeError('parameter %s of two meanings' % name)
         # a column's Python-side default (an UPDATE's updated_at): the
         # statement's execution computes it, a textual one does not, so
         # its parameter computes it itself
-        filled.update({c.key: c.default for c in compiled.insert_prefetch})
-        filled.update({c.key: c.onupdate for c in compiled.update_prefetch})
+        defaults = dict(
+            [(c.key, c.default) for c in compiled.insert_prefetch] +
+            [(c.key, c.onupdate) for c in compiled.update_prefetch])
+        if not set(defaults) <= set(compiled.binds):
+            raise TypeError('defaults of %s not a parameter of their name'
+                            % ', '.join(sorted(set(defaults) -
+                                               set(compiled.binds))))
+        filled.update(defaults)
     return sa.text(template.format(*parts)).bindparams(
         *[_filled(name, bind, filled[name]) if name in filled else
           sa.bindparam(name, value=bind.value, type_=bind.type,

@@ -2,8 +2,8 @@
 compare-and-swap of an attachment's status and its event.  They are
 one statement: on PostgreSQL the UPDATE in a data-modifying WITH, the
 event inserted from what it returned; on MariaDB a compound statement,
-the event inserted when ROW_COUNT() says the UPDATE found the row (SQLite
-takes two).  Either way a change is
+the event inserted when ROW_COUNT() says the UPDATE found the row
+(SQLite and MySQL proper take two).  Either way a change is
 recorded exactly once with what it changed, and a compare-and-swap that
 finds the attachment in another status changes nothing and records
 nothing."""
@@ -51,6 +51,12 @@ def _statements(engine, work):
     return answer, seen
 
 
+def _one(engine):
+    """How many statements a change and its events take on ``engine``."""
+    return 1 if engine.dialect.name == 'postgresql' or getattr(
+        engine.dialect, 'is_mariadb', False) else 2
+
+
 def _events(engine, attachment_id):
     with orm.Session(engine) as session:
         return session.execute(sa.select(
@@ -75,7 +81,7 @@ def test_a_transition_and_its_event(kind):
         # the caller's record shows the change
         assert current.attach_status == 'attached'
         writes = [s for s in seen if not s.startswith('SELECT')]
-        assert len(writes) == 1, seen
+        assert len(writes) == _one(engine), seen
         assert _events(engine, attachment_id) == [
             ('attaching', 'attached', 'h1', 'ro', 'completed', 'p',
              volume_id)]
@@ -127,7 +133,7 @@ def test_a_new_attachment_written_as_its_connect_leaves_it(kind):
                     'status_reason': None, 'operation': None})
         written, seen = _statements(engine, connect)
         assert written.attach_status == 'attaching'
-        assert len(seen) == 1, seen
+        assert len(seen) == _one(engine), seen
         with orm.Session(engine) as session:
             row = session.get(models.VolumeAttachment, new.id)
             assert (row.attach_status, row.attached_host,
@@ -154,7 +160,7 @@ def test_a_new_reservation_and_its_event(kind):
                 'created_at': models.utcnow()})
         written, seen = _statements(engine, reserve)
         assert written.attach_status == 'reserved'
-        assert len(seen) == 1, seen
+        assert len(seen) == _one(engine), seen
         with orm.Session(engine) as session:
             row = session.get(models.VolumeAttachment, attachment_id)
             assert (row.attach_status, row.service_owned) == (
