@@ -253,6 +253,20 @@ def api_answers(port, host='127.0.0.1'):
         return False
 
 
+@contextlib.contextmanager
+def on_server(path, kind, prefix):
+    """A started ``Stack`` at ``path`` on a fresh database of ``kind``
+    (``cluster.scratch_database``, which names it from ``prefix``); its
+    client.  Stopped, and the database dropped, after."""
+    from tests.harness import cluster
+    with cluster.scratch_database(kind, prefix) as url:
+        s = Stack(path, sections={'database': {'connection': url}}).start()
+        try:
+            yield s.client()
+        finally:
+            s.stop()
+
+
 def start_all(workdir, env=None, extra=''):
     """``cinder-lite-all`` as a process, on a free port with its state
     under ``workdir`` (also its working directory), once its API answers;

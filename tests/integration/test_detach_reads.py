@@ -12,10 +12,5 @@ from tests.harness import stack as stack_mod
 
 @pytest.mark.parametrize('kind', cluster_mod.KINDS)
 def test_what_a_detach_reads_on_a_database_server(tmp_path, kind):
-    with cluster_mod.scratch_database(kind, 'cl_reads') as url:
-        s = stack_mod.Stack(tmp_path / 'st', sections={
-            'database': {'connection': url}}).start()
-        try:
-            check_what_a_detach_reads(s.client())
-        finally:
-            s.stop()
+    with stack_mod.on_server(tmp_path / 'st', kind, 'cl_reads') as api:
+        check_what_a_detach_reads(api)
