@@ -72,6 +72,33 @@ def test_a_kept_engine_runs_each_time_on_the_inputs_given():
     assert storages[0] is storages[1]
 
 
+def test_a_kept_engine_validates_once_for_the_names_of_its_inputs(
+        monkeypatch):
+    validated = []
+    taskflows = flows.tf_engine.SerialActionEngine.validate
+
+    def counted(engine):
+        validated.append(engine.inputs)
+        return taskflows(engine)
+    monkeypatch.setattr(flows.tf_engine.SerialActionEngine, 'validate',
+                        counted)
+
+    def runs():
+        log = []
+        for value in ('a', 'b', 'c'):
+            flows.run('steps', _build, {
+                'log': log, 'fail': None, 'value': value})
+        # other names: validated again
+        flows.run('steps', _build, {'log': log, 'fail': None,
+                                    'value': 'd', 'more': 1})
+        return log
+    log = _in_thread(runs)
+    assert validated == [frozenset({'log', 'fail', 'value'}),
+                         frozenset({'log', 'fail', 'value', 'more'})]
+    assert log == [(do, step, value) for value in 'abcd'
+                   for do, step in (('do', 'first'), ('do', 'second'))]
+
+
 def test_a_failure_reverts_what_ran_and_the_next_run_starts_clean():
     def runs():
         log = []
