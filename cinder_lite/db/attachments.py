@@ -771,13 +771,13 @@ def volume_to_attach(session, volume_id, host, type_spec, binary,
                      lock=None):
     """Under the volume's lock (``lock``, as ``get_with_volume``'s): the
     volume as it is under the lock, with what attaching it to consumer
-    ``host`` asks besides,
-    in one statement: (the volume, a ``volumes.Record``, ``Others`` of
-    all its live attachments, its type's extra spec ``type_spec`` (None
-    without), whether ``host`` is fenced off it, the (id, consumer) of
-    its type's QoS specs (None without), as ``with_volume``, the
-    services of ``binary`` serving its backend (``db_services.Member``s,
-    as ``backend_liveness`` reads them: one row of the statement each))."""
+    ``host`` asks besides, in one statement: (the volume, a
+    ``volumes.Record``, ``Others`` of all its live attachments, its
+    type's extra spec ``type_spec`` (None without), whether ``host`` is
+    fenced off it, the (id, consumer) of its type's QoS specs (None
+    without), as ``with_volume``, the services of ``binary`` serving its
+    backend (``db_services.Member``s, as ``backend_liveness`` reads them:
+    one row of the statement each))."""
     rows = read_under(session, lock, 'volume_to_attach', _to_attach_statement,
                       {'volume_id': volume_id, 'host': host,
                        'spec_key': type_spec, 'binary': binary})
@@ -837,8 +837,8 @@ def _fenced_statement():
 def connecting(session, attachment_id, volume_id, host, export_host,
                lock=None):
     """What a connect reads under the volume's lock (``lock``, as
-    ``get_with_volume``'s) before it records
-    the connection, in one statement: (the live attachment (``get``),
+    ``get_with_volume``'s) before it records the connection, in one
+    statement: (the live attachment (``get``),
     whether its host is fenced off its volume, the ids of the other live
     attachments of volume ``volume_id`` connected from consumer ``host``
     through the export of volume service ``export_host``, which share
