@@ -465,10 +465,23 @@ def others_of(session, attachment):
     detach answers about the attachments the volume still has (id,
     status, instance), and with ``Others.of_rows`` and ``share_host``
     what it derives the volume's status and the disconnect from, in one
-    statement.  (The connection info only of those on its host.)"""
-    return query.core(session).execute(query.built(
-        'attachment_others_rows', lambda: (
-            sa.select(AT.c.id, AT.c.attach_status, AT.c.instance_uuid,
+    statement.  (The connection info only of those on its host.)  A
+    detach reads them after its change (``others_read``)."""
+    return read_under(session, None, *others_read(attachment))
+
+
+def others_read(attachment):
+    """``others_of`` as a read (key, make, params) for ``read_under`` or
+    ``transition_and_read``.  (The others are the same before and after
+    a change of ``attachment``.)"""
+    return ('attachment_others_rows', _others_statement,
+            {'volume_id': attachment.volume_id,
+             'attachment_id': attachment.id,
+             'host': attachment.attached_host})
+
+
+def _others_statement():
+    return (sa.select(AT.c.id, AT.c.attach_status, AT.c.instance_uuid,
                       AT.c.volume_id, AT.c.operation, AT.c.attached_host,
                       AT.c.export_host,
                       sa.case((AT.c.attached_host == sa.bindparam('host'),
@@ -478,9 +491,7 @@ def others_of(session, attachment):
                    AT.c.deleted == sa.false(),
                    AT.c.id != sa.bindparam('attachment_id'))
             .order_by(AT.c.volume_id, AT.c.deleted, AT.c.created_at,
-                      AT.c.id))),
-        {'volume_id': attachment.volume_id, 'attachment_id': attachment.id,
-         'host': attachment.attached_host}).all()
+                      AT.c.id))
 
 
 def share_host(rows, attachment, export_host):
@@ -897,7 +908,24 @@ def transition(session, attachment_id, event, target=None, values=None,
     ``current``: the attachment as this transaction read it under the
     volume's lock (saves reading it again for the event); it shows the
     change afterwards.  Returns the status it left the attachment in."""
+    return _transition(session, attachment_id, event, target, values,
+                       reason, current)[0]
+
+
+def transition_and_read(session, attachment_id, event, then, target=None,
+                        values=None, reason=None, current=None):
+    """``transition``, and then the read ``then`` (a (key, make, params),
+    as ``read_under`` takes them) once the change is made: on MariaDB in
+    the change's round trip (``query.compound_read``).  Returns (the
+    status it left the attachment in, the read's rows)."""
+    return _transition(session, attachment_id, event, target, values,
+                       reason, current, then)
+
+
+def _transition(session, attachment_id, event, target, values, reason,
+                current, then=None):
     target, allowed = states.ATTACHMENT.resolve(event, target)
+    rows = None
     values = _one_reason(values or {})
     values.update(attach_status=target, updated_at=models.utcnow())
     if target == states.DETACHED:
@@ -935,6 +963,20 @@ def transition(session, attachment_id, event, target=None, values=None,
                         lambda: _recorded_transition_statement(allowed,
                                                                keys)),
             params).rowcount == 1
+    elif recorded is not None and query.is_mariadb(conn) and then:
+        # the same in one compound statement, and the read after it: its
+        # rows when the change was made, no result when it was not
+        params.update({'e_' + k: v for k, v in recorded.items()})
+        read_key, read_make, read_params = then
+        result = conn.execute(
+            query.built(('transition_read', allowed, keys, read_key),
+                        lambda: _compound_transition_statement(
+                            allowed, keys, query.built(read_key,
+                                                       read_make))),
+            dict(read_params, **params))
+        moved = result.returns_rows
+        rows = result.all() if moved else None
+        then = None
     elif recorded is not None and query.is_mariadb(conn):
         # the same in one compound statement: its rowcount is the row
         # changed and the event inserted (MariaDB adds its parts' up), or
@@ -952,6 +994,10 @@ def transition(session, attachment_id, event, target=None, values=None,
             params).rowcount == 1
         if moved and recorded is not None:
             _record(session, recorded)
+    if moved and then is not None:
+        read_key, read_make, read_params = then
+        rows = conn.execute(query.built(read_key, read_make),
+                            read_params).all()
     if moved and before is current:
         # (after the event, which tells what it was) the caller's object
         # now shows the row as written; an ORM object as committed
@@ -969,7 +1015,7 @@ def transition(session, attachment_id, event, target=None, values=None,
         raise exception.InvalidTransition(
             resource='attachment', id=attachment_id, target=target,
             actual=current, allowed=', '.join(allowed))
-    return target
+    return target, rows
 
 
 def _transition_statement(allowed, keys):
@@ -1006,20 +1052,23 @@ def _recorded_transition_statement(allowed, keys):
     ).add_cte(moved).execution_options(preserve_rowcount=True)
 
 
-def _compound_transition_statement(allowed, keys):
+def _compound_transition_statement(allowed, keys, read=None):
     """MariaDB: ``_transition_statement`` and the event (bind parameters
     ``e_<column>``) inserted only when it changed the row (ROW_COUNT() is
     the rows the statement before found: the connection reports rows
     found, not rows whose values changed), in one compound statement
-    (``query.compound``)."""
+    (``query.compound``); and then ``read``, a SELECT, when given
+    (``query.compound_read``: run when the event was inserted)."""
     E = models.AttachmentEvent.__table__
-    return query.compound(
-        _transition_statement(allowed, keys),
-        sa.insert(E).from_select(
-            EVENT_COLUMNS,
-            sa.select(*[sa.bindparam('e_' + k, type_=E.c[k].type)
-                        for k in EVENT_COLUMNS])
-            .where(sa.func.row_count() == query.fixed(1))))
+    parts = (_transition_statement(allowed, keys),
+             sa.insert(E).from_select(
+                 EVENT_COLUMNS,
+                 sa.select(*[sa.bindparam('e_' + k, type_=E.c[k].type)
+                             for k in EVENT_COLUMNS])
+                 .where(sa.func.row_count() == query.fixed(1))))
+    if read is not None:
+        return query.compound_read(*parts, read)
+    return query.compound(*parts)
 
 
 def _one_reason(values):

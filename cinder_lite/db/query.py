@@ -80,17 +80,20 @@ def compound(*statements):
         preserve_rowcount=True)
 
 
-def compound_read(lock, read):
-    """MariaDB: the statement ``lock`` (an UPDATE of one row, the lock a
-    read waits for) and then, only when it found that row, the SELECT
-    ``read``, as one compound statement (``compound``).  Executed, it
-    returns the read's rows, typed as ``read``'s columns, when the lock
-    took its row, and no result at all (``returns_rows`` false) when it
-    did not.  The read is a statement of its own after the lock, so it
-    sees what the transaction the lock waited for committed."""
-    return _compound('BEGIN NOT ATOMIC {}; IF ROW_COUNT() = 1 THEN {}; '
-                     'END IF; END', lock, read).columns(
-        *read.selected_columns)
+def compound_read(*statements):
+    """MariaDB: ``statements`` (Core statements) as one compound statement
+    (``compound``), the last a SELECT run only when the one before it
+    found one row: a lock (an UPDATE of the row a read waits for), or the
+    INSERT of a change's event, which inserts one row when the change
+    found its row.  Executed, it returns the read's rows, typed as its
+    columns, when the statement before it found its row, and no result at
+    all (``returns_rows`` false) when it did not.  The read is a
+    statement of its own after the others, so after a lock it sees what
+    the transaction the lock waited for committed."""
+    *writes, read = statements
+    return _compound('BEGIN NOT ATOMIC %s; IF ROW_COUNT() = 1 THEN {}; '
+                     'END IF; END' % '; '.join(['{}'] * len(writes)),
+                     *statements).columns(*read.selected_columns)
 
 
 def _compound(template, *statements):

@@ -682,15 +682,14 @@ class AttachmentService:
             attachment, vol, service = self._locked_attachment(
                 session, context, attachment_id, policy.ATTACHMENT_DELETE,
                 becomes=db_attachments.STARTS_DETACHING, to_detach=True)
-            # the volume's other attachments: what it answers, and what
-            # the volume's status and the disconnect follow from
-            remaining = db_attachments.others_of(session, attachment)
             guarded = not force and not (context.is_admin
                                          or policy.is_service(context))
-            started = self._start_detach(
+            # the change reads the volume's other attachments after it
+            # (what it answers, and what the volume's status and the
+            # disconnect follow from)
+            started, remaining = self._start_detach(
                 session, attachment, force, guarded, volume=vol,
-                others=db_attachments.Others.of_rows(vol.status, remaining),
-                export_service=service)
+                export_service=service, read_others=True)
             _, current, _, _, export_host, _ = started
             shared = db_attachments.share_host(remaining, current,
                                                export_host)
@@ -727,23 +726,27 @@ class AttachmentService:
         attachment detached without it; the volume service removes exports
         the database does not know when it starts again."""
         with db_api.writer() as session:
-            started = self._start_detach(session, attachment, force)
+            started, _ = self._start_detach(session, attachment, force)
         self._finish_detach(context, attachment, *started)
 
     def _start_detach(self, session, attachment, force, guarded=False,
-                      volume=None, others=None, export_service=_UNREAD):
+                      volume=None, export_service=_UNREAD,
+                      read_others=False):
         """The transaction half of a detach: decide under the volume's
         lock whether it goes through the backend, and mark it; returns
-        what ``_finish_detach`` needs.  ``guarded``: refuse (409) to
+        (what ``_finish_detach`` needs, the volume's other attachments
+        when ``read_others``, else None).  ``guarded``: refuse (409) to
         detach an attachment a compute service made and connected for an
         instance, as the attachment is under the lock (a connect recorded
         while the request waited for it counts).  ``volume``: this
         transaction took the lock and read ``attachment`` and its volume
-        under it, and ``others`` with them, and ``export_service`` (see
-        ``serving``)."""
+        under it, and ``export_service`` (see ``serving``).
+        ``read_others``: the change reads the others
+        (``db_attachments.others_of``) after it, in its round trip on
+        MariaDB, and the volume's status is derived from them."""
+        remaining = None
         with db_attachments.locked_volume(session, attachment.volume_id,
-                                          volume=volume,
-                                          others=others) as held:
+                                          volume=volume) as held:
             vol = held.volume
             current = attachment if volume is not None else \
                 db_attachments.get(session, attachment.id)
@@ -778,13 +781,24 @@ class AttachmentService:
                             'is down; recorded detached without it',
                             attachment.id, host)
                 connected = False
-            held.leaves(db_attachments.transition(
-                session, attachment.id,
-                'start_disconnect' if connected else 'detach',
-                values={'operation': states.DISCONNECTING} if connected
-                else None, current=current))
+            event = 'start_disconnect' if connected else 'detach'
+            values = {'operation': states.DISCONNECTING} if connected \
+                else None
+            if read_others:
+                left, remaining = db_attachments.transition_and_read(
+                    session, attachment.id, event,
+                    db_attachments.others_read(current), values=values,
+                    current=current)
+                held.others = db_attachments.Others.of_rows(vol.status,
+                                                            remaining)
+            else:
+                left = db_attachments.transition(
+                    session, attachment.id, event, values=values,
+                    current=current)
+            held.leaves(left)
         status = held.status
-        return vol, current, connected, was_connected, host, status
+        return (vol, current, connected, was_connected, host,
+                status), remaining
 
     def _finish_detach(self, context, attachment, vol, current, connected,
                        was_connected, host, status, reason=None,

@@ -41,7 +41,8 @@ from cinder_lite.db import api as db_api
 # after them.  (On PostgreSQL an attachment's change and its event are
 # one statement, and so are a new attachment and its events: 21 there.
 # On MariaDB those are one compound statement each, and so is every read
-# under the lock with the lock: 16 round trips there, COMMITs included.
+# under the lock with the lock, and a DELETE's change with its read of
+# the other attachments: 15 round trips there, COMMITs included.
 # tests/integration/test_cycle_statements.py counts both.)
 ONE_STEP_BUDGET = 26
 

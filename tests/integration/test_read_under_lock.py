@@ -85,3 +85,44 @@ def test_a_lock_that_takes_nothing_refuses_and_reads_nothing(kind):
             assert session.execute(sa.select(V.status).where(
                 V.id == volume_id)).scalar_one() == 'error'
         assert tuple(_volume(engine, volume_id))[:2] == ('error', 0)
+
+
+@pytest.mark.parametrize('kind', cluster_mod.KINDS)
+def test_a_change_that_reads_after_it(kind):
+    # (a DELETE's: the detach, then the volume's other attachments, in
+    # one round trip on MariaDB)
+    with migrated(kind, 'cl_under') as engine:
+        volume_id = volume_with_members(engine)
+        ids = [str(uuid.uuid4()) for _ in range(3)]
+        with orm.Session(engine) as session, session.begin():
+            for n, (attachment_id, host) in enumerate(
+                    zip(ids, ('h1', 'h1', 'h2'))):
+                session.add(models.VolumeAttachment(
+                    id=attachment_id, volume_id=volume_id, project_id='p',
+                    instance_uuid=str(uuid.uuid4()), attached_host=host,
+                    attach_mode='rw', attach_status='attached',
+                    connection_info={'n': n}, deleted=False,
+                    created_at=models.utcnow()))
+        with orm.Session(engine) as session, session.begin():
+            current = db_attachments.get(session, ids[0])
+            expected = db_attachments.others_of(session, current)
+            left, rows = db_attachments.transition_and_read(
+                session, ids[0], 'detach',
+                db_attachments.others_read(current), current=current)
+            assert left == 'detached'
+            assert [tuple(r) for r in rows] == [tuple(r) for r in expected]
+            # the others, oldest first, the connection info of those on
+            # its host only
+            assert [(r.id, r.connection_info) for r in rows] == [
+                (ids[1], {'n': 1}), (ids[2], None)]
+            # a change that finds the attachment in another status reads
+            # nothing and records nothing
+            with pytest.raises(exception.InvalidTransition):
+                db_attachments.transition_and_read(
+                    session, ids[1], 'connected',
+                    db_attachments.others_read(current))
+        with orm.Session(engine) as session:
+            events = session.execute(sa.select(
+                models.AttachmentEvent.attachment_id,
+                models.AttachmentEvent.to_status)).all()
+            assert [tuple(e) for e in events] == [(ids[0], 'detached')]
