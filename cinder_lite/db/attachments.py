@@ -461,12 +461,13 @@ def other_instance(session, volume_id, instance_uuid):
 
 def others_of(session, attachment):
     """The volume's live attachments other than ``attachment``, oldest
-    first, read under the volume's lock before a detach of it: what the
+    first, read under the volume's lock with a detach of it: what the
     detach answers about the attachments the volume still has (id,
     status, instance), and with ``Others.of_rows`` and ``share_host``
     what it derives the volume's status and the disconnect from, in one
     statement.  (The connection info only of those on its host.)  A
-    detach reads them after its change (``others_read``)."""
+    DELETE reads them after its change, in the change's round trip on
+    MariaDB (``others_read``, ``transition_and_read``)."""
     return read_under(session, None, *others_read(attachment))
 
 
@@ -924,6 +925,14 @@ def transition_and_read(session, attachment_id, event, then, target=None,
 
 def _transition(session, attachment_id, event, target, values, reason,
                 current, then=None):
+    if then is not None and then[2].get('attachment_id',
+                                        attachment_id) != attachment_id:
+        # (on MariaDB the change and the read are one statement, whose
+        # parameters are one set: a read of another attachment's would
+        # take this one's id)
+        raise ValueError('the read after a change of attachment %s names '
+                         'attachment %s' % (attachment_id,
+                                            then[2]['attachment_id']))
     target, allowed = states.ATTACHMENT.resolve(event, target)
     rows = None
     values = _one_reason(values or {})

@@ -781,20 +781,21 @@ class AttachmentService:
                             'is down; recorded detached without it',
                             attachment.id, host)
                 connected = False
-            event = 'start_disconnect' if connected else 'detach'
             values = {'operation': states.DISCONNECTING} if connected \
                 else None
             if read_others:
                 left, remaining = db_attachments.transition_and_read(
-                    session, attachment.id, event,
+                    session, attachment.id,
+                    'start_disconnect' if connected else 'detach',
                     db_attachments.others_read(current), values=values,
                     current=current)
                 held.others = db_attachments.Others.of_rows(vol.status,
                                                             remaining)
             else:
                 left = db_attachments.transition(
-                    session, attachment.id, event, values=values,
-                    current=current)
+                    session, attachment.id,
+                    'start_disconnect' if connected else 'detach',
+                    values=values, current=current)
             held.leaves(left)
         status = held.status
         return (vol, current, connected, was_connected, host,

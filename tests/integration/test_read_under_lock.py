@@ -117,10 +117,16 @@ def test_a_change_that_reads_after_it(kind):
                 (ids[1], {'n': 1}), (ids[2], None)]
             # a change that finds the attachment in another status reads
             # nothing and records nothing
+            other = db_attachments.get(session, ids[1])
             with pytest.raises(exception.InvalidTransition):
                 db_attachments.transition_and_read(
                     session, ids[1], 'connected',
-                    db_attachments.others_read(current))
+                    db_attachments.others_read(other))
+            # a read that names another attachment is refused
+            with pytest.raises(ValueError):
+                db_attachments.transition_and_read(
+                    session, ids[1], 'detach',
+                    db_attachments.others_read(current), current=other)
         with orm.Session(engine) as session:
             events = session.execute(sa.select(
                 models.AttachmentEvent.attachment_id,

@@ -210,8 +210,9 @@ def _literals(node):
 
 def find_hand_passed_sources(modules):
     """Every call outside cinder_lite/db that passes ``expected=``, and
-    every status change (``<db module>.transition``) given a collection
-    of statuses or an event its machine does not have."""
+    every status change (``<db module>.transition``, or
+    ``transition_and_read``) given a collection of statuses or an event
+    its machine does not have."""
     found = []
     for path, tree in modules:
         for node in ast.walk(tree):
@@ -222,7 +223,7 @@ def find_hand_passed_sources(modules):
                 found.append('%s: expected=' % where)
             func = node.func
             if not (isinstance(func, ast.Attribute) and
-                    func.attr == 'transition'):
+                    func.attr in ('transition', 'transition_and_read')):
                 continue
             for arg in list(node.args) + [k.value for k in node.keywords]:
                 if isinstance(arg, (ast.Tuple, ast.List, ast.Set)) or (
@@ -246,6 +247,7 @@ def test_no_caller_outside_db_names_allowed_sources():
     "db_volumes.transition(s, v, states.ERROR, expected=(states.CREATING,))",
     "db_attachments.transition(s, a, 'connect', sources=(states.ATTACHED,))",
     "db_attachments.transition(s, a, 'no_such_event')",
+    "db_attachments.transition_and_read(s, a, 'detach' if c else 'nope', r)",
     "db_volumes.transition(s, v, 'reset_status' if x else 'nope', t)",
     "whatever(s, expected=allowed)",
     "db_snapshots.transition(s, i, states.SNAPSHOT_FORCE_DELETE_STATUSES)",
