@@ -143,20 +143,19 @@ def read_under(session, lock, key, make, params):
     elsewhere two statements.  A lock that took nothing refuses
     (``Lock.refuse``); the read is not run."""
     conn = query.core(session)
-    if lock is None:
-        return conn.execute(query.built(key, make), params).all()
-    if query.is_mariadb(conn):
+    if lock is not None and query.is_mariadb(conn):
         result = conn.execute(
             query.built(('read_under', lock.key, key),
                         lambda: query.compound_read(
                             query.built(lock.key, lock.make),
                             query.built(key, make))),
             dict(params, **lock.params))
-        if result.returns_rows:
-            return result.all()
-    elif _take(session, lock):
-        return conn.execute(query.built(key, make), params).all()
-    lock.refuse(session)
+        if not result.returns_rows:
+            lock.refuse(session)
+        return result.all()
+    if lock is not None and not _take(session, lock):
+        lock.refuse(session)
+    return conn.execute(query.built(key, make), params).all()
 
 
 def _volume_under_lock():
@@ -916,9 +915,9 @@ def transition(session, attachment_id, event, target=None, values=None,
 def transition_and_read(session, attachment_id, event, then, target=None,
                         values=None, reason=None, current=None):
     """``transition``, and then the read ``then`` (a (key, make, params),
-    as ``read_under`` takes them) once the change is made: on MariaDB in
-    the change's round trip (``query.compound_read``).  Returns (the
-    status it left the attachment in, the read's rows)."""
+    as ``read_under`` takes them; None: no read) once the change is made:
+    on MariaDB in the change's round trip (``query.compound_read``).
+    Returns (the status it left the attachment in, the read's rows)."""
     return _transition(session, attachment_id, event, target, values,
                        reason, current, then)
 
@@ -963,19 +962,22 @@ def _transition(session, attachment_id, event, target, values, reason,
         values.get('attach_mode', before.attach_mode),
         reason or states.shown_reason(values.get('status_reason'),
                                       values.get('operation')))
-    if recorded is not None and conn.dialect.name == 'postgresql':
-        # the compare-and-swap and, when it matched, its event: one
-        # statement (the event is inserted from what the UPDATE returned)
+    # PostgreSQL and MariaDB write the change and its event in one
+    # statement
+    one = recorded is not None and (conn.dialect.name == 'postgresql' or
+                                    query.is_mariadb(conn))
+    if one:
         params.update({'e_' + k: v for k, v in recorded.items()})
+    if one and conn.dialect.name == 'postgresql':
+        # the event is inserted from what the UPDATE returned
         moved = conn.execute(
             query.built(('transition_recorded', allowed, keys),
                         lambda: _recorded_transition_statement(allowed,
                                                                keys)),
             params).rowcount == 1
-    elif recorded is not None and query.is_mariadb(conn) and then:
-        # the same in one compound statement, and the read after it: its
-        # rows when the change was made, no result when it was not
-        params.update({'e_' + k: v for k, v in recorded.items()})
+    elif one and then:
+        # a compound statement, and the read after it: its rows when the
+        # change was made, no result when it was not
         read_key, read_make, read_params = then
         result = conn.execute(
             query.built(('transition_read', allowed, keys, read_key),
@@ -986,11 +988,9 @@ def _transition(session, attachment_id, event, target, values, reason,
         moved = result.returns_rows
         rows = result.all() if moved else None
         then = None
-    elif recorded is not None and query.is_mariadb(conn):
-        # the same in one compound statement: its rowcount is the row
-        # changed and the event inserted (MariaDB adds its parts' up), or
-        # nothing
-        params.update({'e_' + k: v for k, v in recorded.items()})
+    elif one:
+        # a compound statement: its rowcount is the row changed and the
+        # event inserted (MariaDB adds its parts' up), or nothing
         moved = conn.execute(
             query.built(('transition_compound', allowed, keys),
                         lambda: _compound_transition_statement(allowed,
@@ -1004,9 +1004,7 @@ def _transition(session, attachment_id, event, target, values, reason,
         if moved and recorded is not None:
             _record(session, recorded)
     if moved and then is not None:
-        read_key, read_make, read_params = then
-        rows = conn.execute(query.built(read_key, read_make),
-                            read_params).all()
+        rows = read_under(session, None, *then)
     if moved and before is current:
         # (after the event, which tells what it was) the caller's object
         # now shows the row as written; an ORM object as committed

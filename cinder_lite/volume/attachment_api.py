@@ -783,19 +783,14 @@ class AttachmentService:
                 connected = False
             values = {'operation': states.DISCONNECTING} if connected \
                 else None
+            left, remaining = db_attachments.transition_and_read(
+                session, attachment.id,
+                'start_disconnect' if connected else 'detach',
+                db_attachments.others_read(current) if read_others
+                else None, values=values, current=current)
             if read_others:
-                left, remaining = db_attachments.transition_and_read(
-                    session, attachment.id,
-                    'start_disconnect' if connected else 'detach',
-                    db_attachments.others_read(current), values=values,
-                    current=current)
                 held.others = db_attachments.Others.of_rows(vol.status,
                                                             remaining)
-            else:
-                left = db_attachments.transition(
-                    session, attachment.id,
-                    'start_disconnect' if connected else 'detach',
-                    values=values, current=current)
             held.leaves(left)
         status = held.status
         return (vol, current, connected, was_connected, host,
