@@ -30,6 +30,13 @@ idle rate; both targets on the same server).  The ratios are Cinder's
 number over cinder_lite's (p50) and cinder_lite's over Cinder's
 (cycles/s), each from the same round.
 
+Before the cells, cinder_lite's composed floor at one client is measured
+on its deployment, as bench/attach.py measures it (three bare HTTP
+requests, two no-op RPC calls over the same RabbitMQ, the cycle's
+transactions in SQLAlchemy Core on the same database): Cinder's p50 over
+that floor is the most any service making this cycle's round trips could
+be faster than Cinder on this machine (``--no-floor`` skips it).
+
     bash ../shared/cinder-reference/setup.sh && \\
         bash ../shared/cinder-reference/start.sh
     .venv/bin/python bench/versus_cinder.py --cinder-url \\
@@ -248,12 +255,25 @@ def measure(targets, args, counters):
     return cells, idle
 
 
+def measure_floor(deployment, args):
+    """cinder_lite's composed floor at one client: (seconds, errors)."""
+    floor_args = argparse.Namespace(clients=[1], layouts=['one'],
+                                    floor_seconds=args.floor_seconds)
+    cluster = deployment.cluster
+    floor = attach.measure_floor(
+        'cinder_lite', deployment, deployment.url, floor_args,
+        attach.Sampler(lite_groups(deployment)), cluster.transport_url,
+        False, cluster.db_url)
+    errors = [e for res in floor.values() for e in res['errors']]
+    return attach.composed_floor(floor, 'one-step', 'one', 1)[1], errors
+
+
 def per_cycle(cell, idle, key):
     return (cell['counts'][key] - idle['counts'].get(key, 0.0)
             * cell['wall']) / max(1, cell['ops'])
 
 
-def report(cells, idle, targets):
+def report(cells, idle, targets, floor=None):
     pct, ms = attach.pct, attach.ms
     kinds = sorted(cells[0]['counts']) if cells[0]['counts'] else []
     print()
@@ -300,6 +320,16 @@ def report(cells, idle, targets):
                          '%.1fx' % (cpu_b / cpu_a) if cpu_a else '-'))
     vc.print_table(('round', 'clients', 'p50', 'cycles/s', 'CPU/cycle'),
                    rows)
+    if floor:
+        print()
+        print("cinder_lite's composed floor at one client (3 HTTP, 2 RPC, "
+              "the cycle's transactions): %s ms; Cinder's p50 over it, "
+              'the most a service making these round trips could gain on '
+              'this machine:' % ms(floor))
+        print('  ' + ', '.join(
+            'round %d %.1fx' % (c['round'], pct(c['lat'], 50) / floor)
+            for c in cells if c['target'] == cinder and c['clients'] == 1
+            and c['ops']))
 
 
 def parse_args(argv):
@@ -320,6 +350,8 @@ def parse_args(argv):
     p.add_argument('--seconds', type=float, default=10.0)
     p.add_argument('--rounds', type=int, default=1)
     p.add_argument('--idle-seconds', type=float, default=3.0)
+    p.add_argument('--floor-seconds', type=float, default=4.0)
+    p.add_argument('--no-floor', action='store_true')
     return p.parse_args(argv)
 
 
@@ -349,10 +381,16 @@ def main(argv=None):
             if warm.errors:
                 raise RuntimeError('%s warm-up: %s' % (target.name,
                                                        warm.errors[0]))
+        floor, floor_errors = None, []
+        if not args.no_floor:
+            attach.announce('cinder_lite', 'floor at one client')
+            floor, floor_errors = measure_floor(deployment, args)
+            for e in floor_errors[:3]:
+                attach.announce('cinder_lite', 'floor error: %s' % e)
         cells, idle = measure(targets, args,
                               counters.read if counters else None)
-        report(cells, idle, targets)
-        failed = any(c['errors'] for c in cells)
+        report(cells, idle, targets, floor)
+        failed = bool(floor_errors) or any(c['errors'] for c in cells)
     finally:
         if counters is not None:
             counters.close()
