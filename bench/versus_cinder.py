@@ -32,7 +32,7 @@ number over cinder_lite's (p50) and cinder_lite's over Cinder's
 
 Before the cells, cinder_lite's composed floor at one client is measured
 on its deployment, as bench/attach.py measures it (three bare HTTP
-requests, two no-op RPC calls over the same RabbitMQ, the cycle's
+requests, two no-op RPC calls over the same RabbitMQ, the cycle's four
 transactions in SQLAlchemy Core on the same database): Cinder's p50 over
 that floor is the most any service making this cycle's round trips could
 be faster than Cinder on this machine (``--no-floor`` skips it).
