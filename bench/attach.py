@@ -51,7 +51,10 @@ The composed floor of a cycle at c clients is 1 / (n_http / http(c) +
 2 / rpc(c) + 1 / db(c, layout)) cycles/s: each part measured alone at the
 same concurrency, as in notes/physical-limits.md section 4 (a cycle needs
 n_http requests, the two RPC calls connect and disconnect, and the DB
-cycle).  At 1 client that is the sum of the latencies.
+cycle).  At 1 client that is the sum of the latencies.  Its CPU per cycle
+(column "floor" of the CPU table, with the services' CPU over it) is the
+CPU those parts spend: the API's for n_http requests, both sides of two
+calls, and the client side of the DB cycle.
 
 Race: ``--race-rounds`` rounds of ``--race-clients`` (32) clients that all
 POST /attachments (no connector) for ONE plain volume with distinct
@@ -906,6 +909,32 @@ def composed_floor(floor, kind, layout, clients):
     return 1.0 / per, lat
 
 
+def floor_cpu(floor, kind, layout, clients):
+    """The composed floor's CPU per cycle in ms (NaN without one): the
+    API's for the bare HTTP requests, the server's and the client's for
+    the no-op calls, the client's for the transactions: what the
+    services would spend on the cycle's round trips doing nothing else
+    (the database server's own CPU is not in it, nor in theirs)."""
+    try:
+        parts = [(HTTP_PER_CYCLE[kind], floor[('http', None, clients)],
+                  ('server',)),
+                 (RPC_PER_CYCLE, floor[('rpc', None, clients)],
+                  ('server', 'bench')),
+                 (1, floor[('db', layout, clients)], ('bench',))]
+    except KeyError:
+        return float('nan')
+    total = 0.0
+    for times, part, sides in parts:
+        if not part['ops']:
+            return float('nan')
+        for side in sides:
+            group = 'bench' if side == 'bench' else part.get('server')
+            if group:
+                total += times * 1000.0 * part['cpu'].get(group, 0.0) \
+                    / part['ops']
+    return total
+
+
 def bench_mode(name, deployment, args):
     announce(name, 'starting ...')
     t = time.perf_counter()
@@ -1086,15 +1115,21 @@ def print_results(modes, args):
             per = {g: 1000.0 * c['cpu'].get(g, 0.0) / n for g in groups}
             total = sum(per[g] for g in services)
             machine = sum(per.values())
+            least = floor_cpu(m['floor'], c['cycle'], c['layout'],
+                              c['clients'])
             rows.append((c['cycle'], c['layout'], c['clients'], c['ops']) +
                         tuple('%.2f' % per[g] for g in services) +
-                        ('%.2f' % total, '%.2f' % per['bench']) +
+                        ('%.2f' % total,
+                         '-' if least != least else '%.2f (%.1fx)' % (
+                             least, total / least),
+                         '%.2f' % per['bench']) +
                         tuple('%.2f' % per[g] for g in groups
                               if g.endswith('*')) +
                         ('%.2f' % machine,
                          '%.2f' % (1000.0 * c['wall'] * os.cpu_count() / n)))
         print_table(('cycle', 'layout', 'clients', 'cycles') +
-                    tuple(services) + ('services', 'bench') +
+                    tuple(services) +
+                    ('services', 'floor (services/floor)', 'bench') +
                     tuple(g for g in groups if g.endswith('*')) +
                     ('all listed', 'machine'), rows)
         counted = [c for c in m['cells'] if c.get('counts')]
@@ -1114,7 +1149,10 @@ def print_results(modes, args):
                   % ', '.join('%s %.1f' % (g, 100.0 * v)
                               for g, v in m['idle'].items()))
     print('(machine = CPUs x wall / cycles: the machine time one cycle '
-          'took; "all listed" is what the processes above used of it)')
+          'took; "all listed" is what the processes above used of it; '
+          'floor = the CPU the floor\'s parts below spend on the '
+          "cycle's round trips: the API for the HTTP requests, both sides "
+          'of the no-op calls, the client of the transactions)')
 
     rows = []
     for m in modes:
