@@ -320,7 +320,7 @@ def report(cells, idle, targets, floor=None):
                          '%.1fx' % (cpu_b / cpu_a) if cpu_a else '-'))
     vc.print_table(('round', 'clients', 'p50', 'cycles/s', 'CPU/cycle'),
                    rows)
-    if floor:
+    if floor and floor == floor:      # (NaN: a part made no operation)
         print()
         print("cinder_lite's composed floor at one client (3 HTTP, 2 RPC, "
               "the cycle's transactions): %s ms; Cinder's p50 over it, "
