@@ -916,22 +916,20 @@ def floor_cpu(floor, kind, layout, clients):
     services would spend on the cycle's round trips doing nothing else
     (the database server's own CPU is not in it, nor in theirs)."""
     try:
-        parts = [(HTTP_PER_CYCLE[kind], floor[('http', None, clients)],
-                  ('server',)),
-                 (RPC_PER_CYCLE, floor[('rpc', None, clients)],
-                  ('server', 'bench')),
-                 (1, floor[('db', layout, clients)], ('bench',))]
+        http = floor[('http', None, clients)]
+        rpc = floor[('rpc', None, clients)]
+        db = floor[('db', layout, clients)]
     except KeyError:
         return float('nan')
     total = 0.0
-    for times, part, sides in parts:
+    for times, part, groups in (
+            (HTTP_PER_CYCLE[kind], http, (http.get('server'),)),
+            (RPC_PER_CYCLE, rpc, (rpc.get('server'), 'bench')),
+            (1, db, ('bench',))):
         if not part['ops']:
             return float('nan')
-        for side in sides:
-            group = 'bench' if side == 'bench' else part.get('server')
-            if group:
-                total += times * 1000.0 * part['cpu'].get(group, 0.0) \
-                    / part['ops']
+        total += times * 1000.0 * sum(
+            part['cpu'].get(g, 0.0) for g in groups if g) / part['ops']
     return total
 
 

@@ -322,10 +322,11 @@ def report(cells, idle, targets, floor=None):
                    rows)
     if floor and floor == floor:      # (NaN: a part made no operation)
         print()
-        print("cinder_lite's composed floor at one client (3 HTTP, 2 RPC, "
+        print("cinder_lite's composed floor at one client (%d HTTP, %d RPC, "
               "the cycle's transactions): %s ms; Cinder's p50 over it, "
               'the most a service making these round trips could gain on '
-              'this machine:' % ms(floor))
+              'this machine:' % (attach.HTTP_PER_CYCLE['one-step'],
+                                 attach.RPC_PER_CYCLE, ms(floor)))
         print('  ' + ', '.join(
             'round %d %.1fx' % (c['round'], pct(c['lat'], 50) / floor)
             for c in cells if c['target'] == cinder and c['clients'] == 1
