@@ -189,35 +189,41 @@ class VolumeActions:
         return live[0] if live else None
 
     def begin_detaching(self, context, volume_id):
+        """Decided under the volume's lock, on the attachments there now:
+        a detach that ended while this request waited for the lock may
+        have left one attachment where a read before it saw several."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
-        attached = [a for a in self._live(volume.id)
-                    if a.attach_status == states.ATTACHED]
-        if volume.status != states.IN_USE or not attached:
-            raise exception.InvalidVolume(
-                reason='Volume %s status must be in-use to begin '
-                       'detaching, but it is %s.' % (volume.id,
-                                                     volume.status))
-        if len(attached) > 1:
-            # Nova sends this (no attachment named) before it deletes its
-            # own attachment of a multiattach volume, and waits for the
-            # volume to leave ``detaching`` to know the detach is done
-            # (so does Tempest).  Which attachment is going is known only
-            # when the detach names it: no attachment is marked (the
-            # other hosts' stay attached, and a takeover or a detach of
-            # another is not blocked); the volume is, as Cinder marks
-            # it, until the detach or os-roll_detaching derives its
-            # status from the attachments again.
-            with db_api.writer() as session:
-                db_attachments.lock_volume(session, volume.id,
-                                           (states.IN_USE,), load=False)
-                db_volumes.transition(session, volume.id,
-                                      'begin_detaching')
-            LOG.info('volume %s: os-begin_detaching with %d attachments: '
-                     'volume detaching, the detach names its attachment',
-                     volume.id, len(attached))
-            return
-        self._move(volume.id, attached[0].id, 'begin_detaching',
-                   not_marked=states.TAKING_OVER)
+        with db_api.writer() as session:
+            vol = db_attachments.lock_volume(session, volume.id)
+            attached = [a for a in db_attachments.live_for_volume(
+                session, volume.id) if a.attach_status == states.ATTACHED]
+            if vol.status != states.IN_USE or not attached:
+                raise exception.InvalidVolume(
+                    reason='Volume %s status must be in-use to begin '
+                           'detaching, but it is %s.' % (volume.id,
+                                                         vol.status))
+            if len(attached) > 1:
+                # Nova sends this (no attachment named) before it deletes
+                # its own attachment of a multiattach volume, and waits for
+                # the volume to leave ``detaching`` to know the detach is
+                # done (so does Tempest).  Which attachment is going is
+                # known only when the detach names it: no attachment is
+                # marked (the other hosts' stay attached, and a takeover or
+                # a detach of another is not blocked); the volume is, as
+                # Cinder marks it, until the detach or os-roll_detaching
+                # derives its status from the attachments again.
+                db_volumes.transition(session, volume.id, 'begin_detaching')
+                LOG.info('volume %s: os-begin_detaching with %d '
+                         'attachments: volume detaching, the detach names '
+                         'its attachment', volume.id, len(attached))
+                return
+            (att,) = attached
+            if att.operation == states.TAKING_OVER:
+                # a takeover in flight re-exports it
+                raise exception.AttachmentBusy(
+                    attachment_id=att.id, what='taking over as the writer')
+            db_attachments.transition(session, att.id, 'begin_detaching')
+            db_attachments.sync_volume_status(session, volume.id)
 
     def roll_detaching(self, context, volume_id):
         """Back to attached what os-begin_detaching marked, decided under
@@ -232,18 +238,6 @@ class VolumeActions:
                             att.operation != states.DISCONNECTING:
                         db_attachments.transition(session, att.id,
                                                   'roll_detaching')
-
-    def _move(self, volume_id, attachment_id, change, not_marked=None):
-        """``not_marked``: refuse (409) while the attachment carries that
-        mark (a takeover in flight re-exports it)."""
-        with db_api.writer() as session:
-            with db_attachments.locked_volume(session, volume_id, load=False):
-                if not_marked is not None and db_attachments.get(
-                        session, attachment_id).operation == not_marked:
-                    raise exception.AttachmentBusy(
-                        attachment_id=attachment_id,
-                        what='taking over as the writer')
-                db_attachments.transition(session, attachment_id, change)
 
     def detach(self, context, volume_id, attachment_id=None):
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)

@@ -1,5 +1,6 @@
 """Legacy volume actions on /volumes/{id}/action, on the same attachment
 records as the attachments API."""
+import threading
 import uuid
 
 import pytest
@@ -197,6 +198,42 @@ def test_begin_detaching_of_a_shared_volume_marks_the_volume(api, ma):
     assert volume(api, vid)['status'] == 'in-use'
     assert api.delete('/attachments/%s' % atts[1]['id']).status_code == 200
     assert volume(api, vid)['status'] == 'available'
+
+
+def test_begin_detaching_decides_under_the_lock(api, ma):
+    """os-begin_detaching that waits for the volume's lock while a detach
+    of one of two attachments commits: it finds one attachment left and
+    marks it, as on a volume with one, instead of marking the volume
+    (which would then stay detaching over a single attached attachment,
+    a status its attachments do not make it).  The fuzzer found it."""
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import attachments as db_attachments
+
+    vid = ma['id']
+    # completed unconnected: no export to leave behind below
+    atts = [create(api, vid, inst) for inst in (I1, I2)]
+    for att in atts:
+        assert api.post('/attachments/%s/action' % att['id'], json={
+            'os-complete': None}).status_code == 204
+    replies = []
+    with db_api.writer() as session:
+        db_attachments.lock_volume(session, vid)
+        db_attachments.transition(session, atts[0]['id'], 'detach')
+        db_attachments.sync_volume_status(session, vid)
+        begin = threading.Thread(target=lambda: replies.append(api.post(
+            '/volumes/%s/action' % vid, json={'os-begin_detaching': None})))
+        begin.start()
+        # the request reads what it reads before the lock meanwhile, and
+        # then waits for it
+        begin.join(0.5)
+    begin.join(30)
+    assert [r.status_code for r in replies] == [202], replies[0].text
+    shown = api.get('/attachments/detail').json()['attachments']
+    assert [(a['id'], a['status']) for a in shown] == [
+        (atts[1]['id'], 'detaching')]
+    assert volume(api, vid)['status'] == 'detaching'
+    act(api, vid, {'os-roll_detaching': None})
+    assert volume(api, vid)['status'] == 'in-use'
 
 
 def test_set_bootable(stack, api, plain):
