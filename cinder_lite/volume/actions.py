@@ -376,7 +376,11 @@ class VolumeActions:
                 LOG.warning('volume %s: force delete detaches attachment '
                             '%s (%s)', volume.id, att.id,
                             att.attach_status)
-                self.attachments.delete(context, att.id, force=True)
+                # decided again under the volume's lock: one of them
+                # completed since the read above refuses the delete
+                # instead of losing its export
+                self.attachments.delete(context, att.id, force=True,
+                                        unless_attached=True)
         # refuses a volume attached meanwhile, or a frozen backend
         self.volumes.delete(context, volume.id, force=True,
                             cascade=cascade)

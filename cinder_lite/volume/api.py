@@ -40,6 +40,7 @@ from cinder_lite.volume import image as image_mod
 from cinder_lite.volume import image_api
 from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
+from cinder_lite.volume import rules
 from cinder_lite.volume import snapshot_api
 from cinder_lite.volume import types as volume_types
 
@@ -441,15 +442,9 @@ class VolumeService:
                 # the check and the status change
                 db_attachments.lock_volume(session, volume_id, load=False)
                 live = db_attachments.live_for_volume(session, volume_id)
-                if force and any(a.attach_status == states.ATTACHED
-                                 for a in live):
+                if force:
                     # Cinder's rule, forced or not
-                    raise exception.InvalidVolume(
-                        reason='Volume %s must not be attached to be '
-                               'deleted; attached: %s.' % (
-                                   volume_id, ', '.join(
-                                       a.id for a in live if a.attach_status
-                                       == states.ATTACHED)))
+                    rules.check_not_attached(volume_id, live)
                 if live:
                     raise exception.InvalidVolume(
                         reason='Volume %s still has attachments (%s); '

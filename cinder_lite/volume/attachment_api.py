@@ -670,9 +670,14 @@ class AttachmentService:
             db_attachments.unmark(session, attachment_id, states.TAKING_OVER)
 
     # -- delete --------------------------------------------------------------
-    def delete(self, context, attachment_id, force=False):
+    def delete(self, context, attachment_id, force=False,
+               unless_attached=False):
         """Detach and delete; returns the volume's remaining attachments.
-        ``force`` (admin actions) skips the compute-service guard."""
+        ``force`` (admin actions) skips the compute-service guard.
+        ``unless_attached``: refused (400) when the volume has an
+        attachment attached, as it is under the lock (a force delete
+        detaches what is not attached, and an os-complete may have come
+        since it read them)."""
         policy.authorize(context, policy.ATTACHMENT_GET)
         # one transaction reads, authorizes and starts the detach
         with db_api.writer() as session:
@@ -689,7 +694,8 @@ class AttachmentService:
             # disconnect follow from)
             started, remaining = self._start_detach(
                 session, attachment, force, guarded, volume=vol,
-                export_service=service, read_others=True)
+                export_service=service, read_others=True,
+                unless_attached=unless_attached)
             _, current, _, _, export_host, _ = started
             shared = db_attachments.share_host(remaining, current,
                                                export_host)
@@ -731,7 +737,7 @@ class AttachmentService:
 
     def _start_detach(self, session, attachment, force, guarded=False,
                       volume=None, export_service=_UNREAD,
-                      read_others=False):
+                      read_others=False, unless_attached=False):
         """The transaction half of a detach: decide under the volume's
         lock whether it goes through the backend, and mark it; returns
         (what ``_finish_detach`` needs, the volume's other attachments
@@ -743,13 +749,17 @@ class AttachmentService:
         under it, and ``export_service`` (see ``serving``).
         ``read_others``: the change reads the others
         (``db_attachments.others_of``) after it, in its round trip on
-        MariaDB, and the volume's status is derived from them."""
+        MariaDB, and the volume's status is derived from them.
+        ``unless_attached``: as ``delete``'s."""
         remaining = None
         with db_attachments.locked_volume(session, attachment.volume_id,
                                           volume=volume) as held:
             vol = held.volume
             current = attachment if volume is not None else \
                 db_attachments.get(session, attachment.id)
+            if unless_attached:
+                rules.check_not_attached(vol.id, db_attachments.
+                                         live_for_volume(session, vol.id))
             if (guarded and current.service_owned and current.instance_uuid
                     and current.connection_info):
                 raise exception.AttachmentInUse(attachment_id=current.id,

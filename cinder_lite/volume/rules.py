@@ -248,6 +248,17 @@ def check_one_connection(volume, host, others):
             raise exception.DuplicateConnector(volume_id=volume.id)
 
 
+def check_not_attached(volume_id, live):
+    """A volume is deleted, forced or not, only while none of its live
+    attachments (``live``, read under its lock) is attached: 400 naming
+    the attached ones, as Cinder refuses."""
+    attached = [a.id for a in live if a.attach_status == states.ATTACHED]
+    if attached:
+        raise exception.InvalidVolume(
+            reason='Volume %s must not be attached to be deleted; '
+                   'attached: %s.' % (volume_id, ', '.join(attached)))
+
+
 def changes_sharing(volume, target_multiattach, type_mode,
                     target_type_mode):
     """Whether a retype changes how the volume may be shared (its

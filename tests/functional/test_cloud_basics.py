@@ -1,6 +1,7 @@
 """What every Cinder cloud has: availability zones, extensions, os-hosts,
 os-force_delete, the read-only flag as Cinder shows it, and freezing a
 backend (os-services/freeze and thaw)."""
+import threading
 import uuid
 
 import pytest
@@ -175,6 +176,37 @@ def test_force_delete_refuses_an_attached_volume(api):
     assert 'must not be attached' in resp.json()['badRequest']['message']
     shown = api.get('/volumes/%s' % vol['id']).json()['volume']
     assert shown['status'] == 'in-use'
+    assert api.get('/attachments/%s' % att['id']).json()['attachment'][
+        'status'] == 'attached'
+
+
+def test_force_delete_refuses_a_volume_attached_while_it_waited(api):
+    """os-force_delete reads the attachments, sees none attached, and
+    detaches them; one completed (os-complete) while it waited for the
+    volume's lock refuses it (400) as an attached volume does, instead
+    of losing its export under the server just told it is attached."""
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import attachments as db_attachments
+
+    vol = api.create_volume()
+    att = create(api, vol['id'], I1)
+    replies = []
+    with db_api.writer() as session:
+        db_attachments.lock_volume(session, vol['id'])
+        db_attachments.transition(session, att['id'], 'complete')
+        db_attachments.sync_volume_status(session, vol['id'])
+        force = threading.Thread(target=lambda: replies.append(api.post(
+            '/volumes/%s/action' % vol['id'], json={'os-force_delete': {}})))
+        force.start()
+        # the request reads the attachments meanwhile, and then waits
+        # for the lock
+        force.join(0.5)
+    force.join(30)
+    assert [r.status_code for r in replies] == [400], replies[0].text
+    assert 'must not be attached' in replies[0].json()['badRequest'][
+        'message']
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'in-use'
     assert api.get('/attachments/%s' % att['id']).json()['attachment'][
         'status'] == 'attached'
 

@@ -256,6 +256,22 @@ def test_owner(owner, instance, refused):
         rules.check_owner(att, 'v', instance)
 
 
+@pytest.mark.parametrize('statuses,refused', [
+    ((), None), ((states.ATTACH_RESERVED, states.ATTACH_ATTACHING), None),
+    ((states.ERROR_ATTACHING, states.ATTACH_DETACHING), None),
+    ((states.ATTACHED,), 'a0'),
+    ((states.ATTACH_RESERVED, states.ATTACHED, states.ATTACHED), 'a1, a2')])
+def test_a_volume_is_deleted_only_while_not_attached(statuses, refused):
+    live = [A('a%d' % i, attach_status=s) for i, s in enumerate(statuses)]
+    if refused is None:
+        rules.check_not_attached('v', live)
+        return
+    with pytest.raises(exception.InvalidVolume) as e:
+        rules.check_not_attached('v', live)
+    assert str(e.value) == ('Invalid volume: Volume v must not be attached '
+                            'to be deleted; attached: %s.' % refused)
+
+
 CONNECTION_STATES = [
     (states.ATTACH_RESERVED, None, False),
     (states.ATTACH_ATTACHING, None, True),
