@@ -1357,8 +1357,10 @@ def exported_by(service_host):
 def stale(session, service_host, cutoff):
     """(attachment, volume) of the transitional attachments exported by
     volume service ``service_host`` and unchanged since ``cutoff``:
-    attaching, detaching, error_detaching, or attached and marked taking
-    over."""
+    attaching, detaching with its disconnect under way, error_detaching,
+    or attached and marked taking over.  (One os-begin_detaching marked
+    detaching is not being disconnected: its host may still use it, and
+    the detach or os-roll_detaching ends the mark, however old.)"""
     V = models.Volume
     changed = sa.func.coalesce(A.updated_at, A.created_at)
     return session.execute(
@@ -1367,8 +1369,9 @@ def stale(session, service_host, cutoff):
             exported_by(service_host),
             changed <= cutoff,
             sa.or_(A.attach_status.in_((states.ATTACH_ATTACHING,
-                                        states.ATTACH_DETACHING,
                                         states.ERROR_DETACHING)),
+                   sa.and_(A.attach_status == states.ATTACH_DETACHING,
+                           A.operation == states.DISCONNECTING),
                    sa.and_(A.attach_status == states.ATTACHED,
                            A.operation == states.TAKING_OVER)
                    ))).all()

@@ -25,9 +25,12 @@ with connection info        completed (the host or its caller died, or is
                             with its export kept, since the host may be
                             using it; a late complete is still accepted
                             and the owner detaches it as usual
-attachment ``detaching``    the disconnect was interrupted: it is rolled
-                            forward (connection terminated, export
-                            removed, ``detached``)
+attachment ``detaching``,   the disconnect was interrupted: it is rolled
+marked disconnecting        forward (connection terminated, export
+                            removed, ``detached``); one os-begin_detaching
+                            marked, with no disconnect under way, is left
+                            to the detach or os-roll_detaching (its host
+                            may still use it)
 attachment                  the disconnect is tried again; it stays
 ``error_detaching``         ``error_detaching`` with the new reason when
                             the backend still fails

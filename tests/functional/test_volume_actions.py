@@ -369,6 +369,32 @@ def _reconcile_now(stack):
     return manager.reconcile_now(max_age=0)
 
 
+def test_reconcile_leaves_a_begin_detaching_mark_alone(api, stack, plain):
+    """os-begin_detaching marks the attachment detaching; no disconnect is
+    under way (the host may still be writing: Nova has not detached it
+    yet).  Reconcile, however old the mark, leaves it to the detach or
+    to os-roll_detaching, which gives it back attached with its export:
+    rolling it forward would cut the host off, and a roll back after
+    that would show an attachment attached without an export."""
+    vid = plain['id']
+    att = create(api, vid, I1, connector())
+    assert api.post('/attachments/%s/action' % att['id'], json={
+        'os-complete': None}).status_code == 204
+    act(api, vid, {'os-begin_detaching': None})
+    assert api.get('/attachments/%s' % att['id']).json()['attachment'][
+        'status'] == 'detaching'
+    assert _reconcile_now(stack) == []
+    act(api, vid, {'os-roll_detaching': None})
+    shown = api.get('/attachments/%s' % att['id']).json()['attachment']
+    assert shown['status'] == 'attached'
+    assert shown['connection_info'] == att['connection_info']
+    assert volume(api, vid)['status'] == 'in-use'
+    # the detach Nova then makes disconnects it as usual
+    act(api, vid, {'os-begin_detaching': None})
+    assert api.delete('/attachments/%s' % att['id']).status_code == 200
+    assert volume(api, vid)['status'] == 'available'
+
+
 def test_os_attach_after_reconcile_completed_the_connection(api, stack,
                                                             plain):
     """The legacy flow slowed down between os-initialize_connection and
