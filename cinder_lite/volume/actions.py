@@ -441,8 +441,22 @@ class VolumeActions:
                     if changes_sharing:
                         raise refusal
                     raise
-                if changes_sharing and db_attachments.live_statuses(
-                        session, vol.id):
+                sharing = changes_sharing
+                if vol.volume_type_id != current['id']:
+                    # retyped since the read above: decided again on the
+                    # type and the flag it has now
+                    if vol.volume_type_id == target['id']:
+                        raise exception.InvalidInput(
+                            reason='Volume %s is already of type %s.' % (
+                                volume.id, target['name']))
+                    sharing = rules.changes_sharing(
+                        vol, multiattach, db_types.get(
+                            session, vol.volume_type_id)['extra_specs'].get(
+                            rules.TYPE_MODE_KEY),
+                        target['extra_specs'].get(rules.TYPE_MODE_KEY))
+                if sharing and (vol.status != states.AVAILABLE or
+                                db_attachments.live_statuses(session,
+                                                             vol.id)):
                     raise refusal
                 if vol.status != states.AVAILABLE and \
                         db_qos.changes_front_end(session, vol.volume_type_id,
