@@ -60,13 +60,24 @@ class VolumeActions:
 
     def unreserve(self, context, volume_id):
         """Drop the newest reservation that os-reserve made (no instance,
-        never connected); nothing to do when there is none."""
+        never connected); nothing to do when there is none.  Chosen under
+        the volume's lock: one os-initialize_connection connected since
+        a read before it is no longer spare (dropping it would remove the
+        export its host was handed)."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
-        spare = [a for a in self._live(volume.id)
-                 if a.attach_status == states.ATTACH_RESERVED
-                 and a.instance_uuid is None and not a.connector]
-        if spare:
-            self.attachments.detach(context, spare[-1])
+        with db_api.writer() as session:
+            with db_attachments.locked_volume(session, volume.id, load=False):
+                spare = [a for a in db_attachments.live_for_volume(
+                    session, volume.id)
+                    if a.attach_status == states.ATTACH_RESERVED
+                    and a.instance_uuid is None and not a.connector]
+                if spare:
+                    # never connected: nothing for the backend to undo
+                    db_attachments.transition(session, spare[-1].id,
+                                              'detach')
+                    LOG.info('volume %s: os-unreserve dropped reservation '
+                             '%s (never connected)', volume.id,
+                             spare[-1].id)
 
     def initialize_connection(self, context, volume_id, connector):
         """Connection info for ``connector``'s host: the existing

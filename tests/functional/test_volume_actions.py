@@ -236,6 +236,45 @@ def test_begin_detaching_decides_under_the_lock(api, ma):
     assert volume(api, vid)['status'] == 'in-use'
 
 
+def test_unreserve_chooses_under_the_lock(api, plain):
+    """os-unreserve that waits for the volume's lock while an
+    os-initialize_connection connects the reservation it read as spare:
+    the reservation is no longer spare, and it stays connected (dropping
+    it would remove the export the host was just handed)."""
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import attachments as db_attachments
+
+    vid = plain['id']
+    act(api, vid, {'os-reserve': None})
+    (att,) = api.get('/attachments/detail').json()['attachments']
+    info = {'driver_volume_type': 'local', 'access_mode': 'rw',
+            'data': {'device_path': '/dev/null'}}
+    replies = []
+    with db_api.writer() as session:
+        # what the connect leaves, under the lock
+        db_attachments.lock_volume(session, vid)
+        db_attachments.transition(
+            session, att['id'], 'connect',
+            values={'connector': connector(), 'attached_host': 'compute-1',
+                    'export_host': 'testnode@file', 'attach_mode': 'rw'})
+        db_attachments.transition(session, att['id'], 'connected',
+                                  values={'connection_info': info})
+        db_attachments.sync_volume_status(session, vid)
+        unreserve = threading.Thread(target=lambda: replies.append(
+            api.post('/volumes/%s/action' % vid,
+                     json={'os-unreserve': None})))
+        unreserve.start()
+        # the request reads what it reads before the lock meanwhile, and
+        # then waits for it
+        unreserve.join(0.5)
+    unreserve.join(30)
+    assert [r.status_code for r in replies] == [202], replies[0].text
+    shown = api.get('/attachments/%s' % att['id']).json()['attachment']
+    assert (shown['status'], shown['connection_info']) == (
+        'attaching', info)
+    assert volume(api, vid)['status'] == 'attaching'
+
+
 def test_set_bootable(stack, api, plain):
     """Nova boots only from a volume that says it is bootable; Cinder's
     os-set_bootable answers 200 with no body, in any status."""
