@@ -1,12 +1,11 @@
 """What every Cinder cloud has: availability zones, extensions, os-hosts,
 os-force_delete, the read-only flag as Cinder shows it, and freezing a
 backend (os-services/freeze and thaw)."""
-import threading
 import uuid
 
 import pytest
 
-from tests.harness.attach import I1, I2, connector, create
+from tests.harness.attach import I1, I2, behind_the_lock, connector, create
 from tests.harness import stack as stack_mod
 
 
@@ -185,26 +184,19 @@ def test_force_delete_refuses_a_volume_attached_while_it_waited(api):
     detaches them; one completed (os-complete) while it waited for the
     volume's lock refuses it (400) as an attached volume does, instead
     of losing its export under the server just told it is attached."""
-    from cinder_lite.db import api as db_api
     from cinder_lite.db import attachments as db_attachments
 
     vol = api.create_volume()
     att = create(api, vol['id'], I1)
-    replies = []
-    with db_api.writer() as session:
-        db_attachments.lock_volume(session, vol['id'])
+
+    def complete(session):
         db_attachments.transition(session, att['id'], 'complete')
         db_attachments.sync_volume_status(session, vol['id'])
-        force = threading.Thread(target=lambda: replies.append(api.post(
-            '/volumes/%s/action' % vol['id'], json={'os-force_delete': {}})))
-        force.start()
-        # the request reads the attachments meanwhile, and then waits
-        # for the lock
-        force.join(0.5)
-    force.join(30)
-    assert [r.status_code for r in replies] == [400], replies[0].text
-    assert 'must not be attached' in replies[0].json()['badRequest'][
-        'message']
+
+    reply = behind_the_lock(api, vol['id'], complete,
+                            {'os-force_delete': {}})
+    assert reply.status_code == 400, reply.text
+    assert 'must not be attached' in reply.json()['badRequest']['message']
     assert api.get('/volumes/%s' % vol['id']).json()['volume'][
         'status'] == 'in-use'
     assert api.get('/attachments/%s' % att['id']).json()['attachment'][

@@ -1,11 +1,10 @@
 """Legacy volume actions on /volumes/{id}/action, on the same attachment
 records as the attachments API."""
-import threading
 import uuid
 
 import pytest
 
-from tests.harness.attach import I1, I2, connector, create
+from tests.harness.attach import I1, I2, behind_the_lock, connector, create
 from tests.harness.attach import volume
 from tests.harness import stack as stack_mod
 from tests.harness import util
@@ -206,7 +205,6 @@ def test_begin_detaching_decides_under_the_lock(api, ma):
     marks it, as on a volume with one, instead of marking the volume
     (which would then stay detaching over a single attached attachment,
     a status its attachments do not make it).  The fuzzer found it."""
-    from cinder_lite.db import api as db_api
     from cinder_lite.db import attachments as db_attachments
 
     vid = ma['id']
@@ -215,19 +213,14 @@ def test_begin_detaching_decides_under_the_lock(api, ma):
     for att in atts:
         assert api.post('/attachments/%s/action' % att['id'], json={
             'os-complete': None}).status_code == 204
-    replies = []
-    with db_api.writer() as session:
-        db_attachments.lock_volume(session, vid)
+
+    def detach_one(session):
         db_attachments.transition(session, atts[0]['id'], 'detach')
         db_attachments.sync_volume_status(session, vid)
-        begin = threading.Thread(target=lambda: replies.append(api.post(
-            '/volumes/%s/action' % vid, json={'os-begin_detaching': None})))
-        begin.start()
-        # the request reads what it reads before the lock meanwhile, and
-        # then waits for it
-        begin.join(0.5)
-    begin.join(30)
-    assert [r.status_code for r in replies] == [202], replies[0].text
+
+    reply = behind_the_lock(api, vid, detach_one,
+                            {'os-begin_detaching': None})
+    assert reply.status_code == 202, reply.text
     shown = api.get('/attachments/detail').json()['attachments']
     assert [(a['id'], a['status']) for a in shown] == [
         (atts[1]['id'], 'detaching')]
@@ -241,7 +234,6 @@ def test_unreserve_chooses_under_the_lock(api, plain):
     os-initialize_connection connects the reservation it read as spare:
     the reservation is no longer spare, and it stays connected (dropping
     it would remove the export the host was just handed)."""
-    from cinder_lite.db import api as db_api
     from cinder_lite.db import attachments as db_attachments
 
     vid = plain['id']
@@ -249,10 +241,9 @@ def test_unreserve_chooses_under_the_lock(api, plain):
     (att,) = api.get('/attachments/detail').json()['attachments']
     info = {'driver_volume_type': 'local', 'access_mode': 'rw',
             'data': {'device_path': '/dev/null'}}
-    replies = []
-    with db_api.writer() as session:
-        # what the connect leaves, under the lock
-        db_attachments.lock_volume(session, vid)
+
+    def connect(session):
+        # what the connect leaves
         db_attachments.transition(
             session, att['id'], 'connect',
             values={'connector': connector(), 'attached_host': 'compute-1',
@@ -260,15 +251,9 @@ def test_unreserve_chooses_under_the_lock(api, plain):
         db_attachments.transition(session, att['id'], 'connected',
                                   values={'connection_info': info})
         db_attachments.sync_volume_status(session, vid)
-        unreserve = threading.Thread(target=lambda: replies.append(
-            api.post('/volumes/%s/action' % vid,
-                     json={'os-unreserve': None})))
-        unreserve.start()
-        # the request reads what it reads before the lock meanwhile, and
-        # then waits for it
-        unreserve.join(0.5)
-    unreserve.join(30)
-    assert [r.status_code for r in replies] == [202], replies[0].text
+
+    reply = behind_the_lock(api, vid, connect, {'os-unreserve': None})
+    assert reply.status_code == 202, reply.text
     shown = api.get('/attachments/%s' % att['id']).json()['attachment']
     assert (shown['status'], shown['connection_info']) == (
         'attaching', info)

@@ -1,12 +1,11 @@
 """Edges of volume requests: statuses attachments do not own, retypes judged
 by the volume's own flag, reservations os-initialize_connection may use,
 extends that must not shrink, readers that must not write."""
-import threading
 import uuid
 
 import pytest
 
-from tests.harness.attach import I1, I2, connector, create
+from tests.harness.attach import I1, I2, behind_the_lock, connector, create
 from tests.harness.attach import volume
 
 
@@ -49,7 +48,6 @@ def test_retype_decides_sharing_on_the_type_under_the_lock(stack, api):
     its lock while another retype makes it multiattach and two instances
     attach it: it decides again on the type it finds under the lock and
     is refused, instead of making a volume two instances hold plain."""
-    from cinder_lite.db import api as db_api
     from cinder_lite.db import attachments as db_attachments
     from cinder_lite.db import models
     from cinder_lite.db import volumes as db_volumes
@@ -61,10 +59,9 @@ def test_retype_decides_sharing_on_the_type_under_the_lock(stack, api):
     vol = api.create_volume(volume_type='plain')
     # (the project's usage rows of type ma, which a retype moves to)
     api.create_volume(volume_type='ma')
-    replies = []
-    with db_api.writer() as session:
-        # what the other retype and two attaches leave, under the lock
-        db_attachments.lock_volume(session, vol['id'])
+
+    def retype_and_attach(session):
+        # what the other retype and two attaches leave
         db_volumes.retype(session, vol['id'], shared['id'],
                           {'multiattach': True},
                           quota.Checker(stack.conf, session))
@@ -76,16 +73,11 @@ def test_retype_decides_sharing_on_the_type_under_the_lock(stack, api):
                 'service_owned': False, 'deleted': False,
                 'created_at': models.utcnow()})
         db_attachments.sync_volume_status(session, vol['id'])
-        retype = threading.Thread(target=lambda: replies.append(api.post(
-            '/volumes/%s/action' % vol['id'],
-            json={'os-retype': {'new_type': 'other'}})))
-        retype.start()
-        # the request reads the volume meanwhile, and then waits for the
-        # lock
-        retype.join(0.5)
-    retype.join(30)
-    assert [r.status_code for r in replies] == [400], replies[0].text
-    assert 'multiattach' in replies[0].json()['badRequest']['message']
+
+    reply = behind_the_lock(api, vol['id'], retype_and_attach,
+                            {'os-retype': {'new_type': 'other'}})
+    assert reply.status_code == 400, reply.text
+    assert 'multiattach' in reply.json()['badRequest']['message']
     shown = volume(api, vol['id'])
     assert (shown['volume_type'], shown['multiattach'], shown['status']) \
         == ('ma', True, 'in-use')

@@ -1,5 +1,6 @@
 """Attachments as the functional tests make them: instance ids, connectors
 of named hosts, and the create request with its expected answer."""
+import threading
 import uuid
 
 from cinder_lite.connector import host as host_connector
@@ -48,3 +49,25 @@ def attach(api, volume_id, conn=None, mode=None, complete=True):
 
 def volume(api, vid):
     return api.get('/volumes/%s' % vid).json()['volume']
+
+
+def behind_the_lock(api, volume_id, change, body):
+    """POST ``body`` to the volume's action URL while this thread holds
+    the volume's row lock and makes ``change(session)`` under it: the
+    request reads what it reads before the lock meanwhile, waits for
+    the lock, and then finds what ``change`` committed (the race of two
+    requests on one volume, in this order every time).  Its reply."""
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import attachments as db_attachments
+
+    replies = []
+    with db_api.writer() as session:
+        db_attachments.lock_volume(session, volume_id)
+        change(session)
+        request = threading.Thread(target=lambda: replies.append(api.post(
+            '/volumes/%s/action' % volume_id, json=body)))
+        request.start()
+        request.join(0.5)
+    request.join(30)
+    (reply,) = replies
+    return reply
