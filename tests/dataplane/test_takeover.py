@@ -405,3 +405,38 @@ def test_a_promote_settled_meanwhile_is_reverted(proto, monkeypatch):
     assert 'stopped taking over meanwhile' in str(e.value)
     monkeypatch.undo()
     _reader_again(api, manager, reader_host, r_att)
+
+
+def test_a_promote_whose_attachment_is_detached_meanwhile_leaves_no_export(
+        proto, monkeypatch):
+    """A forced detach of a reader whose takeover hung (its mark older
+    than two RPC waits) disconnects it while the read-write export is
+    being made, and that export then fails: the revert makes the
+    read-only export again after the detach removed it, finds the
+    attachment detaching, and removes that export too, so the host the
+    detach cut off gets no way back in."""
+    from cinder_lite.common import context
+    protocol, s, api, _refused = proto
+    vol, reader_host, r_att = _marked_reader(s, api)
+    manager = s.volume_service('file').endpoints[0]
+    real = manager.driver.create_export
+
+    def create_export(volume, connector, mode, attachment_id):
+        if mode == 'rw':
+            # the forced detach: marked, and its disconnect done
+            with db_api.writer() as session:
+                db_attachments.lock_volume(session, vol['id'])
+                db_attachments.transition(
+                    session, attachment_id, 'start_disconnect',
+                    values={'operation': states.DISCONNECTING})
+            manager.driver.remove_export(volume, connector, attachment_id,
+                                         False)
+            raise RuntimeError('no read-write export today')
+        return real(volume, connector, mode, attachment_id)
+    monkeypatch.setattr(manager.driver, 'create_export', create_export)
+    with pytest.raises(Exception, match='no read-write export today'):
+        manager.promote(context.get_admin_context(), r_att['id'])
+    monkeypatch.undo()
+    assert manager.driver.export_mode(r_att['id']) is None
+    shown = api.get('/attachments/%s' % r_att['id']).json()['attachment']
+    assert shown['status'] == 'detaching'

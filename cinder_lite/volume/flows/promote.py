@@ -48,17 +48,19 @@ def restore_mode(driver, volume, attachment_id, connector, shared, error):
     """After a takeover that did not finish (``error`` says why): make the
     attachment's export again in the mode its connector records (the one
     in the database), unless it still has that mode, and end the takeover;
-    returns the attachment's status, or None when it is gone (its export
-    is then removed) or detaching.  If even that export fails, the
-    attachment becomes ``error_attaching`` recorded read-write: a
-    read-write export may be left, so it keeps counting as the writer
-    until it is detached."""
+    returns the attachment's status, or None when it is gone or
+    detaching (the export made again is then removed).  If even that
+    export fails, the attachment becomes ``error_attaching`` recorded
+    read-write: a read-write export may be left, so it keeps counting as
+    the writer until it is detached."""
     mode = rules.mode_to_restore(connector)
+    remade = True
     try:
         if driver.export_mode(attachment_id) == mode:
             # the takeover stopped before touching the export: the host
             # keeps its sessions and its connection info
             values = {'operation': None}
+            remade = False
         else:
             values = {'connection_info': reexport(
                 driver, volume, attachment_id, connector, shared, mode),
@@ -77,18 +79,23 @@ def restore_mode(driver, volume, attachment_id, connector, shared, error):
             db_attachments.apply_event(session, volume['id'],
                                        attachment_id, change, values=values)
         except exception.AttachmentNotFound:
-            gone = True
+            why = 'detached meanwhile'
         except exception.InvalidTransition:
-            # detaching meanwhile: the detach removes the export
-            return None
+            # detaching meanwhile: the detach removes the export, but its
+            # removal may have run before the export above was made again
+            # (a forced detach of a takeover that hung), and the host it
+            # cut off would have a way back in (or a read-write export a
+            # failed one left): removed here too (removing an export that
+            # is gone does nothing)
+            if not remade:
+                return None
+            why = 'being detached while its export was made again'
         else:
-            gone = False
-    if gone:
-        LOG.warning('attachment %s: detached meanwhile; removing the '
-                    'export made for it', attachment_id)
-        driver.remove_export(volume, connector, attachment_id, shared)
-        return None
-    return target
+            return target
+    LOG.warning('attachment %s: %s; removing the export made for it',
+                attachment_id, why)
+    driver.remove_export(volume, connector, attachment_id, shared)
+    return None
 
 
 class ExportReadWrite(task.Task):
