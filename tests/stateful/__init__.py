@@ -10,7 +10,8 @@ the connector, the same instance twice, os-complete, delete), every legacy
 volume action in odd orders, retype and extend while attached, deleting a
 volume and then its type, snapshots taken at the moment their volume is
 detached, deleted, extended or retyped (then deleted, or the volume
-deleted with cascade), the same request twice at the same moment,
+deleted with cascade), an os-force_delete at the moment an attachment
+of the volume is completed, the same request twice at the same moment,
 malformed variants, and callers that are admin, member, reader, another
 project and a compute service.
 
@@ -22,7 +23,9 @@ requests race, any legal outcome is accepted.  What is never accepted:
 * a 5xx answer;
 * a success that is impossible whatever the timing (a reader or another
   project changing something, a member using an admin action, a malformed
-  body taken, an attach mode other than the one asked for);
+  body taken, an attach mode other than the one asked for), or two at
+  the same moment whose successes exclude each other (an os-complete and
+  the os-force_delete of its volume: ``Fuzzer.judge_pair``);
 * after the quiet period: a plain volume with live attachments of two
   instances; a volume status other than the one its attachments imply
   (``states.derive_volume_status``); the attachments API and the volume

@@ -83,6 +83,14 @@ class Resolver(QuotaCalls):
 
     # -- references -----------------------------------------------------------
     def volume(self, args):
+        """The volume of the attachment a scenario bound (``of``), else
+        one of the slot's."""
+        bound = self.bound.get(args.get('of'))
+        if bound is not None:
+            with self.model.lock:
+                vid = self.model.attachments.get(bound, {}).get('volume_id')
+            if vid is not None:
+                return vid
         slot = args.get('slot')
         if slot is None:
             return UNKNOWN_ID
@@ -133,7 +141,8 @@ class Resolver(QuotaCalls):
             return 'a reader may not write'
         if caller in ('member', 'compute', 'reader', 'other') and op in (
                 'force_detach', 'reset_status', 'type_create',
-                'type_delete', 'host_fence', 'host_unfence') + QUOTA_ADMIN:
+                'type_delete', 'host_fence', 'host_unfence',
+                'vol_force_delete') + QUOTA_ADMIN:
             return 'admin only'
         return None
 
@@ -175,6 +184,9 @@ class Resolver(QuotaCalls):
     def op_vol_delete(self, step, args):
         vid = self.volume(args)
         return Call('', '', 'DELETE', '/volumes/%s' % vid, volume_id=vid)
+
+    def op_vol_force_delete(self, step, args):
+        return self._action(step, 'os-force_delete', {})
 
     def op_vol_delete_cascade(self, step, args):
         vid = self.volume(args)

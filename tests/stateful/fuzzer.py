@@ -42,6 +42,8 @@ class Fuzzer:
         self.takeovers = collections.Counter()
         # snapshot creates and deletes likewise
         self.snapshot_calls = collections.Counter()
+        # os-force_delete answers, and how many raced an os-complete
+        self.force_deletes = collections.Counter()
         self.requests = 0
         self.t0 = time.monotonic()
         self._lock = threading.Lock()
@@ -56,6 +58,8 @@ class Fuzzer:
             if call.op in ('snap_create', 'snap_delete',
                            'vol_delete_cascade'):
                 self.snapshot_calls['%s %d' % (call.op, call.status)] += 1
+            if call.op == 'vol_force_delete':
+                self.force_deletes[call.status] += 1
             self.requests += 1
 
     def judge(self, call, burst):
@@ -86,6 +90,32 @@ class Fuzzer:
                     att.get('attach_mode'), mode))
         with self._lock:
             self.findings += found
+
+    def judge_pair(self, one, two, burst):
+        """Two calls fired at the same moment whose successes exclude
+        each other whatever the order: an os-complete of an attachment
+        and an os-force_delete of its volume (the delete first detaches
+        it, the complete first makes the volume attached, which the
+        delete refuses)."""
+        calls = {one.op: one, two.op: two}
+        complete = calls.get('att_complete')
+        force = calls.get('vol_force_delete')
+        if complete is None or force is None or not (
+                200 <= complete.status < 300 and 200 <= force.status < 300):
+            return
+        with self.model.lock:
+            volume_id = self.model.attachments.get(
+                complete.attachment_id, {}).get('volume_id')
+        if volume_id != force.volume_id:
+            return
+        with self._lock:
+            self.findings.append(Finding(
+                'impossible-pair', 'os-complete of attachment %s answered '
+                '%d and os-force_delete of its volume %s answered %d at the '
+                'same moment' % (complete.attachment_id, complete.status,
+                                 volume_id, force.status), burst,
+                op=force.op, status=force.status, volume_id=volume_id,
+                attachment_id=complete.attachment_id))
 
     def single_writer_suffix(self, call):
         with self.model.lock:
@@ -182,6 +212,9 @@ class Fuzzer:
             '%d x%d' % kv for kv in sorted(self.takeovers.items())) or '-')]
         rows += [('snapshots', ', '.join(
             '%s x%d' % kv for kv in sorted(self.snapshot_calls.items()))
+            or '-')]
+        rows += [('os-force_delete', ', '.join(
+            '%d x%d' % kv for kv in sorted(self.force_deletes.items()))
             or '-')]
         rows += [('5xx', sum(n for k, n in self.codes.items()
                              if k.startswith('5'))),

@@ -86,7 +86,7 @@ class Planner(QuotaPlans):
             (self.intruder, 2), (self.malformed, 2), (self.reads, 1),
             (self.quota_play, 2), (self.quota_misuse, 1),
             (self.takeover, 2), (self.fencing, 2),
-            (self.snapshot_race, 3)]
+            (self.snapshot_race, 3), (self.force_delete_race, 1)]
         makers = [m for m, w in scenarios for _ in range(w)]
         out = []
         while sum(s.size() for s in out) < steps:
@@ -366,6 +366,21 @@ class Planner(QuotaPlans):
         elif self.chance(0.8):
             steps.append(Step('snap_delete', who, {
                 'snap': s, 'slot': slot, 'pick': pick}))
+        return steps
+
+    def force_delete_race(self):
+        """An attachment completed at the moment an admin force-deletes
+        its volume (which detaches what is not attached, and refuses an
+        attached volume): never both (``Fuzzer.judge_pair``); or force
+        deleted alone, with whatever the volume holds."""
+        slot, who, a = self.vslot(), self.writer(), self.name('a')
+        force = Step('vol_force_delete', 'admin', {'slot': slot, 'of': a},
+                     self.rng.choice(('3.71', '3.0')))
+        steps = [self.att_create(slot, who, a)]
+        if self.chance(0.7):
+            steps.append(Step('att_complete', who, {'att': a}, twin=force))
+        else:
+            steps.append(force)
         return steps
 
     def type_life(self):

@@ -52,6 +52,8 @@ class Worker:
             if c is not None:
                 self.fz.judge(c, self.burst)
                 self.observe(s, c)
+        if twin is not None:
+            self.fz.judge_pair(call, twin, self.burst)
 
     def full(self, step):
         """Keep each volume slot small: the plan does not know how many
