@@ -390,8 +390,12 @@ class VolumeActions:
                 # decided again under the volume's lock: one of them
                 # completed since the read above refuses the delete
                 # instead of losing its export
-                self.attachments.delete(context, att.id, force=True,
-                                        unless_attached=True)
+                try:
+                    self.attachments.delete(context, att.id, force=True,
+                                            unless_attached=True)
+                except exception.AttachmentNotFound:
+                    # detached by another request meanwhile: done
+                    continue
         # refuses a volume attached meanwhile, or a frozen backend
         self.volumes.delete(context, volume.id, force=True,
                             cascade=cascade)

@@ -203,6 +203,24 @@ def test_force_delete_refuses_a_volume_attached_while_it_waited(api):
         'status'] == 'attached'
 
 
+def test_force_delete_of_a_volume_detached_while_it_waited(api):
+    """os-force_delete that finds an attachment detached by another
+    request while it waited for the volume's lock goes on: that detach
+    did what it was going to do."""
+    from cinder_lite.db import attachments as db_attachments
+
+    vol = api.create_volume()
+    att = create(api, vol['id'], I1)
+
+    def detach(session):
+        db_attachments.transition(session, att['id'], 'detach')
+        db_attachments.sync_volume_status(session, vol['id'])
+
+    reply = behind_the_lock(api, vol['id'], detach, {'os-force_delete': {}})
+    assert reply.status_code == 202, reply.text
+    api.wait_deleted(vol['id'])
+
+
 def test_force_delete_policy_and_bad_input(stack, api):
     vol = api.create_volume()
     member = stack.client(roles='member')
