@@ -357,27 +357,41 @@ def _reader_again(api, manager, reader_host, r_att):
     reader_host.detach(shown['id'], dev)
 
 
+def _promote_with(s, api, monkeypatch, method, on_rw):
+    """Promote a marked reader (``_marked_reader``) with the driver's
+    ``method`` calling ``on_rw(volume_id, volume, connector,
+    attachment_id)`` first when it is asked for the read-write export:
+    what the promote raised, the manager, and the reader."""
+    from cinder_lite.common import context
+    vol, reader_host, r_att = _marked_reader(s, api)
+    manager = s.volume_service('file').endpoints[0]
+    real = getattr(manager.driver, method)
+
+    def wrapped(volume, connector, mode, attachment_id):
+        if mode == 'rw':
+            on_rw(vol['id'], volume, connector, attachment_id)
+        return real(volume, connector, mode, attachment_id)
+    monkeypatch.setattr(manager.driver, method, wrapped)
+    with pytest.raises(Exception) as e:
+        manager.promote(context.get_admin_context(), r_att['id'])
+    monkeypatch.undo()
+    return e.value, manager, reader_host, r_att
+
+
 def test_a_promote_whose_read_write_export_fails_is_reverted(
         proto, monkeypatch):
     """The read-write export cannot be made: the promote flow's revert
     makes the read-only one again and ends the takeover; the caller gets
     ConnectFailed."""
-    from cinder_lite.common import context
     from cinder_lite.common import exception
     protocol, s, api, _refused = proto
-    vol, reader_host, r_att = _marked_reader(s, api)
-    manager = s.volume_service('file').endpoints[0]
-    real = manager.driver.create_export
 
-    def create_export(volume, connector, mode, attachment_id):
-        if mode == 'rw':
-            raise RuntimeError('no read-write export today')
-        return real(volume, connector, mode, attachment_id)
-    monkeypatch.setattr(manager.driver, 'create_export', create_export)
-    with pytest.raises(exception.ConnectFailed) as e:
-        manager.promote(context.get_admin_context(), r_att['id'])
-    assert 'no read-write export today' in str(e.value)
-    monkeypatch.undo()
+    def fail(volume_id, volume, connector, attachment_id):
+        raise RuntimeError('no read-write export today')
+    raised, manager, reader_host, r_att = _promote_with(
+        s, api, monkeypatch, 'create_export', fail)
+    assert isinstance(raised, exception.ConnectFailed)
+    assert 'no read-write export today' in str(raised)
     _reader_again(api, manager, reader_host, r_att)
 
 
@@ -385,25 +399,17 @@ def test_a_promote_settled_meanwhile_is_reverted(proto, monkeypatch):
     """Another request ended the takeover while the read-write export was
     being made: nothing is recorded, the revert makes the read-only
     export again, and the caller gets InvalidInput."""
-    from cinder_lite.common import context
     from cinder_lite.common import exception
     protocol, s, api, _refused = proto
-    vol, reader_host, r_att = _marked_reader(s, api)
-    manager = s.volume_service('file').endpoints[0]
-    real = manager.driver.initialize_connection
 
-    def initialize_connection(volume, connector, mode, attachment_id):
-        if mode == 'rw':
-            with db_api.writer() as session:
-                db_attachments.unmark(session, attachment_id,
-                                      states.TAKING_OVER)
-        return real(volume, connector, mode, attachment_id)
-    monkeypatch.setattr(manager.driver, 'initialize_connection',
-                        initialize_connection)
-    with pytest.raises(exception.InvalidInput) as e:
-        manager.promote(context.get_admin_context(), r_att['id'])
-    assert 'stopped taking over meanwhile' in str(e.value)
-    monkeypatch.undo()
+    def settle(volume_id, volume, connector, attachment_id):
+        with db_api.writer() as session:
+            db_attachments.unmark(session, attachment_id,
+                                  states.TAKING_OVER)
+    raised, manager, reader_host, r_att = _promote_with(
+        s, api, monkeypatch, 'initialize_connection', settle)
+    assert isinstance(raised, exception.InvalidInput)
+    assert 'stopped taking over meanwhile' in str(raised)
     _reader_again(api, manager, reader_host, r_att)
 
 
@@ -415,28 +421,21 @@ def test_a_promote_whose_attachment_is_detached_meanwhile_leaves_no_export(
     read-only export again after the detach removed it, finds the
     attachment detaching, and removes that export too, so the host the
     detach cut off gets no way back in."""
-    from cinder_lite.common import context
     protocol, s, api, _refused = proto
-    vol, reader_host, r_att = _marked_reader(s, api)
-    manager = s.volume_service('file').endpoints[0]
-    real = manager.driver.create_export
 
-    def create_export(volume, connector, mode, attachment_id):
-        if mode == 'rw':
-            # the forced detach: marked, and its disconnect done
-            with db_api.writer() as session:
-                db_attachments.lock_volume(session, vol['id'])
-                db_attachments.transition(
-                    session, attachment_id, 'start_disconnect',
-                    values={'operation': states.DISCONNECTING})
-            manager.driver.remove_export(volume, connector, attachment_id,
-                                         False)
-            raise RuntimeError('no read-write export today')
-        return real(volume, connector, mode, attachment_id)
-    monkeypatch.setattr(manager.driver, 'create_export', create_export)
-    with pytest.raises(Exception, match='no read-write export today'):
-        manager.promote(context.get_admin_context(), r_att['id'])
-    monkeypatch.undo()
+    def detach_and_fail(volume_id, volume, connector, attachment_id):
+        # the forced detach: marked, and its disconnect done
+        with db_api.writer() as session:
+            db_attachments.lock_volume(session, volume_id)
+            db_attachments.transition(
+                session, attachment_id, 'start_disconnect',
+                values={'operation': states.DISCONNECTING})
+        s.volume_service('file').endpoints[0].driver.remove_export(
+            volume, connector, attachment_id, False)
+        raise RuntimeError('no read-write export today')
+    raised, manager, _host, r_att = _promote_with(
+        s, api, monkeypatch, 'create_export', detach_and_fail)
+    assert 'no read-write export today' in str(raised)
     assert manager.driver.export_mode(r_att['id']) is None
     shown = api.get('/attachments/%s' % r_att['id']).json()['attachment']
     assert shown['status'] == 'detaching'
