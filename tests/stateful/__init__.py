@@ -11,7 +11,8 @@ volume action in odd orders, retype and extend while attached, deleting a
 volume and then its type, snapshots taken at the moment their volume is
 detached, deleted, extended or retyped (then deleted, or the volume
 deleted with cascade), an os-force_delete at the moment an attachment
-of the volume is completed, the same request twice at the same moment,
+of the volume is completed, an os-begin_detaching at the moment one of
+two attachments is deleted, the same request twice at the same moment,
 malformed variants, and callers that are admin, member, reader, another
 project and a compute service.
 

@@ -86,7 +86,8 @@ class Planner(QuotaPlans):
             (self.intruder, 2), (self.malformed, 2), (self.reads, 1),
             (self.quota_play, 2), (self.quota_misuse, 1),
             (self.takeover, 2), (self.fencing, 2),
-            (self.snapshot_race, 3), (self.force_delete_race, 1)]
+            (self.snapshot_race, 3), (self.force_delete_race, 1),
+            (self.begin_detaching_race, 1)]
         makers = [m for m, w in scenarios for _ in range(w)]
         out = []
         while sum(s.size() for s in out) < steps:
@@ -381,6 +382,25 @@ class Planner(QuotaPlans):
             steps.append(Step('att_complete', who, {'att': a}, twin=force))
         else:
             steps.append(force)
+        return steps
+
+    def begin_detaching_race(self):
+        """Two attachments of one volume completed, then os-begin_detaching
+        (which marks the volume when several are attached, the attachment
+        when one is) at the moment one of them is deleted; then rolled
+        back, or not."""
+        slot, who, a, b = self.vslot(), self.writer(), self.name('a'), \
+            self.name('a')
+        second = self.att_create(slot, who, b, True)
+        second.args['of'] = a
+        begin = Step('begin_detaching', who, {'slot': slot, 'of': b},
+                     self.rng.choice(('3.71', '3.0')))
+        steps = [self.att_create(slot, who, a, True),
+                 Step('att_complete', who, {'att': a}),
+                 second, Step('att_complete', who, {'att': b}),
+                 Step('att_delete', who, {'att': a}, twin=begin)]
+        if self.chance(0.5):
+            steps.append(Step('roll_detaching', who, {'slot': slot, 'of': b}))
         return steps
 
     def type_life(self):
