@@ -229,10 +229,8 @@ class VolumeActions:
                          'its attachment', volume.id, len(attached))
                 return
             (att,) = attached
-            if att.operation == states.TAKING_OVER:
-                # a takeover in flight re-exports it
-                raise exception.AttachmentBusy(
-                    attachment_id=att.id, what='taking over as the writer')
+            # (409 while a takeover in flight re-exports it)
+            rules.check_not_busy(att)
             db_attachments.transition(session, att.id, 'begin_detaching')
             db_attachments.sync_volume_status(session, volume.id)
 
@@ -422,10 +420,13 @@ class VolumeActions:
         with db_api.reader() as session:
             target = db_types.get_by_name_or_id(session, new_type, scope)
             current = db_types.get(session, volume.volume_type_id)
-        if target['id'] == current['id']:
-            raise exception.InvalidInput(
-                reason='Volume %s is already of type %s.' % (
-                    volume.id, target['name']))
+
+        def not_already(type_id):
+            if type_id == target['id']:
+                raise exception.InvalidInput(
+                    reason='Volume %s is already of type %s.' % (
+                        volume.id, target['name']))
+        not_already(current['id'])
         multiattach = volume_types.is_multiattach(target)
         if multiattach:
             policy.authorize(context, policy.MULTIATTACH,
@@ -434,12 +435,15 @@ class VolumeActions:
                 raise exception.InvalidVolumeType(
                     reason='multi-attach is turned off in this cloud')
         self._check_backend_holds(volume, target, migration_policy)
-        # The volume's own flag is the truth after create, not the old
-        # type's specs (an operator may have edited them since).
-        changes_sharing = rules.changes_sharing(
-            volume, multiattach,
-            current['extra_specs'].get(rules.TYPE_MODE_KEY),
-            target['extra_specs'].get(rules.TYPE_MODE_KEY))
+
+        def changes_sharing_from(vol, vol_type):
+            # The volume's own flag is the truth after create, not the
+            # old type's specs (an operator may have edited them since).
+            return rules.changes_sharing(
+                vol, multiattach,
+                vol_type['extra_specs'].get(rules.TYPE_MODE_KEY),
+                target['extra_specs'].get(rules.TYPE_MODE_KEY))
+        changes_sharing = changes_sharing_from(volume, current)
         refusal = exception.InvalidVolume(
             reason='retypes affecting multiattach are only allowed on '
                    'available volumes without attachments; volume %s is '
@@ -460,15 +464,9 @@ class VolumeActions:
                 if vol.volume_type_id != current['id']:
                     # retyped since the read above: decided again on the
                     # type and the flag it has now
-                    if vol.volume_type_id == target['id']:
-                        raise exception.InvalidInput(
-                            reason='Volume %s is already of type %s.' % (
-                                volume.id, target['name']))
-                    sharing = rules.changes_sharing(
-                        vol, multiattach, db_types.get(
-                            session, vol.volume_type_id)['extra_specs'].get(
-                            rules.TYPE_MODE_KEY),
-                        target['extra_specs'].get(rules.TYPE_MODE_KEY))
+                    not_already(vol.volume_type_id)
+                    sharing = changes_sharing_from(
+                        vol, db_types.get(session, vol.volume_type_id))
                 if sharing and (vol.status != states.AVAILABLE or
                                 db_attachments.live_statuses(session,
                                                              vol.id)):

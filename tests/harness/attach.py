@@ -4,6 +4,8 @@ import threading
 import uuid
 
 from cinder_lite.connector import host as host_connector
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
 
 I1 = '11111111-1111-4111-8111-111111111111'
 I2 = '22222222-2222-4222-8222-222222222222'
@@ -57,9 +59,6 @@ def behind_the_lock(api, volume_id, change, body):
     request reads what it reads before the lock meanwhile, waits for
     the lock, and then finds what ``change`` committed (the race of two
     requests on one volume, in this order every time).  Its reply."""
-    from cinder_lite.db import api as db_api
-    from cinder_lite.db import attachments as db_attachments
-
     replies = []
     with db_api.writer() as session:
         db_attachments.lock_volume(session, volume_id)
