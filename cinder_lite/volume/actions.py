@@ -373,14 +373,15 @@ class VolumeActions:
                      cascade=False):
         """os-force_delete (and ``DELETE ?force=true``, ``rule``
         ``volume:force_delete``): delete whatever the status, as Cinder,
-        but not an attached volume (400, as Cinder).  Attachments that
-        are not attached (reserved, connecting, failed) are detached
-        first, through the backend where they hold an export, so none
-        outlives the volume."""
+        but not an attached volume (400, as Cinder; one os-begin_detaching
+        marked counts: ``rules.in_use_by_host``).  Attachments that are
+        not (reserved, connecting, failed) are detached first, through
+        the backend where they hold an export, so none outlives the
+        volume."""
         volume = self._volume(context, volume_id, rule)
         self.volumes.check_not_frozen(volume)
         live = self._live(volume.id)
-        if not any(a.attach_status == states.ATTACHED for a in live):
+        if not any(rules.in_use_by_host(a) for a in live):
             for att in live:
                 LOG.warning('volume %s: force delete detaches attachment '
                             '%s (%s)', volume.id, att.id,

@@ -248,11 +248,20 @@ def check_one_connection(volume, host, others):
             raise exception.DuplicateConnector(volume_id=volume.id)
 
 
+def in_use_by_host(attachment):
+    """Attached, or marked detaching by os-begin_detaching with no
+    disconnect under way: its host may still use it (Cinder keeps such a
+    volume's attach_status ``attached``)."""
+    return (attachment.attach_status == states.ATTACHED
+            or (attachment.attach_status == states.ATTACH_DETACHING
+                and attachment.operation != states.DISCONNECTING))
+
+
 def check_not_attached(volume_id, live):
     """A volume is deleted, forced or not, only while none of its live
-    attachments (``live``, read under its lock) is attached: 400 naming
-    the attached ones, as Cinder refuses."""
-    attached = [a.id for a in live if a.attach_status == states.ATTACHED]
+    attachments (``live``, read under its lock) is in use by its host
+    (``in_use_by_host``): 400 naming those, as Cinder refuses."""
+    attached = [a.id for a in live if in_use_by_host(a)]
     if attached:
         raise exception.InvalidVolume(
             reason='Volume %s must not be attached to be deleted; '

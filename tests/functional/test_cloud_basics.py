@@ -179,6 +179,25 @@ def test_force_delete_refuses_an_attached_volume(api):
         'status'] == 'attached'
 
 
+def test_force_delete_refuses_a_volume_begin_detaching_marked(api):
+    """os-begin_detaching marks the attachment detaching while its host
+    still uses it (Nova has not detached it yet): the volume is still
+    attached for a delete, forced or not, and keeps its export."""
+    vol = api.create_volume()
+    att = create(api, vol['id'], I1, connector())
+    assert api.post('/attachments/%s/action' % att['id'], json={
+        'os-complete': None}).status_code == 204
+    act(api, vol['id'], {'os-begin_detaching': None})
+    resp = act(api, vol['id'], {'os-force_delete': {}}, expect=400)
+    assert 'must not be attached' in resp.json()['badRequest']['message']
+    shown = api.get('/attachments/%s' % att['id']).json()['attachment']
+    assert (shown['status'], shown['connection_info']) == (
+        'detaching', att['connection_info'])
+    act(api, vol['id'], {'os-roll_detaching': None})
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'status'] == 'in-use'
+
+
 def test_force_delete_refuses_a_volume_attached_while_it_waited(api):
     """os-force_delete reads the attachments, sees none attached, and
     detaches them; one completed (os-complete) while it waited for the

@@ -256,13 +256,21 @@ def test_owner(owner, instance, refused):
         rules.check_owner(att, 'v', instance)
 
 
+MARKED = (states.ATTACH_DETACHING, None)          # os-begin_detaching
+DISCONNECTING = (states.ATTACH_DETACHING, states.DISCONNECTING)
+
+
 @pytest.mark.parametrize('statuses,refused', [
     ((), None), ((states.ATTACH_RESERVED, states.ATTACH_ATTACHING), None),
-    ((states.ERROR_ATTACHING, states.ATTACH_DETACHING), None),
-    ((states.ATTACHED,), 'a0'),
-    ((states.ATTACH_RESERVED, states.ATTACHED, states.ATTACHED), 'a1, a2')])
+    ((states.ERROR_ATTACHING, DISCONNECTING), None),
+    ((states.ATTACHED,), 'a0'), ((states.ERROR_DETACHING, MARKED), 'a1'),
+    ((states.ATTACH_RESERVED, states.ATTACHED, MARKED), 'a1, a2')])
 def test_a_volume_is_deleted_only_while_not_attached(statuses, refused):
-    live = [A('a%d' % i, attach_status=s) for i, s in enumerate(statuses)]
+    """Attached, or marked detaching with its host still on it."""
+    live = [A('a%d' % i, attach_status=s, operation=None)
+            if isinstance(s, str) else
+            A('a%d' % i, attach_status=s[0], operation=s[1])
+            for i, s in enumerate(statuses)]
     if refused is None:
         rules.check_not_attached('v', live)
         return
