@@ -8,6 +8,7 @@ import oslo_messaging as messaging
 from cinder_lite.api import rpcapi
 from cinder_lite.api.views import attachments as views
 from cinder_lite.common import constants
+from cinder_lite.common import credentials
 from cinder_lite.common import exception
 from cinder_lite import service
 from cinder_lite.volume import rules
@@ -41,8 +42,11 @@ class AttachmentEndpoint:
         self.attachments = attachments
 
     def _view(self, attachment):
+        # (callers on the bus connect: they get the credentials)
         return views.detail(attachment,
-                            self.attachments.shared_with(attachment))
+                            self.attachments.shared_with(attachment),
+                            keyring=credentials.keyring(
+                                self.attachments.conf))
 
     def attachment_create(self, ctxt, volume_id, instance_uuid=None,
                           connector=None, mode=None):

@@ -13,6 +13,13 @@ core_opts = [
                help='Directory where cinder_lite keeps its state: the '
                     'SQLite database of the embedded mode and the files of '
                     'file backends unless volumes_dir says otherwise.'),
+    cfg.StrOpt('credential_key_file',
+               default='$state_path/credential.key',
+               help='File (mode 0600) holding the key every attachment '
+                    'credential (CHAP secret, NBD TLS key) is derived '
+                    'from; made with a random key when missing. Every API '
+                    'and volume node of a deployment needs the same file. '
+                    'Replacing it revokes every credential handed out.'),
     cfg.StrOpt('host', default=socket.gethostname(),
                sample_default='<hostname>',
                help='Name of this node. Volume services are known as '

@@ -120,6 +120,10 @@ class BackendConf:
     def state_path(self):
         return self._conf.state_path
 
+    @property
+    def credential_key_file(self):
+        return self._conf.credential_key_file
+
 
 def backends_configured(conf):
     """Whether the configuration names its backends: the implicit

@@ -38,7 +38,13 @@ def _require(req, version):
 def _detail(req, attachment):
     return views.detail(attachment,
                         _service(req).shared_with(attachment),
-                        views.sees_host(req.context))
+                        views.sees_host(req.context),
+                        _keyring(req, attachment))
+
+
+def _keyring(req, attachment):
+    return views.keyring_for(req.context, req.environ['cinder_lite.conf'],
+                             attachment)
 
 
 @wsgi.expected_errors(400, 403, 404, 409, 503)
@@ -120,7 +126,8 @@ def _list(req, detailed):
     if detailed:
         shared = _service(req).shared_for(rows)
         see_host = views.sees_host(req.context)
-        items = [views.detail(a, shared.get(a.id, []), see_host)
+        items = [views.detail(a, shared.get(a.id, []), see_host,
+                              _keyring(req, a))
                  for a in rows]
     else:
         items = [views.summary(a) for a in rows]

@@ -13,6 +13,7 @@ from cinder_lite.api.schemas import common as schema_common
 from cinder_lite.api.schemas import volume_actions as schema
 from cinder_lite.api import validation
 from cinder_lite.api import wsgi
+from cinder_lite.common import credentials
 from cinder_lite.volume import rules
 
 
@@ -61,6 +62,11 @@ def _detach(req, vid, body):
 def _initialize_connection(req, vid, body):
     info = _actions(req).initialize_connection(req.context, vid,
                                                body['connector'])
+    # the caller connects (the attach policy let it): the credentials
+    # of the attachment it connects through are shown
+    if info:
+        info = credentials.keyring(req.environ['cinder_lite.conf']).reveal(
+            info, info.get('attachment_id'))
     return wsgi.json_response({'connection_info': info})
 
 

@@ -6,6 +6,7 @@ Cinder's names: requests say ``volume_uuid``/``instance_uuid``, responses
 after the call.
 """
 from cinder_lite.api import wsgi
+from cinder_lite.common import credentials
 from cinder_lite.common import states
 from cinder_lite.volume import rules
 
@@ -24,10 +25,13 @@ def summary(attachment):
             'volume_id': attachment.volume_id}
 
 
-def detail(attachment, shared_connections=None, see_host=False):
+def detail(attachment, shared_connections=None, see_host=False,
+           keyring=None):
     """``see_host`` (admins and services, as the volume view's
     ``host_name``): also the host it is attached to and the volume
-    service that holds its export."""
+    service that holds its export.  ``keyring`` (for the callers that
+    connect: ``keyring_for``): the credentials in its connection_info
+    shown, masked otherwise."""
     view = summary(attachment)
     if see_host:
         view.update(attached_host=attachment.attached_host,
@@ -35,7 +39,7 @@ def detail(attachment, shared_connections=None, see_host=False):
     view.update(attached_at=_time(attachment.attach_time),
                 detached_at=_time(attachment.detach_time),
                 attach_mode=mode(attachment),
-                connection_info=attachment.connection_info or {})
+                connection_info=connection_info(attachment, keyring))
     if shared_connections is not None:
         view['shared_connections'] = shared_connections
     reason = states.shown_reason(attachment.status_reason,
@@ -43,6 +47,29 @@ def detail(attachment, shared_connections=None, see_host=False):
     if reason:
         view['status_reason'] = reason
     return view
+
+
+def connection_info(attachment, keyring=None):
+    info = attachment.connection_info or {}
+    return keyring.reveal(info, attachment.id) if keyring else info
+
+
+def sees_secrets(context, attachment):
+    """Whether ``context`` may see the credentials of ``attachment``:
+    an admin, a service acting for its owner, or a member of its project
+    (a reader sees them masked)."""
+    return (context.is_admin
+            or 'service' in (context.service_roles or [])
+            or ('member' in (context.roles or [])
+                and context.project_id == attachment.project_id))
+
+
+def keyring_for(context, conf, attachment):
+    """The keyring that shows ``attachment``'s credentials to
+    ``context``, or None when it may not see them."""
+    if sees_secrets(context, attachment):
+        return credentials.keyring(conf)
+    return None
 
 
 def sees_host(context):

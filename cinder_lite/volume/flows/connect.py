@@ -8,6 +8,7 @@ import logging
 from taskflow.patterns import linear_flow
 from taskflow import task
 
+from cinder_lite.common import credentials
 from cinder_lite.common import exception
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
@@ -20,13 +21,16 @@ def connection_info(driver_info, attachment_id, mode, qos_specs=None):
     """Cinder's flattened connection info: the driver's ``data`` keys at
     the top level with the common keys; ``access_mode`` is always the
     attachment's mode; ``qos_specs`` the front-end QoS specs of the
-    volume's type (None without), which the host applies."""
+    volume's type (None without), which the host applies.  Its secrets
+    are masked (``credentials.conceal``)."""
     info = dict(driver_info.get('data') or {})
     info.update(driver_volume_type=driver_info['driver_volume_type'],
                 attachment_id=attachment_id, access_mode=mode,
                 encrypted=False, cacheable=False, qos_specs=qos_specs,
                 enforce_multipath=False)
-    return info
+    # the target's credential is made again where it is needed: what is
+    # recorded and sent over the bus has it masked
+    return credentials.conceal(info)
 
 
 class CreateExport(task.Task):
