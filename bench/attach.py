@@ -19,7 +19,9 @@ volume.  Clients: ``--clients`` (default 1,8,32), each on its own
 keep-alive http.client connection, all threads of this process.
 
 Deployments: ``embedded`` (``python -m cinder_lite.cmd.all``: SQLite, the
-in-process bus) and ``distributed`` over RabbitMQ with MariaDB and/or
+in-process bus; its file backend on each target of ``--targets``: the
+``local`` one, or an ``nbd`` or ``iscsi`` one on 127.0.0.1, where each
+connect makes a real export with the attachment's credential) and ``distributed`` over RabbitMQ with MariaDB and/or
 PostgreSQL (``--db``): API (one worker), scheduler and the volume nodes
 ``ma`` and ``noma`` as separate processes, as tests/harness/cluster.py
 starts them.  The deployments come from bench/volume_create.py.
@@ -108,6 +110,25 @@ CYCLES = ('one-step', 'two-step')
 LAYOUTS = ('one', 'distinct')
 HTTP_PER_CYCLE = {'one-step': 3, 'two-step': 4}
 STEPS = ('create', 'update', 'complete', 'delete')
+# the embedded backend's options per target (--targets): the clients'
+# connectors all say 127.0.0.1
+TGT_CONTROL = 23271
+
+
+def _nbd_backend():
+    low = util.free_port()
+    return {'target_protocol': 'nbd', 'target_ip_address': '127.0.0.1',
+            'target_port_range': '%d-%d' % (low, low + 200)}
+
+
+def _iscsi_backend():
+    return {'target_protocol': 'iscsi', 'target_ip_address': '127.0.0.1',
+            'target_port': util.free_port(),
+            'target_control_port': TGT_CONTROL}
+
+
+TARGETS = {'local': lambda: None, 'nbd': _nbd_backend,
+           'iscsi': _iscsi_backend}
 RPC_PER_CYCLE = 2        # connect, disconnect
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 MAX_ERRORS_PER_CELL = 200
@@ -1197,6 +1218,9 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--modes', default='embedded,distributed',
                    help='comma separated: embedded, distributed')
+    p.add_argument('--targets', default='local',
+                   help='targets of the embedded mode\'s backend, comma '
+                        'separated (local, nbd, iscsi)')
     p.add_argument('--db', default='mysql,postgresql',
                    help='databases of the distributed mode, comma separated '
                         '(mysql, postgresql)')
@@ -1229,6 +1253,7 @@ def parse_args(argv):
         return items
     args.modes = csv(args.modes, ('embedded', 'distributed'), 'mode')
     args.db = csv(args.db, cluster_mod.KINDS, 'database')
+    args.targets = csv(args.targets, tuple(TARGETS), 'target')
     args.cycles = csv(args.cycles, CYCLES, 'cycle')
     args.layouts = csv(args.layouts, LAYOUTS, 'layout')
     args.clients = [int(c) for c in args.clients.split(',') if c.strip()]
@@ -1248,7 +1273,11 @@ def main(argv=None):
     modes, skipped = [], []
     for mode in args.modes:
         if mode == 'embedded':
-            modes.append(bench_mode('embedded', vc.Embedded(), args))
+            for target in args.targets:
+                name = 'embedded' if target == 'local' \
+                    else 'embedded/%s' % target
+                modes.append(bench_mode(name, vc.Embedded(TARGETS[target]()),
+                                        args))
             continue
         for kind in args.db:
             name = 'distributed/%s' % ('mariadb' if kind == 'mysql'

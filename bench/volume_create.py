@@ -297,9 +297,11 @@ def db_floor_sqlite(path, n):
 # -- deployments -----------------------------------------------------------
 
 class Embedded:
-    """cinder-lite-all in a subprocess."""
+    """cinder-lite-all in a subprocess; ``backend``: options of its file
+    backend (its target: ``target_protocol`` ...), or None for the
+    default (the local target)."""
 
-    def __init__(self):
+    def __init__(self, backend=None):
         self.workdir = tempfile.mkdtemp(prefix='cinder-lite-bench-')
         self.state = os.path.join(self.workdir, 'state')
         self.port = util.free_port()
@@ -317,7 +319,8 @@ class Embedded:
                          # benchmarks make more volumes than Cinder's
                          # default quota of a project
                          'quota_volumes': -1,
-                         'quota_gigabytes': -1}})
+                         'quota_gigabytes': -1},
+             **({'file': backend} if backend else {})})
         self.proc = cluster_mod.Process(
             'all', [cluster_mod.python(), '-m', 'cinder_lite.cmd.all',
                     '--config-file', self.conf],
