@@ -1,40 +1,78 @@
 """Authorisation rules (oslo.policy), with every default defined here.
 
-Roles: ``reader`` and ``member`` act within their own project; ``admin``
-acts everywhere.  An operator overrides any rule in ``policy.yaml``.
+Cinder's personas (``cinder/policies/base.py`` since Xena), in project
+scope only:
+
+* a *reader* of a project (``reader``, ``member`` or ``admin`` in it)
+  reads that project's resources (``project_reader_api``);
+* a *member* (``member`` or ``admin`` in it) also changes them
+  (``project_member_api``);
+* an *admin* (``admin`` in any project) acts everywhere and alone reaches
+  the admin actions (``admin_api``).
+
+Keystone gives a member the reader role and an admin both (implied
+roles); noauth passes roles as sent, so each check names every role that
+implies the one it needs.  A role outside the three reads nothing.  Every
+rule carries ``scope_types=['project']``: a system- or domain-scoped
+token is refused.  An operator overrides any rule in ``policy.yaml``.
 """
 import threading
 import time
 
 from oslo_config import cfg
 from oslo_policy import _checks
+from oslo_policy import opts as policy_opts
 from oslo_policy import policy
 
 from cinder_lite.common import exception
 
+SCOPE_TYPES = ['project']
+
 ADMIN = 'role:admin or is_admin:True'
 OWNER = 'project_id:%(project_id)s'
-# Reads: any role in the owning project.  Writes: a member of it.
-ADMIN_OR_OWNER = 'rule:admin_api or rule:owner'
-ADMIN_OR_MEMBER = 'rule:admin_api or (role:member and rule:owner)'
+PROJECT_READER = '(role:reader or role:member or role:admin) and rule:owner'
+PROJECT_MEMBER = '(role:member or role:admin) and rule:owner'
+# Reads: a reader of the owning project.  Writes: a member of it.
+ADMIN_OR_READER = 'rule:admin_api or rule:project_reader_api'
+ADMIN_OR_MEMBER = 'rule:admin_api or rule:project_member_api'
+# Who is given an attachment's secrets: an admin, a compute service (the
+# service role, in the token or in a service token sent with the user's),
+# or a member of the owning project; a reader sees them masked.
+ADMIN_SERVICE_OR_MEMBER = ('rule:admin_api or role:service or '
+                           'service_roles:service or '
+                           'rule:project_member_api')
 
 _BASE = [
     policy.RuleDefault('admin_api', ADMIN,
-                       description='The caller is a cloud administrator.'),
+                       description='The caller is a cloud administrator.',
+                       scope_types=SCOPE_TYPES),
     policy.RuleDefault('owner', OWNER,
                        description='The caller acts in the project that '
-                                   'owns the resource.'),
-    policy.RuleDefault('admin_or_owner', ADMIN_OR_OWNER,
-                       description='An administrator or the owner.'),
+                                   'owns the resource.',
+                       scope_types=SCOPE_TYPES),
+    policy.RuleDefault('project_reader_api', PROJECT_READER,
+                       description='A reader of the owning project '
+                                   '(reader, member or admin in it).',
+                       scope_types=SCOPE_TYPES),
+    policy.RuleDefault('project_member_api', PROJECT_MEMBER,
+                       description='A member of the owning project '
+                                   '(member or admin in it).',
+                       scope_types=SCOPE_TYPES),
+    policy.RuleDefault('admin_or_reader', ADMIN_OR_READER,
+                       description='An administrator or a reader of the '
+                                   'owning project.',
+                       scope_types=SCOPE_TYPES),
     policy.RuleDefault('admin_or_member', ADMIN_OR_MEMBER,
                        description='An administrator or a member of the '
-                                   'owning project (not a reader).'),
+                                   'owning project (not a reader).',
+                       scope_types=SCOPE_TYPES),
 ]
 
 
 def _op(name, rule, description, *operations):
     return policy.DocumentedRuleDefault(
         name=name, check_str=rule, description=description,
+        scope_types=SCOPE_TYPES,
         operations=[{'method': m, 'path': p} for m, p in operations])
 
 
@@ -69,6 +107,7 @@ ATTACHMENT_TAKEOVER = 'volume:attachment_takeover'
 ATTACHMENT_GET = 'volume:attachment_get'
 ATTACHMENT_GET_ALL = 'volume:attachment_get_all'
 ATTACHMENT_ALL_TENANTS = 'volume:attachment_get_all_tenants'
+ATTACHMENT_SECRETS = 'volume:attachment_secrets'
 ATTACH_ACTIONS = 'volume_extension:volume_actions:attach'
 READONLY_FLAG = 'volume:update_readonly_flag'
 METADATA_GET = 'volume:get_volume_metadata'
@@ -124,9 +163,9 @@ SNAPSHOT_UPDATE_STATUS = \
 _RULES = [
     _op(VOLUME_CREATE, ADMIN_OR_MEMBER, 'Create a volume.',
         ('POST', '/volumes')),
-    _op(VOLUME_GET, ADMIN_OR_OWNER, 'Show a volume.',
+    _op(VOLUME_GET, ADMIN_OR_READER, 'Show a volume.',
         ('GET', '/volumes/{volume_id}')),
-    _op(VOLUME_GET_ALL, ADMIN_OR_OWNER, 'List volumes.',
+    _op(VOLUME_GET_ALL, ADMIN_OR_READER, 'List volumes.',
         ('GET', '/volumes'), ('GET', '/volumes/detail'),
         ('GET', '/volumes/summary')),
     _op(VOLUME_UPDATE, ADMIN_OR_MEMBER, 'Update a volume.',
@@ -136,7 +175,7 @@ _RULES = [
     _op(VOLUME_FORCE_DELETE, 'rule:admin_api',
         'Delete a volume whatever its status (``?force=true``, 3.23).',
         ('DELETE', '/volumes/{volume_id}')),
-    _op(METADATA_GET, ADMIN_OR_OWNER, "Show a volume's metadata.",
+    _op(METADATA_GET, ADMIN_OR_READER, "Show a volume's metadata.",
         ('GET', '/volumes/{volume_id}/metadata'),
         ('GET', '/volumes/{volume_id}/metadata/{key}')),
     _op(METADATA_CREATE, ADMIN_OR_MEMBER,
@@ -152,11 +191,11 @@ _RULES = [
     _op(VOLUME_ALL_TENANTS, 'rule:admin_api',
         'List volumes of every project (all_tenants=1).',
         ('GET', '/volumes?all_tenants=1')),
-    _op(VOLUME_TENANT_ATTR, ADMIN_OR_OWNER,
+    _op(VOLUME_TENANT_ATTR, ADMIN_OR_READER,
         'Show os-vol-tenant-attr:tenant_id in volume show and list '
         'responses.', ('GET', '/volumes/{volume_id}'),
         ('GET', '/volumes/detail')),
-    _op(IMAGE_METADATA_SHOW, ADMIN_OR_OWNER,
+    _op(IMAGE_METADATA_SHOW, ADMIN_OR_READER,
         "Show a volume's image metadata (volume_image_metadata in volume "
         "show and list responses, os-show_image_metadata).",
         ('GET', '/volumes/{volume_id}'), ('GET', '/volumes/detail'),
@@ -183,11 +222,11 @@ _RULES = [
         ('POST', '/types'), ('PUT', '/types/{type_id}'),
         ('DELETE', '/types/{type_id}'),
         ('POST', '/types/{type_id}/extra_specs')),
-    _op(TYPE_GET, ADMIN_OR_OWNER, 'Show a volume type.',
+    _op(TYPE_GET, ADMIN_OR_READER, 'Show a volume type.',
         ('GET', '/types/{type_id}')),
-    _op(TYPE_GET_ALL, ADMIN_OR_OWNER, 'List volume types.',
+    _op(TYPE_GET_ALL, ADMIN_OR_READER, 'List volume types.',
         ('GET', '/types')),
-    _op(TYPE_SPECS_READ, ADMIN_OR_OWNER,
+    _op(TYPE_SPECS_READ, ADMIN_OR_READER,
         'Read the extra specs of a volume type.',
         ('GET', '/types/{type_id}/extra_specs')),
     _op(TYPE_ACCESS, 'rule:admin_api',
@@ -228,13 +267,20 @@ _RULES = [
         'Make a read-only attachment of a single-writer volume its writer, '
         'cutting the current writer off at the target (os-takeover).',
         ('POST', '/attachments/{attachment_id}/action')),
-    _op(ATTACHMENT_GET, ADMIN_OR_OWNER, 'Show an attachment.',
+    _op(ATTACHMENT_GET, ADMIN_OR_READER, 'Show an attachment.',
         ('GET', '/attachments/{attachment_id}')),
-    _op(ATTACHMENT_GET_ALL, ADMIN_OR_OWNER, 'List attachments.',
+    _op(ATTACHMENT_GET_ALL, ADMIN_OR_READER, 'List attachments.',
         ('GET', '/attachments'), ('GET', '/attachments/detail')),
     _op(ATTACHMENT_ALL_TENANTS, 'rule:admin_api',
         'List attachments of every project (all_tenants=1).',
         ('GET', '/attachments?all_tenants=1')),
+    _op(ATTACHMENT_SECRETS, ADMIN_SERVICE_OR_MEMBER,
+        "See the secrets (CHAP password, TLS key) in an attachment's "
+        'connection_info; others see them masked.',
+        ('POST', '/attachments'), ('PUT', '/attachments/{attachment_id}'),
+        ('GET', '/attachments/{attachment_id}'),
+        ('GET', '/attachments/detail'),
+        ('POST', '/volumes/{volume_id}/action (os-initialize_connection)')),
     _op(ATTACH_ACTIONS, ADMIN_OR_MEMBER,
         'Legacy attach actions: os-reserve, os-unreserve, os-attach, '
         'os-detach, os-begin_detaching, os-roll_detaching, '
@@ -264,11 +310,11 @@ _RULES = [
     _op(ATTACHMENT_EVENTS, 'rule:admin_api',
         'Read the attachment audit trail.',
         ('GET', '/os-attachment-events')),
-    _op(MESSAGES, ADMIN_OR_OWNER, 'List and show user messages.',
+    _op(MESSAGES, ADMIN_OR_READER, 'List and show user messages.',
         ('GET', '/messages'), ('GET', '/messages/{message_id}')),
     _op(MESSAGE_DELETE, ADMIN_OR_MEMBER, 'Delete a user message.',
         ('DELETE', '/messages/{message_id}')),
-    _op(QUOTA_SHOW, ADMIN_OR_OWNER,
+    _op(QUOTA_SHOW, ADMIN_OR_READER,
         'Show the quotas (and usage) of a project, or their defaults.',
         ('GET', '/os-quota-sets/{project_id}'),
         ('GET', '/os-quota-sets/{project_id}/defaults')),
@@ -282,16 +328,16 @@ _RULES = [
     _op(QUOTA_CLASS_UPDATE, 'rule:admin_api',
         'Set limits of a quota class (the default class: every '
         "project's defaults).", ('PUT', '/os-quota-class-sets/{class_name}')),
-    _op(LIMITS, ADMIN_OR_OWNER,
+    _op(LIMITS, ADMIN_OR_READER,
         "Show a project's absolute limits and what it uses of them.",
         ('GET', '/limits')),
-    _op(TRANSFER_GET_ALL, ADMIN_OR_OWNER, 'List volume transfers.',
+    _op(TRANSFER_GET_ALL, ADMIN_OR_READER, 'List volume transfers.',
         ('GET', '/os-volume-transfer'), ('GET', '/os-volume-transfer/detail'),
         ('GET', '/volume-transfers'), ('GET', '/volume-transfers/detail')),
     _op(TRANSFER_CREATE, ADMIN_OR_MEMBER,
         'Offer a volume to another project (create a volume transfer).',
         ('POST', '/os-volume-transfer'), ('POST', '/volume-transfers')),
-    _op(TRANSFER_GET, ADMIN_OR_OWNER, 'Show a volume transfer.',
+    _op(TRANSFER_GET, ADMIN_OR_READER, 'Show a volume transfer.',
         ('GET', '/os-volume-transfer/{transfer_id}'),
         ('GET', '/volume-transfers/{transfer_id}')),
     _op(TRANSFER_ACCEPT, ADMIN_OR_MEMBER,
@@ -319,23 +365,23 @@ _RULES = [
         'Delete QoS specs or unset keys of them.',
         ('DELETE', '/qos-specs/{qos_id}'),
         ('PUT', '/qos-specs/{qos_id}/delete_keys')),
-    _op(SNAPSHOT_GET_ALL, ADMIN_OR_OWNER,
+    _op(SNAPSHOT_GET_ALL, ADMIN_OR_READER,
         'List snapshots (admins: of every project with all_tenants=1).',
         ('GET', '/snapshots'), ('GET', '/snapshots/detail')),
-    _op(SNAPSHOT_ATTRIBUTES, ADMIN_OR_OWNER,
+    _op(SNAPSHOT_ATTRIBUTES, ADMIN_OR_READER,
         'Show os-extended-snapshot-attributes:project_id and :progress in '
         'snapshot show and detail responses.',
         ('GET', '/snapshots/{snapshot_id}'), ('GET', '/snapshots/detail')),
     _op(SNAPSHOT_CREATE, ADMIN_OR_MEMBER, 'Take a snapshot of a volume.',
         ('POST', '/snapshots')),
-    _op(SNAPSHOT_GET, ADMIN_OR_OWNER, 'Show a snapshot.',
+    _op(SNAPSHOT_GET, ADMIN_OR_READER, 'Show a snapshot.',
         ('GET', '/snapshots/{snapshot_id}')),
     _op(SNAPSHOT_UPDATE, ADMIN_OR_MEMBER,
         'Change the name or description of a snapshot.',
         ('PUT', '/snapshots/{snapshot_id}')),
     _op(SNAPSHOT_DELETE, ADMIN_OR_MEMBER, 'Delete a snapshot.',
         ('DELETE', '/snapshots/{snapshot_id}')),
-    _op(SNAPSHOT_METADATA_GET, ADMIN_OR_OWNER,
+    _op(SNAPSHOT_METADATA_GET, ADMIN_OR_READER,
         "Show a snapshot's metadata.",
         ('GET', '/snapshots/{snapshot_id}/metadata'),
         ('GET', '/snapshots/{snapshot_id}/metadata/{key}')),
@@ -491,7 +537,15 @@ def get_enforcer(conf=None):
     global _enforcer
     with _enforcer_lock:
         if _enforcer is None:
-            enforcer = Enforcer(conf or cfg.CONF)
+            conf = conf or cfg.CONF
+            # the defaults above are the only ones (no deprecated rule is
+            # OR'd in) and their scope is checked; oslo.policy 6 has both
+            # by default and no enforce_scope option any more, releases
+            # before it take these defaults (set_defaults ignores an
+            # option a release lacks)
+            policy_opts.set_defaults(conf, enforce_scope=True,
+                                     enforce_new_defaults=True)
+            enforcer = Enforcer(conf)
             enforcer.register_defaults(list_rules())
             _enforcer = enforcer
         return _enforcer
@@ -529,6 +583,11 @@ def is_service(context):
 
 
 def check(context, action, target=None):
+    """Whether ``context`` may do ``action`` on a resource whose owner is
+    ``target['project_id']`` (the caller's project when no target is
+    given), without raising: for what a response shows or masks, e.g.
+    ``check(context, ATTACHMENT_SECRETS, {'project_id':
+    attachment.project_id})``."""
     try:
         authorize(context, action, target)
         return True
