@@ -7,6 +7,7 @@ after the call.
 """
 from cinder_lite.api import wsgi
 from cinder_lite.common import credentials
+from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.volume import rules
 
@@ -55,13 +56,12 @@ def connection_info(attachment, keyring=None):
 
 
 def sees_secrets(context, attachment):
-    """Whether ``context`` may see the credentials of ``attachment``:
-    an admin, a service acting for its owner, or a member of its project
-    (a reader sees them masked)."""
-    return (context.is_admin
-            or 'service' in (context.service_roles or [])
-            or ('member' in (context.roles or [])
-                and context.project_id == attachment.project_id))
+    """Whether ``context`` may see the credentials of ``attachment``
+    (policy ``volume:attachment_secrets``: an admin, a service acting
+    for its owner, or a member of its project; a reader sees them
+    masked)."""
+    return policy.check(context, policy.ATTACHMENT_SECRETS,
+                        {'project_id': attachment.project_id})
 
 
 def keyring_for(context, conf, attachment):
