@@ -195,7 +195,7 @@ class FenceService:
                 down = self._down(session, services)
             entry = {'volume_id': vid, 'host': host, 'fenced': fenced,
                      'attachments': ids, 'exports': [], 'acl': [],
-                     'sessions': 0, 'reachable': False if services
+                     'sessions': 0, 'logins': [], 'reachable': False if services
                      else None, 'errors': []}
             for service_host in services:
                 if service_host in down:
@@ -213,6 +213,8 @@ class FenceService:
                 entry['exports'] += seen['exports']
                 entry['acl'] += seen['acl']
                 entry['sessions'] += seen['sessions']
+                # (the logins a target tried and that got in)
+                entry['logins'] += seen.get('logins', [])
                 if seen['reachable'] is None:
                     if entry['reachable'] is False:
                         entry['reachable'] = None

@@ -25,9 +25,12 @@ def _multiattach_volume(api):
 
 
 def _login(info, initiator, address):
+    """A login with the CHAP credentials ``info`` carries."""
     return iscsi.IscsiSession(info['target_portal'], info['target_iqn'],
                               info['target_lun'], initiator, timeout=5,
-                              source_address=address).connect()
+                              source_address=address,
+                              chap=(info['auth_username'],
+                                    info['auth_password'])).connect()
 
 
 def test_each_attachment_may_log_in_only_to_the_target_of_its_mode(
