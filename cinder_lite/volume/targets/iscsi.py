@@ -814,7 +814,8 @@ class IscsiTarget:
         """Whether the host can reach the volume, found by trying: for
         each target of the volume, a login (from the target's own
         address) as each of ``initiators``, without credentials and with
-        the derived credentials of each of ``attachment_ids``; and the
+        the derived credentials of each of ``attachment_ids`` (these
+        also as one other initiator the target admits); and the
         sessions of ``initiators`` tgt still shows.  ``logins`` are the
         attempts that got in (``mode attachment-id|none initiator``),
         ``acl`` the ACL entries of ``initiators`` (for information: an
@@ -833,12 +834,21 @@ class IscsiTarget:
                             if e in initiators]
                     sessions += sum(1 for n in target['nexus']
                                     if n['initiator'] in initiators)
-                    for initiator in initiators:
-                        for attachment_id in [None] + list(attachment_ids):
-                            if self._opens(iqn, initiator, attachment_id):
-                                logins.append('%s %s %s' % (
-                                    mode, attachment_id or 'none',
-                                    initiator))
+                    # a name the target admits that is not the host's:
+                    # with it, a login tells whether the host's
+                    # credentials still open the target once its own
+                    # names are off the ACL (as a stranger who copied
+                    # that name would try)
+                    admitted = [e for e in target['acl']
+                                if e not in initiators and
+                                iscsi_name.valid(e)][:1]
+                    tries = [(name, None) for name in initiators] + [
+                        (name, a) for name in list(initiators) + admitted
+                        for a in attachment_ids]
+                    for initiator, attachment_id in tries:
+                        if self._opens(iqn, initiator, attachment_id):
+                            logins.append('%s %s %s' % (
+                                mode, attachment_id or 'none', initiator))
         return {'exports': running, 'acl': acl, 'sessions': sessions,
                 'logins': logins, 'reachable': bool(logins or sessions)}
 
