@@ -273,6 +273,18 @@ def test_restart_rebuilds_targets_after_tgtd_died(iscsi_stack):
 
     served = dp.tgt_targets(iscsi_stack.tgt_control)
     assert list(served) == [att['connection_info']['target_iqn']]
+    # the attachment's account is made again (its secret derived again:
+    # the connection info the host has still opens), the stray's is gone
+    info = att['connection_info']
+    assert served[info['target_iqn']]['accounts'] == [
+        'cinder-lite-guard', info['auth_username']]
+    assert target._accounts() == {'cinder-lite-guard',
+                                  info['auth_username']}
+    with pytest.raises(iscsi.IscsiError) as e:
+        iscsi.IscsiSession(info['target_portal'], info['target_iqn'], 1,
+                           host.connector['initiator'], timeout=5,
+                           source_address='127.0.0.2').connect()
+    assert e.value.errno == errno.EACCES
     dev = host.open(att)
     assert dev.read(0, 16) == b'before the crash'
     host.detach(att['id'], dev)
