@@ -2,6 +2,7 @@
 ``connect(info)`` returns a device with ``read``, ``write``, ``flush``,
 ``size`` and ``close``."""
 import os
+import time
 
 from cinder_lite.common import credentials
 from cinder_lite.common import exception
@@ -58,6 +59,11 @@ class NbdDevice:
         self._client.close()
 
 
+# a login refused for its credentials (RFC 7143: authentication failure)
+AUTH_FAILED = (2, 1)
+AUTH_RETRY_S = 0.05
+
+
 class IscsiDevice:
     """LUN ``target_lun`` of ``target_iqn`` at ``target_portal``, through
     cinder_lite's userspace initiator (``cinder_lite.iscsi``), logged in
@@ -73,7 +79,17 @@ class IscsiDevice:
             info['target_portal'], info['target_iqn'],
             info.get('target_lun', 0), initiator,
             source_address=source_address, chap=_chap(info))
-        self._session.connect()
+        try:
+            self._session.connect()
+        except iscsi.IscsiError as e:
+            if e.login_status != AUTH_FAILED:
+                raise
+            # the target re-binds the accounts of a target for a few
+            # milliseconds while another attachment's is revoked (see
+            # targets/iscsi.py _unbind_account); an initiator retries a
+            # login, as open-iscsi does
+            time.sleep(AUTH_RETRY_S)
+            self._session.connect()
         self.size = self._session.size
         self.read_only = self._session.read_only
 

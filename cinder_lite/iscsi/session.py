@@ -82,6 +82,8 @@ class IscsiSession:
         return self
 
     def _login(self):
+        # a new session: a connect after a refused login starts afresh
+        self._cmdsn, self._exp_statsn = 1, 0
         isid = b'\x80' + os.urandom(3) + b'\x00\x00'   # random ISID format
         names = [('InitiatorName', self.initiator),
                  ('SessionType', 'Normal'), ('TargetName', self.target_iqn)]
@@ -136,11 +138,13 @@ class IscsiSession:
                                     '0x%02x during login' % rsp[0])
         status_class, detail = rsp[36], rsp[37]
         if status_class != 0:
-            raise errors.IscsiError(
+            error = errors.IscsiError(
                 errno.EACCES if status_class == 2 else errno.EIO,
                 'login to %s refused (status 0x%02x%02x%s)' % (
                     self.target_iqn, status_class, detail,
                     _REFUSALS.get((status_class, detail), '')))
+            error.login_status = (status_class, detail)
+            raise error
         statsn, exp_cmdsn = struct.unpack('>II', rsp[24:32])
         self._exp_statsn = statsn + 1
         self._cmdsn = exp_cmdsn
