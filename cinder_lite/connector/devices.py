@@ -2,7 +2,9 @@
 ``connect(info)`` returns a device with ``read``, ``write``, ``flush``,
 ``size`` and ``close``."""
 import os
+import time
 
+from cinder_lite.common import credentials
 from cinder_lite.common import exception
 from cinder_lite.connector import nbd
 from cinder_lite import iscsi
@@ -57,10 +59,16 @@ class NbdDevice:
         self._client.close()
 
 
+# a login refused for its credentials (RFC 7143: authentication failure)
+AUTH_FAILED = (2, 1)
+AUTH_RETRY_S = 0.05
+
+
 class IscsiDevice:
     """LUN ``target_lun`` of ``target_iqn`` at ``target_portal``, through
     cinder_lite's userspace initiator (``cinder_lite.iscsi``), logged in
-    as ``initiator``."""
+    as ``initiator``, with the CHAP credentials it carries (os-brick's
+    ``auth_method``, ``auth_username``, ``auth_password``)."""
 
     def __init__(self, info, source_address=None, initiator=None):
         if not initiator:
@@ -70,8 +78,18 @@ class IscsiDevice:
         self._session = iscsi.IscsiSession(
             info['target_portal'], info['target_iqn'],
             info.get('target_lun', 0), initiator,
-            source_address=source_address)
-        self._session.connect()
+            source_address=source_address, chap=_chap(info))
+        try:
+            self._session.connect()
+        except iscsi.IscsiError as e:
+            if e.login_status != AUTH_FAILED:
+                raise
+            # the target re-binds the accounts of a target for a few
+            # milliseconds while another attachment's is revoked (see
+            # targets/iscsi.py _unbind_account); an initiator retries a
+            # login, as open-iscsi does
+            time.sleep(AUTH_RETRY_S)
+            self._session.connect()
         self.size = self._session.size
         self.read_only = self._session.read_only
 
@@ -89,6 +107,29 @@ class IscsiDevice:
 
     def close(self):
         self._session.close()
+
+
+def _chap(info):
+    """(username, secret) of a connection_info that says CHAP, else
+    None."""
+    method = info.get('auth_method')
+    if not method:
+        return None
+    if str(method).upper() != 'CHAP':
+        raise exception.InvalidInput(
+            reason='iSCSI auth_method %r is not supported (only CHAP)'
+            % method)
+    user, secret = info.get('auth_username'), info.get('auth_password')
+    if not user or not secret:
+        raise exception.InvalidInput(
+            reason='the iSCSI connection info says CHAP but has no '
+                   'auth_username or auth_password')
+    if secret == credentials.MASK:
+        raise exception.InvalidInput(
+            reason='the iSCSI connection info has its CHAP secret masked: '
+                   'it was read by a caller that may not connect (read it '
+                   'as the attachment\'s owner, service or admin)')
+    return user, secret
 
 
 def connect(connection_info, source_address=None, initiator=None):

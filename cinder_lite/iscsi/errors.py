@@ -4,9 +4,11 @@
 class IscsiError(OSError):
     """A login the target refused, a SCSI command it failed (``sense_key``,
     ``asc``, ``ascq`` set; errno EROFS for a write-protected LUN) or a
-    broken session."""
+    broken session.  ``login_status``: (class, detail) of a refused
+    login (RFC 7143 section 11.13.5)."""
 
     sense_key = asc = ascq = None
+    login_status = None
 
 
 class ReservationConflict(IscsiError):

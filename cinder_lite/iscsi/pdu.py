@@ -75,10 +75,13 @@ def lun_field(lun):
 
 
 def login_request(stage, following, data_len, isid, itt, cmdsn,
-                  exp_statsn):
+                  exp_statsn, transit=True):
+    """A Login Request; ``transit`` False stays in ``stage`` (another
+    round of keys follows, as in the CHAP exchange)."""
     return struct.pack(
         '>BBBBB3s6sHIHHII16x',
-        OP_LOGIN_REQ | IMMEDIATE, FINAL | stage << 2 | following,
+        OP_LOGIN_REQ | IMMEDIATE,
+        (FINAL | following if transit else 0) | stage << 2,
         0, 0, 0, data_len.to_bytes(3, 'big'), isid, 0,
         itt, 0, 0, cmdsn, exp_statsn)
 

@@ -1,5 +1,6 @@
-"""One iSCSI session as an initiator: one connection, no digests, no
-authentication, one SCSI command at a time.
+"""One iSCSI session as an initiator: one connection, no digests, CHAP
+(MD5, RFC 7143 section 12.1.3 / RFC 1994) or no authentication, one SCSI
+command at a time.
 
 What a compute node without a kernel initiator needs to read, write and
 flush a LUN, and what the target's fencer needs to remove a departed
@@ -9,7 +10,10 @@ to libiscsi so that it can connect from a chosen local address (the
 host's own address on a multi-homed machine) and needs nothing from the
 system.
 """
+import base64
+import binascii
 import errno
+import hashlib
 import os
 import socket
 import struct
@@ -23,10 +27,11 @@ from cinder_lite.iscsi import scsi
 
 class IscsiSession:
     """One logged-in session to ``target_iqn`` at ``portal`` ("ip:port")
-    as ``initiator``, using ``lun``."""
+    as ``initiator``, using ``lun``; ``chap`` (username, secret) logs in
+    with CHAP, else with no authentication."""
 
     def __init__(self, portal, target_iqn, lun, initiator, timeout=30,
-                 source_address=None):
+                 source_address=None, chap=None):
         host, _, port = portal.rpartition(':')
         self.address = (host.strip('[]'), int(port))
         self.target_iqn = target_iqn
@@ -34,6 +39,7 @@ class IscsiSession:
         self.initiator = initiator
         self.timeout = timeout
         self.source_address = source_address
+        self._chap_secret = chap
         self.block_size = None
         self.blocks = None
         self.read_only = None
@@ -49,7 +55,9 @@ class IscsiSession:
         return self.blocks * self.block_size
 
     # -- session -------------------------------------------------------------
-    def connect(self):
+    def connect(self, probe=True):
+        """Log in; with ``probe``, read the LUN's geometry too (without,
+        the session is good only to tell that the login got in)."""
         try:
             sock = socket.create_connection(
                 self.address, timeout=self.timeout,
@@ -63,7 +71,8 @@ class IscsiSession:
         self._sock = sock
         try:
             self._login()
-            self._probe()
+            if probe:
+                self._probe()
         except BaseException:
             # a command that failed may already have dropped the socket
             if self._sock is not None:
@@ -73,43 +82,37 @@ class IscsiSession:
         return self
 
     def _login(self):
+        # a new session: a connect after a refused login starts afresh
+        self._cmdsn, self._exp_statsn = 1, 0
         isid = b'\x80' + os.urandom(3) + b'\x00\x00'   # random ISID format
-        stage = pdu.STAGE_SECURITY
-        pairs = [('InitiatorName', self.initiator), ('SessionType', 'Normal'),
-                 ('TargetName', self.target_iqn), ('AuthMethod', 'None')]
+        names = [('InitiatorName', self.initiator),
+                 ('SessionType', 'Normal'), ('TargetName', self.target_iqn)]
         answered = {}
+        if self._chap_secret:
+            stage = self._chap(isid, names, answered)
+            pairs = list(pdu.OFFER)
+        else:
+            stage = pdu.STAGE_SECURITY
+            pairs = names + [('AuthMethod', 'None')]
         for _ in range(16):
+            if stage == pdu.STAGE_FULL_FEATURE:
+                break
             following = (pdu.STAGE_OPERATIONAL
                          if stage == pdu.STAGE_SECURITY
                          else pdu.STAGE_FULL_FEATURE)
-            data = pdu.encode_keys(pairs)
-            bhs = pdu.login_request(stage, following, len(data), isid,
-                                    self._next_itt(), self._cmdsn,
-                                    self._exp_statsn)
-            self._send(bhs, data)
-            rsp, payload = self._read_pdu()
-            if rsp[0] & 0x3F != pdu.OP_LOGIN_RSP:
-                raise errors.IscsiError(errno.EPROTO, 'unexpected PDU '
-                                        '0x%02x during login' % rsp[0])
-            status_class, detail = rsp[36], rsp[37]
-            if status_class != 0:
+            flags, keys = self._login_exchange(isid, stage, following, pairs)
+            answered.update(keys)
+            if stage == pdu.STAGE_SECURITY and \
+                    keys.get('AuthMethod', 'None') != 'None':
                 raise errors.IscsiError(
-                    errno.EACCES if status_class == 2 else errno.EIO,
-                    'login to %s refused (status 0x%02x%02x%s)' % (
-                        self.target_iqn, status_class, detail,
-                        ': target not found or access denied'
-                        if (status_class, detail) == (2, 3) else ''))
-            statsn, exp_cmdsn = struct.unpack('>II', rsp[24:32])
-            self._exp_statsn = statsn + 1
-            self._cmdsn = exp_cmdsn
-            answered.update(pdu.decode_keys(payload))
-            flags = rsp[1]
+                    errno.EACCES, 'login to %s refused: the target asks '
+                    'for authentication (AuthMethod=%s) and the connection '
+                    'info has no CHAP credentials'
+                    % (self.target_iqn, keys['AuthMethod']))
             if not flags & pdu.FINAL:
                 pairs = []          # the target wants another round
                 continue
             stage = flags & 0x03
-            if stage == pdu.STAGE_FULL_FEATURE:
-                break
             pairs = list(pdu.OFFER) if stage == pdu.STAGE_OPERATIONAL \
                 else []
         else:
@@ -120,6 +123,81 @@ class IscsiSession:
         self._max_xmit = int(params['MaxRecvDataSegmentLength'])
         self._first_burst = int(params['FirstBurstLength'])
         self._immediate = params['ImmediateData'] == 'Yes'
+
+    def _login_exchange(self, isid, stage, following, pairs, transit=True):
+        """One Login Request and its Response: (the response's flags,
+        its keys); a refusal raises."""
+        data = pdu.encode_keys(pairs)
+        bhs = pdu.login_request(stage, following, len(data), isid,
+                                self._next_itt(), self._cmdsn,
+                                self._exp_statsn, transit=transit)
+        self._send(bhs, data)
+        rsp, payload = self._read_pdu()
+        if rsp[0] & 0x3F != pdu.OP_LOGIN_RSP:
+            raise errors.IscsiError(errno.EPROTO, 'unexpected PDU '
+                                    '0x%02x during login' % rsp[0])
+        status_class, detail = rsp[36], rsp[37]
+        if status_class != 0:
+            error = errors.IscsiError(
+                errno.EACCES if status_class == 2 else errno.EIO,
+                'login to %s refused (status 0x%02x%02x%s)' % (
+                    self.target_iqn, status_class, detail,
+                    _REFUSALS.get((status_class, detail), '')))
+            error.login_status = (status_class, detail)
+            raise error
+        statsn, exp_cmdsn = struct.unpack('>II', rsp[24:32])
+        self._exp_statsn = statsn + 1
+        self._cmdsn = exp_cmdsn
+        return rsp[1], pdu.decode_keys(payload)
+
+    def _chap(self, isid, names, answered):
+        """The security stage with CHAP (MD5, no mutual CHAP): offer
+        CHAP, take the target's identifier and challenge, answer with our
+        name and MD5(identifier, secret, challenge); returns the stage
+        the target moves on to."""
+        user, secret = self._chap_secret
+        security, operational = pdu.STAGE_SECURITY, pdu.STAGE_OPERATIONAL
+        _flags, keys = self._login_exchange(isid, security, operational,
+                                      names + [('AuthMethod', 'CHAP')],
+                                      transit=False)
+        answered.update(keys)
+        if keys.get('AuthMethod') != 'CHAP':
+            raise errors.IscsiError(
+                errno.EACCES, 'login to %s: the target does not take CHAP '
+                '(AuthMethod=%s)' % (self.target_iqn,
+                                     keys.get('AuthMethod')))
+        _flags, keys = self._login_exchange(isid, security, operational,
+                                      [('CHAP_A', '5')], transit=False)
+        if keys.get('CHAP_A') != '5' or 'CHAP_I' not in keys or \
+                'CHAP_C' not in keys:
+            raise errors.IscsiError(
+                errno.EPROTO, 'login to %s: the target offers no MD5 CHAP '
+                'challenge (CHAP_A=%s)' % (self.target_iqn,
+                                           keys.get('CHAP_A')))
+        try:
+            ident = int(keys['CHAP_I'], 0)
+            challenge = _chap_binary(keys['CHAP_C'])
+        except ValueError as e:
+            raise errors.IscsiError(errno.EPROTO, 'login to %s: bad CHAP '
+                                    'challenge: %s' % (self.target_iqn, e))
+        if not 0 <= ident <= 255 or not challenge:
+            raise errors.IscsiError(errno.EPROTO, 'login to %s: bad CHAP '
+                                    'challenge' % self.target_iqn)
+        digest = hashlib.md5(bytes([ident]) + secret.encode() +
+                             challenge).hexdigest()
+        flags, keys = self._login_exchange(isid, security, operational,
+                                     [('CHAP_N', user),
+                                      ('CHAP_R', '0x' + digest)])
+        answered.update(keys)
+        for _ in range(4):
+            if flags & pdu.FINAL:
+                return flags & 0x03
+            flags, keys = self._login_exchange(isid, security,
+                                               operational, [])
+            answered.update(keys)
+        raise errors.IscsiError(errno.EPROTO, 'login to %s: the target '
+                                'did not leave the security stage'
+                                % self.target_iqn)
 
     def _probe(self):
         """Clear the unit attention of a fresh nexus, then read the LUN's
@@ -435,3 +513,26 @@ class IscsiSession:
                 raise errors.IscsiError(errno.ECONNRESET, 'the target '
                                         'closed the connection')
             got += k
+
+
+# what the status of a refused login means (RFC 7143 section 11.13.5)
+_REFUSALS = {
+    (2, 1): ': authentication failed (CHAP credentials missing or not '
+            'accepted)',
+    (2, 2): ': authorization failure (this initiator may not log in)',
+    (2, 3): ': target not found or access denied',
+}
+
+
+def _chap_binary(value):
+    """A CHAP binary value: 0x hex or 0b base64 (RFC 7143 section 6.1)."""
+    prefix, digits = value[:2].lower(), value[2:]
+    try:
+        if prefix == '0x':
+            return bytes.fromhex(digits if len(digits) % 2 == 0
+                                 else '0' + digits)
+        if prefix == '0b':
+            return base64.b64decode(digits, validate=True)
+    except binascii.Error as e:
+        raise ValueError(str(e))
+    raise ValueError('%r is neither 0x hex nor 0b base64' % value[:8])

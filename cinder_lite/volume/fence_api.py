@@ -21,7 +21,8 @@ the other member of a cluster are only those of unfenced hosts.
 Unfencing ends the mark and asks the volume services to export H's
 connected attachments again, with the connection info and mode they
 had; it is idempotent.  The status of a fence is read from the targets
-themselves (``host_reach``: running exports, ACL entries, sessions).
+themselves (``host_reach``: running exports, ACL entries, sessions, and
+the logins with the host's credentials that got in).
 """
 import logging
 
@@ -195,8 +196,9 @@ class FenceService:
                 down = self._down(session, services)
             entry = {'volume_id': vid, 'host': host, 'fenced': fenced,
                      'attachments': ids, 'exports': [], 'acl': [],
-                     'sessions': 0, 'reachable': False if services
-                     else None, 'errors': []}
+                     'sessions': 0, 'logins': [],
+                     'reachable': False if services else None,
+                     'errors': []}
             for service_host in services:
                 if service_host in down:
                     entry['errors'].append('%s: %s' % (service_host,
@@ -213,6 +215,8 @@ class FenceService:
                 entry['exports'] += seen['exports']
                 entry['acl'] += seen['acl']
                 entry['sessions'] += seen['sessions']
+                # (the logins a target tried and that got in)
+                entry['logins'] += seen.get('logins', [])
                 if seen['reachable'] is None:
                     if entry['reachable'] is False:
                         entry['reachable'] = None

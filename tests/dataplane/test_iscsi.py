@@ -25,9 +25,12 @@ def _multiattach_volume(api):
 
 
 def _login(info, initiator, address):
+    """A login with the CHAP credentials ``info`` carries."""
     return iscsi.IscsiSession(info['target_portal'], info['target_iqn'],
                               info['target_lun'], initiator, timeout=5,
-                              source_address=address).connect()
+                              source_address=address,
+                              chap=(info['auth_username'],
+                                    info['auth_password'])).connect()
 
 
 def test_each_attachment_may_log_in_only_to_the_target_of_its_mode(
@@ -270,6 +273,18 @@ def test_restart_rebuilds_targets_after_tgtd_died(iscsi_stack):
 
     served = dp.tgt_targets(iscsi_stack.tgt_control)
     assert list(served) == [att['connection_info']['target_iqn']]
+    # the attachment's account is made again (its secret derived again:
+    # the connection info the host has still opens), the stray's is gone
+    info = att['connection_info']
+    assert served[info['target_iqn']]['accounts'] == [
+        'cinder-lite-guard', info['auth_username']]
+    assert target._accounts() == {'cinder-lite-guard',
+                                  info['auth_username']}
+    with pytest.raises(iscsi.IscsiError) as e:
+        iscsi.IscsiSession(info['target_portal'], info['target_iqn'], 1,
+                           host.connector['initiator'], timeout=5,
+                           source_address='127.0.0.2').connect()
+    assert e.value.errno == errno.EACCES
     dev = host.open(att)
     assert dev.read(0, 16) == b'before the crash'
     host.detach(att['id'], dev)

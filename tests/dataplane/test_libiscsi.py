@@ -1,7 +1,9 @@
 """An independent initiator against cinder_lite's iSCSI export: libiscsi's
 ``iscsi-test-cu`` (Debian package libiscsi-bin) runs SCSI block-command
 and persistent-reservation tests on the read-write target of a shared
-volume, as two attached initiators, and writes on the read-only target.
+volume, as two attached initiators, and writes on the read-only target,
+logged in with the CHAP credentials connection_info gives; without them
+the target lets it in nowhere.
 
 Every test runs alone, so the pass/fail of each is known; the failures
 must be exactly the deviations of tgt that ``doc/fencing.rst`` lists, so
@@ -71,10 +73,20 @@ def attached(iscsi_stack):
                 'ip': '127.0.0.1'}}})
         assert resp.status_code == 200, resp.text
         atts.append(resp.json()['attachment'])
-    urls = ['iscsi://%s/%s/1' % (a['connection_info']['target_portal'],
-                                 a['connection_info']['target_iqn'])
-            for a in atts]
+    # with the attachment's CHAP credentials, as libiscsi's URLs take
+    # them (user%password@); both initiators of the suite log in with the
+    # first attachment's
+    urls = ['iscsi://%s%%%s@%s/%s/1' % (
+        a['connection_info']['auth_username'],
+        a['connection_info']['auth_password'],
+        a['connection_info']['target_portal'],
+        a['connection_info']['target_iqn']) for a in atts]
     yield urls[0], urls[2]
+    plain = 'iscsi://%s/%s/1' % (atts[0]['connection_info']['target_portal'],
+                                 atts[0]['connection_info']['target_iqn'])
+    done = subprocess.run(['iscsi-inq', '-i', INITIATOR, plain],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0, done.stdout
     for a in atts:
         assert api.delete('/attachments/%s' % a['id']).status_code == 200
 

@@ -44,8 +44,12 @@ CLUSTER_OPTIONS = {
         _iscsi('ma2'), volumes_dir='{workdir}/state/volumes/ma'))},
     'process_sections': {
         'ma': {'DEFAULT': {'cluster': 'aa'}},
+        # a state directory of its own, the deployment's credential key
+        # (the same file on every node: credentials are derived from it)
         'ma2': {'DEFAULT': {'cluster': 'aa',
-                            'state_path': '{workdir}/state-ma2'}}},
+                            'state_path': '{workdir}/state-ma2',
+                            'credential_key_file':
+                                '{workdir}/state/credential.key'}}},
 }
 
 
@@ -184,7 +188,9 @@ def test_reservations_fence_across_the_cluster(cluster, api):
     sessions = [iscsi.IscsiSession(
         a['connection_info']['target_portal'],
         a['connection_info']['target_iqn'], 1, h.connector['initiator'],
-        timeout=5, source_address=h.connector['ip']).connect()
+        timeout=5, source_address=h.connector['ip'],
+        chap=(a['connection_info']['auth_username'],
+              a['connection_info']['auth_password'])).connect()
         for h, a in zip(hosts, atts)]
     first, second, outsider = sessions
     block = b'\x11' * first.block_size

@@ -59,3 +59,41 @@ def test_parse_show():
 
 def test_parse_nothing():
     assert iscsi.parse_show('') == {}
+
+
+ACCOUNTS = """Target 1: iqn.2026-11.org.cinder-lite:volume-v2
+    System information:
+        Driver: iscsi
+        State: ready
+    I_T nexus information:
+    LUN information:
+    Account information:
+        cinder-lite-guard
+        attachment-8ba805a2-cd73-4ae7-b6b7-327bf017fc91
+        attachment-41c5ba51-50c9-4011-8848-03cef718cc96
+        mutual-user (outgoing)
+    ACL information:
+        iqn.2026-11.org.cinder-lite:host-a
+"""
+
+
+def test_parse_accounts_in_tgts_order():
+    target = iscsi.parse_show(ACCOUNTS)[
+        'iqn.2026-11.org.cinder-lite:volume-v2']
+    # the order tgt keeps them in (_unbind_account depends on it); an
+    # outgoing (mutual CHAP) account is not one a host logs in with
+    assert target['accounts'] == [
+        'cinder-lite-guard',
+        'attachment-8ba805a2-cd73-4ae7-b6b7-327bf017fc91',
+        'attachment-41c5ba51-50c9-4011-8848-03cef718cc96']
+    assert target['acl'] == ['iqn.2026-11.org.cinder-lite:host-a']
+    assert iscsi.parse_accounts(
+        'Account list:\n    cinder-lite-guard\n    attachment-x\n') == {
+            'cinder-lite-guard', 'attachment-x'}
+    assert iscsi.parse_accounts('Account list:\n') == set()
+
+
+def test_errors_never_show_a_password():
+    shown = iscsi._shown(('--mode', 'account', '--op', 'new', '--user', 'u',
+                          '--password', 'the-secret'))
+    assert 'the-secret' not in shown and '--user u' in shown

@@ -3,10 +3,14 @@
 Per volume there are up to two targets on the same file: a read-write one
 (``<prefix>volume-<id>``) and a read-only one (``<prefix>volume-<id>-ro``,
 its LUN updated to ``readonly=1`` before anyone may log in, so tgt answers
-every write with DATA PROTECT).  An attachment is an ACL entry: its
-connector's initiator name bound to the target of its mode.  Detaching
-unbinds the initiator and drops its sessions, unless another attachment of
-that initiator still uses the target; the last attachment removes the
+every write with DATA PROTECT).  An attachment is a CHAP account of its
+own (user ``attachment-<id>``, its secret derived from the deployment key:
+``credentials.keyring``) bound to the target of its mode, and an ACL entry:
+its connector's initiator name, a second layer.  Once a target has an
+account bound, tgt lets nobody log in without CHAP.  Detaching unbinds
+and deletes the account first (its credentials never log in again), then
+unbinds the initiator and drops its sessions, unless another attachment
+of that initiator still uses the target; the last attachment removes the
 target.
 
 The backend runs its own ``tgtd`` on ``target_ip_address:target_port``,
@@ -33,9 +37,11 @@ import threading
 import time
 import weakref
 
+from cinder_lite.common import credentials
 from cinder_lite.common import exception
 from cinder_lite.common import iscsi_name
 from cinder_lite.common import qos
+from cinder_lite.iscsi import errors as iscsi_errors
 from cinder_lite.iscsi import pr
 from cinder_lite.iscsi import scsi
 from cinder_lite.iscsi import session as iscsi_session
@@ -47,6 +53,13 @@ LUN = 1
 # registration of a host whose attachment ended, with its own key
 FENCER_NAME = 'cinder-lite-fencer'
 FENCER_KEY = 0x636c2d66656e6365           # 'cl-fence'
+# the CHAP account each attachment gets: ACCOUNT_PREFIX + attachment id
+ACCOUNT_PREFIX = 'attachment-'
+# bound first to every target, with a secret nobody is told: a target
+# always has an account, so tgt never lets a login in without CHAP (with
+# none bound it asks for no authentication), even while the accounts
+# after it are bound again (_unbind_account)
+GUARD_USER = 'cinder-lite-guard'
 FENCER_TIMEOUT_S = 5.0
 READY_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 5.0
@@ -68,7 +81,8 @@ class TargetError(exception.CinderLiteError):
 
 def parse_show(text):
     """``tgtadm --mode target --op show`` as {iqn: target}; a target has
-    ``tid``, ``acl`` (addresses and initiator names), ``luns``
+    ``tid``, ``acl`` (addresses and initiator names), ``accounts`` (the
+    incoming CHAP users bound to it), ``luns``
     ({lun: {'path', 'readonly'}}) and ``nexus`` ([{'id', 'initiator',
     'connections': [{'cid', 'address'}]}])."""
     targets = {}
@@ -77,8 +91,8 @@ def parse_show(text):
         line = raw.strip()
         m = re.match(r'^Target (\d+): (\S+)$', raw)
         if m:
-            current = {'tid': int(m.group(1)), 'acl': [], 'luns': {},
-                       'nexus': []}
+            current = {'tid': int(m.group(1)), 'acl': [], 'accounts': [],
+                       'luns': {}, 'nexus': []}
             targets[m.group(2)] = current
             section = None
             continue
@@ -111,7 +125,20 @@ def parse_show(text):
                 lun['path'] = line.split(':', 1)[1].strip()
         elif section == 'ACL information:':
             current['acl'].append(line)
+        elif section == 'Account information:':
+            if not line.endswith('(outgoing)'):
+                current['accounts'].append(line)
     return targets
+
+
+def parse_accounts(text):
+    """``tgtadm --mode account --op show`` as the set of user names."""
+    users = set()
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line and line != 'Account list:':
+            users.add(line)
+    return users
 
 
 class IscsiTarget:
@@ -135,6 +162,7 @@ class IscsiTarget:
             raise exception.InvalidInput(
                 reason='target_prefix %r does not make valid iSCSI names'
                        % self.prefix)
+        self.keyring = credentials.keyring(conf)
         self.state_dir = os.path.join(state_dir, 'iscsi')
         self.tgtd = shutil.which('tgtd') or '/usr/sbin/tgtd'
         self.tgtadm = shutil.which('tgtadm') or '/usr/sbin/tgtadm'
@@ -310,10 +338,10 @@ class IscsiTarget:
             done = subprocess.run(argv, capture_output=True, text=True,
                                   timeout=timeout)
         except (OSError, subprocess.TimeoutExpired) as e:
-            raise TargetError(reason='%s: %s' % (' '.join(args), e))
+            raise TargetError(reason='%s: %s' % (_shown(args), e))
         if done.returncode != 0:
             raise TargetError(reason='%s: %s' % (
-                ' '.join(args), (done.stderr or done.stdout).strip()))
+                _shown(args), (done.stderr or done.stdout).strip()))
         return done.stdout
 
     def _show(self, deadline=None):
@@ -335,6 +363,8 @@ class IscsiTarget:
             for name, value in TARGET_PARAMS:
                 self._adm('--mode', 'target', '--op', 'update', '--tid',
                           str(tid), '--name', name, '--value', value)
+            # before any ACL entry: CHAP from the first login on
+            self._add_account(GUARD_USER, os.urandom(16).hex(), tid, None)
         except TargetError:
             self._undo_target(tid)
             raise
@@ -358,6 +388,63 @@ class IscsiTarget:
     def _bind(self, tid, initiator):
         self._adm('--mode', 'target', '--op', 'bind', '--tid', str(tid),
                   '--initiator-name', initiator)
+
+    # -- CHAP accounts -------------------------------------------------------
+    @staticmethod
+    def user(attachment_id):
+        return ACCOUNT_PREFIX + attachment_id
+
+    def secret(self, attachment_id):
+        return self.keyring.secret(attachment_id, 'auth_password')
+
+    def _accounts(self, deadline=None):
+        return parse_accounts(self._adm('--mode', 'account', '--op', 'show',
+                                        deadline=deadline))
+
+    def _add_account(self, user, secret, tid, target):
+        """Make ``user`` (if tgtd has not got it) and bind it to ``tid``
+        (``target``: as shown, None for a target just made)."""
+        if user not in self._accounts():
+            # (the secret is on tgtadm's command line for a moment: tgtadm
+            # takes it no other way; _adm never shows it in an error)
+            self._adm('--mode', 'account', '--op', 'new', '--user', user,
+                      '--password', secret)
+        if target is None or user not in target['accounts']:
+            self._adm('--mode', 'account', '--op', 'bind', '--tid',
+                      str(tid), '--user', user)
+
+    def _unbind_account(self, target, user, deadline=None):
+        """Take ``user`` off ``target`` (as shown, its accounts in tgt's
+        order; updated).  tgt 1.0.85 leaves a hole where an account that
+        is not the last one was unbound, and then crashes on the next
+        show or login; so the accounts after it are unbound first, from
+        the last, and bound again after (in order: they fill the same
+        places).  The guard account, bound first, keeps CHAP required
+        meanwhile; a host logging in during these few milliseconds may
+        be refused once and retries."""
+        accounts = list(target['accounts'])
+        if user not in accounts:
+            return
+        at = accounts.index(user)
+        after = accounts[at + 1:]
+        tid = str(target['tid'])
+        for other in reversed(after + [user]):
+            self._adm('--mode', 'account', '--op', 'unbind', '--tid', tid,
+                      '--user', other, deadline=deadline)
+        for other in after:
+            self._adm('--mode', 'account', '--op', 'bind', '--tid', tid,
+                      '--user', other, deadline=deadline)
+        target['accounts'] = accounts[:at] + after
+
+    def _revoke(self, user, target, deadline=None):
+        """Unbind ``user`` from ``target`` (as shown; None when it is
+        gone) and delete it: its credentials open nothing of this
+        tgtd again.  Sessions it opened are the caller's to end."""
+        if target is not None:
+            self._unbind_account(target, user, deadline)
+        if user in self._accounts(deadline):
+            self._adm('--mode', 'account', '--op', 'delete', '--user', user,
+                      deadline=deadline)
 
     def _unbind(self, target, initiator, started=None):
         """Cut ``initiator`` off ``target``: take it off the ACL (so it
@@ -429,6 +516,10 @@ class IscsiTarget:
         target itself; the seconds the cut-off took."""
         started = time.monotonic() if started is None else started
         deadline = started + self.drain_timeout
+        # (from the last: see _unbind_account)
+        for user in reversed(target.get('accounts', ())):
+            self._adm('--mode', 'account', '--op', 'unbind', '--tid',
+                      str(target['tid']), '--user', user, deadline=deadline)
         for entry in list(target['acl']):
             self._adm('--mode', 'target', '--op', 'unbind', '--tid',
                       str(target['tid']), '--initiator-name', entry,
@@ -507,6 +598,15 @@ class IscsiTarget:
         else:
             tid, acl = target['tid'], target['acl']
         try:
+            # the account before the ACL entry: a target made here is
+            # never open to a login without CHAP
+            if target is not None and GUARD_USER not in target['accounts']:
+                # a target made before accounts were: no login without
+                # CHAP from now on
+                self._add_account(GUARD_USER, os.urandom(16).hex(), tid,
+                                  target)
+            self._add_account(self.user(attachment_id),
+                              self.secret(attachment_id), tid, target)
             if record['initiator'] not in acl:
                 self._bind(tid, record['initiator'])
             self._save(attachment_id, record)
@@ -514,8 +614,9 @@ class IscsiTarget:
             if created:
                 self._undo_target(tid)
             raise
-        LOG.info('attachment %s: %s may log in to %s (%s)', attachment_id,
-                 record['initiator'], record['iqn'], record['mode'])
+        LOG.info('attachment %s: %s may log in to %s (%s) as %s',
+                 attachment_id, record['initiator'], record['iqn'],
+                 record['mode'], self.user(attachment_id))
 
     def remove_export(self, attachment_id):
         with self._lock:
@@ -528,6 +629,11 @@ class IscsiTarget:
             target = self._target_now(record['iqn'],
                                       started + self.drain_timeout)
             drained = None
+            # its credentials first, so that they never log in again
+            # while its sessions end and drain
+            if self._running():
+                self._revoke(self.user(attachment_id), target,
+                             started + self.drain_timeout)
             if target is not None:
                 if not others:
                     drained = self._remove_target(target, started)
@@ -547,6 +653,10 @@ class IscsiTarget:
                      ', %s drained in %.1f ms' % (record['initiator'],
                                                   drained * 1000))
             return drained
+
+    def _running(self):
+        pid = self._daemon_pid()
+        return bool(pid) and _comm(pid) == 'tgtd'
 
     def _target_now(self, iqn, deadline):
         """Target ``iqn`` as our tgtd shows it, None when it has none or
@@ -586,6 +696,7 @@ class IscsiTarget:
             try:
                 target = self._show().get(iqn)
                 if target is not None:
+                    self._revoke(fencer, target)
                     self._unbind(target, fencer)
             except TargetError as e:
                 LOG.error('could not take %s off the ACL of %s: %s (prune '
@@ -603,10 +714,17 @@ class IscsiTarget:
         target = self._show().get(iqn)
         if target is None:
             return None
+        # an account of its own for this login alone (removed again with
+        # the ACL entry), its secret made afresh: nothing keeps it
+        # (one a failed run left behind goes first: it has another secret)
+        secret = os.urandom(16).hex()
+        self._revoke(fencer, target)
+        self._add_account(fencer, secret, target['tid'], None)
         self._bind(target['tid'], fencer)
         ask = scsi.settled
         with iscsi_session.IscsiSession(self.portal, iqn, LUN, fencer,
-                                        timeout=FENCER_TIMEOUT_S) as session:
+                                        timeout=FENCER_TIMEOUT_S,
+                                        chap=(fencer, secret)) as session:
             if key not in ask(session.read_keys)[1]:
                 return None
             ask(lambda: session.register_and_ignore(FENCER_KEY))
@@ -636,9 +754,13 @@ class IscsiTarget:
                           self.iqn(volume_id, mode)}
             self.start()
             target = self._show().get(record['iqn'])
-            if target and record['initiator'] in target['acl']:
+            if target and record['initiator'] in target['acl'] and \
+                    self.user(attachment_id) in target['accounts'] and \
+                    GUARD_USER in target['accounts'] and \
+                    self.user(attachment_id) in self._accounts():
                 self._save(attachment_id, record)
                 return True
+            # (its account too: the secret is derived again, the same)
             self._export(attachment_id, record)
             return True
 
@@ -648,10 +770,12 @@ class IscsiTarget:
         with self._lock:
             if not self._answers():
                 return
-            wanted = {}
-            for record in self.exports().values():
+            wanted, users = {}, {}
+            for attachment_id, record in self.exports().items():
                 wanted.setdefault(record['iqn'], set()).add(
                     record['initiator'])
+                users.setdefault(record['iqn'], set()).add(
+                    self.user(attachment_id))
             for iqn, target in self._show().items():
                 if not iqn.startswith(self.prefix):
                     continue
@@ -662,6 +786,11 @@ class IscsiTarget:
                                     'attachment uses it', iqn)
                         self._remove_target(target)
                         continue
+                    for user in list(target['accounts']):
+                        if user not in users[iqn] and user != GUARD_USER:
+                            LOG.warning('removing account %s from %s: no '
+                                        'attachment uses it', user, iqn)
+                            self._revoke(user, target)
                     for entry in target['acl']:
                         if entry not in wanted[iqn]:
                             LOG.warning('removing %s from the ACL of %s: '
@@ -670,27 +799,77 @@ class IscsiTarget:
                 except TargetError as e:
                     # the next prune tries again; the others go on
                     LOG.error('pruning %s: %s', iqn, e)
+            # accounts of attachments whose export is gone
+            mine = set().union(*users.values()) if users else set()
+            try:
+                for user in self._accounts():
+                    if user.startswith(ACCOUNT_PREFIX) and user not in mine:
+                        LOG.warning('removing account %s: no attachment '
+                                    'uses it', user)
+                        self._revoke(user, None)
+            except TargetError as e:
+                LOG.error('pruning accounts: %s', e)
 
     def reach(self, volume_id, attachment_ids, initiators):
-        """From tgt: the ACL entries and the sessions of ``initiators``
-        on the volume's targets; the host can reach the volume while it
-        has either."""
+        """Whether the host can reach the volume, found by trying: for
+        each target of the volume, a login (from the target's own
+        address) as each of ``initiators``, without credentials and with
+        the derived credentials of each of ``attachment_ids`` (these
+        also as one other initiator the target admits); and the
+        sessions of ``initiators`` tgt still shows.  ``logins`` are the
+        attempts that got in (``mode attachment-id|none initiator``),
+        ``acl`` the ACL entries of ``initiators`` (for information: an
+        entry opens nothing without an account)."""
         with self._lock:
             running = [a for a in attachment_ids if self._load(a)]
-            acl, sessions = [], 0
-            pid = self._daemon_pid()
-            if pid and _comm(pid) == 'tgtd':
+            acl, sessions, logins = [], 0, []
+            if self._running():
                 targets = self._show()
                 for mode in ('rw', 'ro'):
-                    target = targets.get(self.iqn(volume_id, mode))
+                    iqn = self.iqn(volume_id, mode)
+                    target = targets.get(iqn)
                     if target is None:
                         continue
                     acl += ['%s %s' % (mode, e) for e in target['acl']
                             if e in initiators]
                     sessions += sum(1 for n in target['nexus']
                                     if n['initiator'] in initiators)
+                    # a name the target admits that is not the host's:
+                    # with it, a login tells whether the host's
+                    # credentials still open the target once its own
+                    # names are off the ACL (as a stranger who copied
+                    # that name would try)
+                    admitted = [e for e in target['acl']
+                                if e not in initiators and
+                                iscsi_name.valid(e)][:1]
+                    tries = [(name, None) for name in initiators] + [
+                        (name, a) for name in list(initiators) + admitted
+                        for a in attachment_ids]
+                    for initiator, attachment_id in tries:
+                        if self._opens(iqn, initiator, attachment_id):
+                            logins.append('%s %s %s' % (
+                                mode, attachment_id or 'none', initiator))
         return {'exports': running, 'acl': acl, 'sessions': sessions,
-                'reachable': bool(acl or sessions)}
+                'logins': logins, 'reachable': bool(logins or sessions)}
+
+    def _opens(self, iqn, initiator, attachment_id):
+        """Whether a login to ``iqn`` as ``initiator``, with the
+        credentials of ``attachment_id`` (none when None), gets in."""
+        chap = None if attachment_id is None else (
+            self.user(attachment_id), self.secret(attachment_id))
+        source = None if self.ip in ('0.0.0.0', '::') else self.ip
+        session = iscsi_session.IscsiSession(
+            self.portal, iqn, LUN, initiator, timeout=FENCER_TIMEOUT_S,
+            source_address=source, chap=chap)
+        try:
+            session.connect(probe=False)
+        except iscsi_errors.IscsiError as e:
+            if e.errno in (errno.EACCES, errno.EPERM):
+                return False
+            raise TargetError(reason='cannot tell whether %s reaches %s: '
+                              '%s' % (initiator, iqn, e))
+        session.close()
+        return True
 
     def connection_data(self, path, volume_id, attachment_id, mode):
         record = self._load(attachment_id)
@@ -699,6 +878,11 @@ class IscsiTarget:
                               % attachment_id)
         return {'target_iqn': record['iqn'], 'target_portal': self.portal,
                 'target_lun': LUN, 'target_discovered': False,
+                # os-brick's CHAP keys; the connect flow masks the secret
+                # (credentials.conceal) before it is recorded or sent
+                'auth_method': 'CHAP',
+                'auth_username': self.user(attachment_id),
+                'auth_password': self.secret(attachment_id),
                 'volume_id': volume_id, 'discard': mode == 'rw',
                 # the key to register with, so that the registration
                 # ends with the attachment (see _drop_registration)
@@ -709,6 +893,15 @@ class IscsiTarget:
 # the tgtd processes this process started, by pid: a zombie among them is
 # reaped through its Popen, which then knows how it ended
 _started = weakref.WeakValueDictionary()
+
+
+def _shown(args):
+    """tgtadm's arguments as an error may show them: no secret."""
+    shown = list(args)
+    for i, arg in enumerate(shown[:-1]):
+        if arg == '--password':
+            shown[i + 1] = credentials.MASK
+    return ' '.join(shown)
 
 
 def _comm(pid):
