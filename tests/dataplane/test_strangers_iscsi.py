@@ -18,6 +18,9 @@ import uuid
 
 import pytest
 
+from cinder_lite.common import credentials
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
 from cinder_lite import iscsi
 from tests.harness import dataplane as dp
 
@@ -76,8 +79,25 @@ def test_connection_info_says_chap_per_attachment(shared):
         assert att['id'] in info['auth_username']
         assert len(info['auth_password']) >= 12
     assert infos[0]['auth_password'] != infos[1]['auth_password']
-    # a reader of GET /attachments who may not connect sees it masked
-    # (views.keyring_for); the owner sees it and it opens the target
+    # a reader of the project sees it masked, in a show and a list; the
+    # database and the bus hold it masked only; the owner (a member)
+    # sees it, and it opens the target
+    reader = s.client(user='r', roles='reader')
+    shown = reader.get('/attachments/%s' % rw['id'])
+    assert shown.status_code == 200, shown.text
+    assert shown.json()['attachment']['connection_info'][
+        'auth_password'] == credentials.MASK
+    listed = reader.get('/attachments/detail').json()['attachments']
+    assert {x['connection_info'].get('auth_password') for x in listed} \
+        == {credentials.MASK}
+    with db_api.reader() as session:
+        for att in (rw, ro):
+            recorded = db_attachments.get(session, att['id'])
+            assert recorded.connection_info['auth_password'] == \
+                credentials.MASK
+    member = s.client(user='m', roles='member')
+    assert member.get('/attachments/%s' % rw['id']).json()['attachment'][
+        'connection_info']['auth_password'] == infos[0]['auth_password']
     _login(infos[0], a.connector['initiator'], _chap(rw)).close()
     a.detach(rw['id'])
     c.detach(ro['id'])
