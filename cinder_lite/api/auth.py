@@ -141,7 +141,7 @@ class HostCheck:
                     if h and h not in unspecified]
 
     def allowed(self, host):
-        if host is None or not host:
+        if not host:
             return False
         if host == LOCALHOST:
             return True
