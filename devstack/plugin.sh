@@ -103,6 +103,12 @@ function configure_cinder_lite {
     iniset "$CINDER_LITE_CONF" DEFAULT auth_strategy "$auth"
     if [[ "$auth" == "keystone" ]]; then
         configure_keystone_authtoken_middleware "$CINDER_LITE_CONF" cinder-lite
+    else
+        # a devstack without Keystone listens on SERVICE_LISTEN_ADDRESS
+        # and is reached by SERVICE_HOST: noauth refuses both unless told
+        # (it trusts every host that reaches it; the start log says so)
+        iniset "$CINDER_LITE_CONF" DEFAULT allow_noauth_off_loopback True
+        iniset "$CINDER_LITE_CONF" DEFAULT public_endpoint "$(_cinder_lite_api_url)"
     fi
 
     # one file backend on this node

@@ -1,11 +1,15 @@
 """The WSGI application: middleware from the outside in.
 
-1. RequestId       every response and log line carries a request id
+1. SecurityHeaders every response: frame-ancestors 'none', nosniff
+   RequestId       every response and log line carries a request id
    ContextScope    no context left over from the thread's last request
    AccessLog       one log line per request ([DEFAULT] access_log)
 2. FaultWrapper    renders errors raised below (also auth and version
                    errors) in Cinder's body; anything unexpected is a
                    logged 500
+   HostCheck       (noauth only) the Host header names loopback or the
+                   API's address, else 400: before anything answers,
+                   against DNS rebinding
 3. ServiceSetup    hands handlers the config and the service layer
 4. Versions        ``/`` and ``/v3/`` answered before auth (tokenless
                    discovery); ``/healthcheck`` and the dashboard's static
@@ -24,6 +28,7 @@ from cinder_lite.api import health
 from cinder_lite.api.handlers import versions
 from cinder_lite.api import microversion
 from cinder_lite.api import router
+from cinder_lite.api import security_headers
 from cinder_lite.api import wsgi
 from cinder_lite.common import context as cl_context
 from cinder_lite import dashboard
@@ -126,9 +131,12 @@ def make_app(conf, services=None):
         app = dashboard.Dispatch(app)
     app = health.Dispatch(app, conf)
     app = ServiceSetup(app, conf, services or Services(conf))
+    if conf.auth_strategy == 'noauth':
+        app = auth.HostCheck(app, conf)
     app = faults.FaultWrapper(app)
     if conf.access_log:
         app = access_log.AccessLog(app)
     app = ContextScope(app)
     app = request_id.RequestId(app)
+    app = security_headers.SecurityHeaders(app)
     return app

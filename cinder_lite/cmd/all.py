@@ -8,6 +8,7 @@ import sys
 
 from oslo_config import cfg
 
+from cinder_lite.api import auth
 from cinder_lite.api import server
 from cinder_lite.cmd import config
 from cinder_lite.common import exception
@@ -46,14 +47,17 @@ def main():
                       description=DESCRIPTION)
     server.apply_cli(conf)
     try:
-        # before anything starts: a port in use is said in one line
+        # before anything starts: noauth off loopback and a port in use
+        # are said in one line
+        auth.check_start(conf)
         server.check_listen(conf)
-        os.makedirs(conf.state_path, exist_ok=True)
+        auth.warn_at_start(conf)
+        os.makedirs(conf.state_path, mode=0o700, exist_ok=True)
         db_api.configure(conf)
         migration.upgrade()
         service.run(conf, build(conf))
         return
-    except exception.CannotListen as e:
+    except (exception.CannotListen, exception.NoauthOffLoopback) as e:
         error = e
     # (outside the except block: oslo.log would add the exception again)
     service.exit_on_start_error(conf, error)

@@ -3,6 +3,7 @@ import sys
 
 from oslo_config import cfg
 
+from cinder_lite.api import auth
 from cinder_lite.api import server
 from cinder_lite.cmd import config
 from cinder_lite.common import exception
@@ -25,13 +26,15 @@ def main():
     config.parse_args(sys.argv[1:], conf, description=DESCRIPTION)
     server.apply_cli(conf)
     try:
+        auth.check_start(conf)
         server.check_listen(conf, reuse_port=conf.osapi_volume_workers > 1)
+        auth.warn_at_start(conf)
         if conf.osapi_volume_workers > 1:
             sys.exit(server.run_workers(conf,
                                         lambda: server.worker_main(conf)))
         server.worker_main(conf)
         return
-    except exception.CannotListen as e:
+    except (exception.CannotListen, exception.NoauthOffLoopback) as e:
         error = e
     # (outside the except block: oslo.log would add the exception again)
     service.exit_on_start_error(conf, error)

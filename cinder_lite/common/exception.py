@@ -222,6 +222,15 @@ class ServiceUnavailable(Invalid):
     msg_fmt = 'Service %(host)s is down: %(reason)s'
 
 
+class NoauthOffLoopback(CinderLiteError):
+    msg_fmt = ('auth_strategy = noauth trusts X-Auth-Token and X-Roles as '
+               'sent, so it serves loopback only, and osapi_volume_listen '
+               'is %(address)s. Listen on 127.0.0.1 (--listen), use '
+               'auth_strategy = keystone, or set [DEFAULT] '
+               'allow_noauth_off_loopback = true to serve anyone who can '
+               'reach that address as any user.')
+
+
 class CannotListen(CinderLiteError):
     msg_fmt = ('Cannot listen on %(address)s:%(port)s: %(reason)s. Stop '
                'what holds it or choose another address and port with '

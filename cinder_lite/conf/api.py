@@ -14,7 +14,17 @@ api_opts = [
                choices=[('noauth', 'X-Auth-Token: user:project, as '
                                    "Cinder's noauth"),
                         ('keystone', 'keystonemiddleware auth_token')],
-               help='How the API authenticates requests.'),
+               help='How the API authenticates requests. noauth trusts '
+                    'X-Auth-Token and X-Roles as sent: it is for a laptop, '
+                    'and serves loopback only (see '
+                    'allow_noauth_off_loopback).'),
+    cfg.BoolOpt('allow_noauth_off_loopback', default=False,
+                help='Let auth_strategy = noauth listen on an address that '
+                     'is not loopback (osapi_volume_listen). Anyone who '
+                     'reaches that address then acts as any user of any '
+                     'project, as admin by default: only on a network '
+                     'where every host is trusted. Off, the API refuses '
+                     'to start so.'),
     cfg.IntOpt('osapi_max_limit', default=1000, min=1,
                help='Most items one list request returns.'),
     cfg.BoolOpt('access_log', default=True,

@@ -59,5 +59,6 @@ class Dispatch:
         resp.headers['X-Content-Type-Options'] = 'nosniff'
         resp.headers['Content-Security-Policy'] = (
             "default-src 'self'; img-src 'self' data:; "
-            "style-src 'self'; script-src 'self'")
+            "style-src 'self'; script-src 'self'; frame-ancestors 'none'")
+        resp.headers['X-Frame-Options'] = 'DENY'
         return resp(environ, start_response)

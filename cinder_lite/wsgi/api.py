@@ -16,6 +16,7 @@ import atexit
 import os
 import threading
 
+from cinder_lite.api import auth
 from cinder_lite.api import deploy
 from cinder_lite.api import rpc_endpoint
 from cinder_lite.cmd import config
@@ -33,6 +34,9 @@ def init_application():
     for path in filter(None, os.environ.get(CONFIG_ENV, '').split(',')):
         argv += ['--config-file', path.strip()]
     conf = config.parse_args(argv)
+    if conf.auth_strategy == 'noauth':
+        # (the address is the WSGI server's, not osapi_volume_listen)
+        auth.warn_noauth()
     db_api.configure(conf)
     services = deploy.Services(conf)
     endpoint = rpc_endpoint.build_service(conf, services.attachments)

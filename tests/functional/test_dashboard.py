@@ -678,3 +678,65 @@ def test_a_reader_sees_but_cannot_act(stack, browser, tmp_path):
     # only the list's own filter and pager
     assert sorted(b.inner_text() for b in actions.all()) == [
         'Filter', 'Next ›', '‹ Previous']
+
+
+# ids a crafted link may put in the hash: each would name another API path
+# (or add a query) if the page put it into the path as it is
+CRAFTED = [('volume', '../os-host-fences'), ('volume', '../../os-host-fences'),
+           ('volume', 'x?all_tenants=1'), ('volume', 'x#y'),
+           ('snapshot', '../os-services'),
+           ('snapshot', '..%2F..%2Fos-host-fences')]
+
+
+def test_an_id_in_the_hash_names_no_other_api_path(stack, browser,
+                                                   tmp_path):
+    from urllib.parse import quote, urlsplit
+
+    from playwright.sync_api import expect
+    page = browser.new_page(viewport=DESKTOP)
+    sign_in(page, stack.url, 'admin', P, 'admin')
+    seen = []
+    page.on('request', lambda r: seen.append(r.url))
+
+    def api_requests():
+        return [urlsplit(u) for u in seen
+                if urlsplit(u).path.startswith('/v3/')]
+
+    for view, raw in CRAFTED + [('volume', '..'), ('snapshot', '.')]:
+        page.goto(stack.url + '/dashboard/#/volumes')
+        expect(page.locator('#volumes')).to_be_visible(timeout=WAIT_MS)
+        expect(page.locator('#error')).to_be_hidden()
+        del seen[:]
+        page.goto(stack.url + '/dashboard/#/%s/%s' % (view, quote(
+            raw, safe='')))
+        live = page.locator('#live')
+        error = page.locator('#error')
+        if raw in ('.', '..'):
+            # a browser resolves those even escaped: the page refuses them
+            expect(live).to_contain_text('the link names no volume',
+                                         timeout=WAIT_MS)
+            expect(error).to_contain_text('Not an id')
+            assert api_requests() == [], seen
+            continue
+        expect(live).to_contain_text('Nothing to show: the API refused.',
+                                     timeout=WAIT_MS)
+        expect(error).to_contain_text('HTTP 404')
+        if raw == '../os-host-fences':
+            shoot(page, tmp_path, 'crafted-id.png', doc=False)
+        # the id went as one escaped path segment, and only there
+        wanted = '/v3/%ss/%s' % (view, quote(raw, safe=''))
+        got = api_requests()
+        assert got and all(u.path == wanted and not u.query for u in got), (
+            raw, seen)
+    shoot(page, tmp_path, 'dot-id.png', doc=False)
+
+
+def test_the_page_may_not_be_framed(stack):
+    page = requests.get(stack.url + '/dashboard/')
+    assert "frame-ancestors 'none'" in page.headers[
+        'Content-Security-Policy']
+    assert page.headers['X-Frame-Options'] == 'DENY'
+    for name in ('app.js', 'snapshots.js', 'style.css'):
+        resp = requests.get(stack.url + '/dashboard/' + name)
+        assert "frame-ancestors 'none'" in resp.headers[
+            'Content-Security-Policy'], name

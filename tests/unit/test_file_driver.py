@@ -74,3 +74,47 @@ def test_a_size_the_file_system_refuses_is_told_in_words(tmp_path):
         e.value.message
     assert 'Errno' not in e.value.message
     assert os.path.getsize(d.path('a')) == GiB
+
+
+def _private(path):
+    return os.stat(path).st_mode & 0o077 == 0
+
+
+def test_volume_files_are_readable_by_this_user_only(tmp_path):
+    # whatever the umask: a volume holds a tenant's data
+    old = os.umask(0o022)
+    try:
+        d = driver(tmp_path / 'root')
+        d.create_volume({'id': 'v', 'size': 1})
+        d.create_snapshot({'id': 's', 'volume_id': 'v', 'volume_size': 1})
+        d.create_volume_from_snapshot({'id': 'w', 'size': 1}, {'id': 's'})
+        d.create_cloned_volume({'id': 'c', 'size': 1}, {'id': 'v'})
+    finally:
+        os.umask(old)
+    for path in (d.path('v'), d.snapshot_path('s'), d.path('w'),
+                 d.path('c')):
+        assert os.stat(path).st_mode & 0o777 == 0o600, oct(
+            os.stat(path).st_mode)
+    assert os.stat(d.root).st_mode & 0o777 == 0o700
+
+
+def test_a_crash_left_world_readable_file_is_made_again_private(tmp_path):
+    d = driver(tmp_path)
+    tmp = d.path('v') + '.creating'
+    with open(tmp, 'wb'):
+        pass
+    os.chmod(tmp, 0o644)
+    d.create_volume({'id': 'v', 'size': 1})
+    assert _private(d.path('v'))
+
+
+def test_setup_makes_files_of_an_earlier_version_private(tmp_path):
+    for name in ('volume-old', 'snapshot-old', 'unrelated'):
+        with open(tmp_path / name, 'wb'):
+            pass
+        os.chmod(tmp_path / name, 0o644)
+    driver(tmp_path)
+    assert _private(tmp_path / 'volume-old')
+    assert _private(tmp_path / 'snapshot-old')
+    # not ours: left as it is
+    assert os.stat(tmp_path / 'unrelated').st_mode & 0o777 == 0o644

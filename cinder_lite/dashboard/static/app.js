@@ -60,6 +60,8 @@ class ApiError extends Error {
 
 class Lost extends Error {}
 
+class NotAnId extends Error {}
+
 function faultMessage(data, text) {
   if (data && typeof data === 'object') {
     for (const value of Object.values(data)) {
@@ -182,7 +184,9 @@ function signOut() {
 function current() {
   const parts = location.hash.replace(/^#\/?/, '').split('/');
   if ((parts[0] === 'volume' || parts[0] === 'snapshot') && parts[1]) {
-    return {name: parts[0], id: decodeURIComponent(parts[1])};
+    let id = parts[1];
+    try { id = decodeURIComponent(id); } catch (e) { /* kept as written */ }
+    return {name: parts[0], id};
   }
   if (parts[0] === 'backends' || parts[0] === 'snapshots') {
     return {name: parts[0]};
@@ -231,10 +235,12 @@ async function refresh(force) {
     lastKey = drawn;
     $('live').replaceChildren(h('div', {}, VIEWS[r.name].draw(r, data)));
   } catch (e) {
-    if (e instanceof ApiError && key === routeKey) {
+    if ((e instanceof ApiError || e instanceof NotAnId) &&
+        key === routeKey) {
       lastKey = null;
       $('live').replaceChildren(h('p', {class: 'muted'},
-                                  'Nothing to show: the API refused.'));
+        e instanceof NotAnId ? 'Nothing to show: the link names no ' +
+          'volume or snapshot.' : 'Nothing to show: the API refused.'));
     }
     showError(e);
   } finally {
@@ -275,6 +281,17 @@ function pager(state, next) {
     refresh(true);
   }}, 'Next ›');
   return h('div', {class: 'pager'}, prev, nxt);
+}
+
+// an id as one segment of an API path or of a view's hash: escaped, so an
+// id from the hash or from an answer cannot name another path or add a
+// query ('.' and '..' are refused: a browser resolves them even escaped)
+function seg(id) {
+  const text = String(id);
+  if (text === '' || text === '.' || text === '..') {
+    throw new NotAnId('Not an id: ' + JSON.stringify(text));
+  }
+  return encodeURIComponent(text);
 }
 
 function query(params) {
@@ -439,7 +456,7 @@ function volumesDraw(r, data) {
     const project = v['os-vol-tenant-attr:tenant_id'];
     return h('tr', {'data-volume': v.id},
       h('td', {class: 'name'},
-        h('a', {href: '#/volume/' + v.id}, v.name || '(no name)'),
+        h('a', {href: '#/volume/' + seg(v.id)}, v.name || '(no name)'),
         v.description ? h('div', {class: 'description',
                                   title: v.description}, v.description)
           : ''),
@@ -512,11 +529,11 @@ function volumeControls(r) {
     h('div', {class: 'grid controls'}, h('div', {class: 'actions card'},
       h('label', {}, 'New size (GiB)', size),
       h('button', {type: 'button', id: 'extend', onclick: () => act(() =>
-        api('POST', '/volumes/' + r.id + '/action',
+        api('POST', '/volumes/' + seg(r.id) + '/action',
             {'os-extend': {new_size: Number(size.value)}}))}, 'Extend'),
       h('button', {type: 'button', class: 'danger', id: 'delete-volume',
                    onclick: () => act(async () => {
-        await api('DELETE', '/volumes/' + r.id);
+        await api('DELETE', '/volumes/' + seg(r.id));
         location.hash = '#/volumes';
       })}, 'Delete volume')),
     h('form', {class: 'toolbar card', id: 'take-snapshot-form',
@@ -540,7 +557,7 @@ function showForce(status) {
 }
 
 async function volumeLoad(r) {
-  const volume = (await api('GET', '/volumes/' + r.id)).volume;
+  const volume = (await api('GET', '/volumes/' + seg(r.id))).volume;
   const attachments = await allAttachments({volume_id: r.id});
   const snaps = await api('GET', '/snapshots/detail' + query({
     volume_id: r.id, limit: SNAPSHOTS_LIMIT,
@@ -620,10 +637,10 @@ function volumeDraw(r, data) {
     mayAct() ? h('td', {class: 'row-actions'},
       h('button', {type: 'button', class: 'secondary detach',
                    onclick: () => act(() =>
-        api('DELETE', '/attachments/' + a.id))}, 'Detach'),
+        api('DELETE', '/attachments/' + seg(a.id)))}, 'Detach'),
       data.admin ? [' ', h('button', {type: 'button', class: 'danger',
                                       onclick: () => act(() =>
-        api('POST', '/volumes/' + v.id + '/action',
+        api('POST', '/volumes/' + seg(v.id) + '/action',
             {'os-force_detach': {attachment_id: a.id}}))}, 'Force')] : '')
       : null));
   showForce(v.status);
@@ -650,7 +667,8 @@ function volumeDraw(r, data) {
         h('dt', {}, 'Backend'), h('dd', {}, v['os-vol-host-attr:host'] || '-'),
         h('dt', {}, 'Attachments'), h('dd', {}, String(data.attachments.length)),
         v.snapshot_id ? [h('dt', {}, 'From snapshot'), h('dd', {},
-          h('a', {href: '#/snapshot/' + v.snapshot_id}, v.snapshot_id))] : ''
+          h('a', {href: '#/snapshot/' + seg(v.snapshot_id)},
+            v.snapshot_id))] : ''
       )),
       h('div', {class: 'card'}, picture(v, data.attachments),
         h('p', {class: 'legend'}, 'solid: read-write · dashed: read-only · ' +

@@ -10,7 +10,7 @@ const snapList = {markers: [], marker: null, filters: {}};
 function snapshotTable(snapshots, partial) {
   const rows = snapshots.map((sn) => h('tr', {'data-snapshot': sn.id},
     h('td', {class: 'name'},
-      h('a', {href: '#/snapshot/' + sn.id}, sn.name || '(no name)'),
+      h('a', {href: '#/snapshot/' + seg(sn.id)}, sn.name || '(no name)'),
       sn.description ? h('div', {class: 'description',
                                  title: sn.description}, sn.description)
         : ''),
@@ -20,10 +20,10 @@ function snapshotTable(snapshots, partial) {
     mayAct() ? h('td', {class: 'row-actions'},
       // at a phone's width the name leads to the same form
       h('a', {class: 'button secondary hide-narrow',
-              href: '#/snapshot/' + sn.id}, 'New volume…'), ' ',
+              href: '#/snapshot/' + seg(sn.id)}, 'New volume…'), ' ',
       h('button', {type: 'button', class: 'danger delete-snapshot',
                    onclick: () => act(() =>
-        api('DELETE', '/snapshots/' + sn.id))}, 'Delete')) : null));
+        api('DELETE', '/snapshots/' + seg(sn.id)))}, 'Delete')) : null));
   return [
     h('div', {class: 'scroll'}, h('table', {id: 'snapshots'},
       h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Status'),
@@ -89,7 +89,7 @@ async function snapshotsLoad() {
 }
 
 function volumeLink(id, name) {
-  return h('a', {href: '#/volume/' + id, title: id},
+  return h('a', {href: '#/volume/' + seg(id), title: id},
            name || id.slice(0, 8) + '…');
 }
 
@@ -101,7 +101,7 @@ function snapshotsDraw(r, data) {
   const project = 'os-extended-snapshot-attributes:project_id';
   const rows = data.snapshots.map((sn) => h('tr', {'data-snapshot': sn.id},
     h('td', {class: 'name'},
-      h('a', {href: '#/snapshot/' + sn.id}, sn.name || '(no name)'),
+      h('a', {href: '#/snapshot/' + seg(sn.id)}, sn.name || '(no name)'),
       sn.description ? h('div', {class: 'description',
                                  title: sn.description}, sn.description)
         : ''),
@@ -139,7 +139,7 @@ function snapshotControls(r) {
       const volume = {name: name.value.trim() || null, snapshot_id: r.id};
       if (size.value !== '') volume.size = Number(size.value);
       const made = await api('POST', '/volumes', {volume});
-      location.hash = '#/volume/' + made.volume.id;
+      location.hash = '#/volume/' + seg(made.volume.id);
     });
   };
   return [
@@ -157,18 +157,18 @@ function snapshotControls(r) {
         // (the volume it was of, as the live part last showed it)
         const volumeId = shownSnapshot && shownSnapshot.id === r.id
           ? shownSnapshot.volume_id
-          : (await api('GET', '/snapshots/' + r.id)).snapshot.volume_id;
-        await api('DELETE', '/snapshots/' + r.id);
-        location.hash = '#/volume/' + volumeId;
+          : (await api('GET', '/snapshots/' + seg(r.id))).snapshot.volume_id;
+        await api('DELETE', '/snapshots/' + seg(r.id));
+        location.hash = '#/volume/' + seg(volumeId);
       })}, 'Delete snapshot')),
   ];
 }
 
 async function snapshotLoad(r) {
-  const snapshot = (await api('GET', '/snapshots/' + r.id)).snapshot;
+  const snapshot = (await api('GET', '/snapshots/' + seg(r.id))).snapshot;
   let volume = null;
   try {
-    volume = (await api('GET', '/volumes/' + snapshot.volume_id)).volume;
+    volume = (await api('GET', '/volumes/' + seg(snapshot.volume_id))).volume;
   } catch (e) {
     if (!(e instanceof ApiError)) throw e;
   }

@@ -8,6 +8,8 @@ the same way.
 Capacity is that of the filesystem holding the directory; the provisioned
 capacity counts snapshots too.  Writes go through a temporary name and a
 rename so a crash never leaves a file that looks complete but is not.
+Files are 0600 and the directory 0700: only this service's user (and
+tgtd, as root) reads a volume; nbdkit runs as this user.
 """
 import logging
 import os
@@ -46,7 +48,8 @@ class FileDriver(base.VolumeDriver):
         return local_target.LocalTarget(self.conf, state_dir)
 
     def do_setup(self):
-        os.makedirs(self.root, exist_ok=True)
+        os.makedirs(self.root, mode=0o700, exist_ok=True)
+        self._tighten_modes()
         self.target = self._make_target()
         try:
             self.target.start()
@@ -59,6 +62,25 @@ class FileDriver(base.VolumeDriver):
     def stop(self):
         if self.target is not None:
             self.target.stop()
+
+    def _tighten_modes(self):
+        """Files an earlier version made 0644 become 0600."""
+        tightened = 0
+        with os.scandir(self.root) as entries:
+            for entry in entries:
+                if not entry.name.startswith(('volume-', 'snapshot-')):
+                    continue
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    if entry.is_file(follow_symlinks=False) and \
+                            mode & 0o077:
+                        os.chmod(entry.path, mode & 0o700)
+                        tightened += 1
+                except FileNotFoundError:   # deleted meanwhile
+                    continue
+        if tightened:
+            LOG.info('made %d volume and snapshot files of %s readable by '
+                     'this user only (0600)', tightened, self.root)
 
     def check_for_setup_error(self):
         if not os.access(self.root, os.W_OK):
@@ -74,8 +96,15 @@ class FileDriver(base.VolumeDriver):
             LOG.info('%s exists already at %s', volume['id'], path)
             return False
         tmp = path + '.creating'
-        with open(tmp, 'wb') as f:
-            f.truncate(volume['size'] * GiB)
+        try:
+            os.unlink(tmp)      # left by a crash (maybe 0644): made again
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, volume['size'] * GiB)
+        finally:
+            os.close(fd)
         os.rename(tmp, path)
         LOG.info('created %s (%d GiB) at %s', volume['id'], volume['size'],
                  path)

@@ -168,7 +168,7 @@ class IscsiTarget:
         self.tgtadm = shutil.which('tgtadm') or '/usr/sbin/tgtadm'
         self._lock = threading.RLock()
         self._proc = None
-        os.makedirs(self.state_dir, exist_ok=True)
+        os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
 
     @property
     def portal(self):

@@ -97,7 +97,7 @@ class NbdTarget:
         self.nbdkit = shutil.which('nbdkit') or 'nbdkit'
         self.drain_timeout = conf.target_drain_timeout
         self._children = {}
-        os.makedirs(self.state_dir, exist_ok=True)
+        os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
 
     def _state_file(self, attachment_id):
         return os.path.join(self.state_dir, '%s.json' % attachment_id)
