@@ -36,12 +36,17 @@ class RequestContext(o_context.RequestContext):
         d = super().to_dict()
         d['service_roles'] = self.service_roles
         d['service_catalog'] = self.service_catalog
+        # a service acting for a user on the bus sends its own token too
+        # (oslo.context keeps it but does not put it in the dict)
+        if self.service_token:
+            d['service_token'] = self.service_token
         return d
 
     @classmethod
     def from_dict(cls, values, **kwargs):
         kwargs.setdefault('service_roles', values.get('service_roles'))
         kwargs.setdefault('service_catalog', values.get('service_catalog'))
+        kwargs.setdefault('service_token', values.get('service_token'))
         kwargs.setdefault('is_admin', values.get('is_admin', False))
         return super().from_dict(values, **kwargs)
 

@@ -51,12 +51,13 @@ class ContextSerializer(om_serializer.NoOpSerializer):
 
 
 class NotificationSerializer(ContextSerializer):
-    """Notifications go to whoever listens: without the caller's token
+    """Notifications go to whoever listens: without the caller's tokens
     and catalog (which only the services' own calls carry)."""
 
     def serialize_context(self, ctxt):
         values = ctxt.to_dict()
         values.pop('auth_token', None)
+        values.pop('service_token', None)
         values.pop('service_catalog', None)
         return values
 

@@ -76,13 +76,22 @@ class RestTransport:
 
 class BusTransport:
     """The API service's RPC endpoint; needs the bus configured in this
-    process (``[DEFAULT] transport_url``)."""
+    process (``[DEFAULT] transport_url``).
 
-    def __init__(self, project_id, user_id='compute', conf=None):
+    With the API in keystone mode every call carries ``token``, a Keystone
+    token scoped to ``project_id`` (the user's the attachment is for), and
+    ``service_token``, this compute node's own (a token with the service
+    role: the attachment is then guarded as a service's); the API takes
+    who is calling from Keystone alone.  With the API in noauth mode the
+    context is taken as sent, the tokens are not needed."""
+
+    def __init__(self, project_id, user_id='compute', conf=None,
+                 token=None, service_token=None):
         self.api = rpcapi.AttachmentAPI(conf)
         self.context = cl_context.RequestContext(
             user_id=user_id, project_id=project_id, roles=['member'],
-            service_roles=['service'], current=False)
+            service_roles=['service'], auth_token=token,
+            service_token=service_token, current=False)
 
     def create(self, volume_id, instance_uuid, connector, mode):
         return self.api.attachment_create(self.context, volume_id,
