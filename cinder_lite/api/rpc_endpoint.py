@@ -10,7 +10,6 @@ from cinder_lite.api import bus_auth
 from cinder_lite.api import rpcapi
 from cinder_lite.api.views import attachments as views
 from cinder_lite.common import constants
-from cinder_lite.common import credentials
 from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite import service
@@ -36,12 +35,13 @@ class AttachmentEndpoint:
         # bus_auth.KeystoneBus or NoAuthBus: the caller's context
         self.callers = callers
 
-    def _view(self, attachment):
-        # (callers on the bus connect: they get the credentials)
+    def _view(self, ctxt, attachment):
+        # the credentials for the callers policy lets see them (a
+        # service acting for the owner, the owner's member, an admin)
         return views.detail(attachment,
                             self.attachments.shared_with(attachment),
-                            keyring=credentials.keyring(
-                                self.attachments.conf))
+                            keyring=views.keyring_for(
+                                ctxt, self.attachments.conf, attachment))
 
     def attachment_create(self, ctxt, volume_id, instance_uuid=None,
                           connector=None, mode=None):
@@ -54,17 +54,17 @@ class AttachmentEndpoint:
             instance_uuid=_uuid(instance_uuid, 'instance_uuid', True),
             connector=connector or None, mode=mode,
             service_owned=policy.is_service(ctxt))
-        return self._view(attachment)
+        return self._view(ctxt, attachment)
 
     def attachment_update(self, ctxt, attachment_id, connector):
         ctxt = self.callers.context(ctxt)
         rules.check_connector(connector)
-        return self._view(self.attachments.update(
+        return self._view(ctxt, self.attachments.update(
             ctxt, _uuid(attachment_id, 'attachment_id'), connector))
 
     def attachment_complete(self, ctxt, attachment_id):
         ctxt = self.callers.context(ctxt)
-        return self._view(self.attachments.complete(
+        return self._view(ctxt, self.attachments.complete(
             ctxt, _uuid(attachment_id, 'attachment_id')))
 
     def attachment_delete(self, ctxt, attachment_id):
@@ -75,12 +75,12 @@ class AttachmentEndpoint:
 
     def attachment_takeover(self, ctxt, attachment_id):
         ctxt = self.callers.context(ctxt)
-        return self._view(self.attachments.takeover(
+        return self._view(ctxt, self.attachments.takeover(
             ctxt, _uuid(attachment_id, 'attachment_id')))
 
     def attachment_get(self, ctxt, attachment_id):
         ctxt = self.callers.context(ctxt)
-        return self._view(self.attachments.get(
+        return self._view(ctxt, self.attachments.get(
             ctxt, _uuid(attachment_id, 'attachment_id')))
 
 
@@ -89,5 +89,6 @@ def build_service(conf, attachments):
     (no services row: it is part of the API service)."""
     return service.RPCService(
         conf, constants.API_BINARY, rpcapi.TOPIC, conf.host,
-        [AttachmentEndpoint(attachments, bus_auth.for_conf(conf))], conf.storage_availability_zone,
+        [AttachmentEndpoint(attachments, bus_auth.for_conf(conf))],
+        conf.storage_availability_zone,
         register=False)
