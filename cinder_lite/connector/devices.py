@@ -5,7 +5,7 @@ import os
 
 from cinder_lite.common import credentials
 from cinder_lite.common import exception
-from cinder_lite.connector import nbd
+from cinder_lite import nbd
 from cinder_lite import iscsi
 
 

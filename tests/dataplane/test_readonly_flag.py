@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from cinder_lite.connector import nbd
+from cinder_lite import nbd
 from cinder_lite import iscsi
 from tests.harness import dataplane as dp
 

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from cinder_lite.connector import nbd
+from cinder_lite import nbd
 from tests.harness import dataplane as dp
 from tests.harness import util
 

@@ -45,7 +45,7 @@ import time
 
 from cinder_lite.common import credentials
 from cinder_lite.common import exception
-from cinder_lite.connector import nbd as nbd_client
+from cinder_lite import nbd as nbd_client
 
 LOG = logging.getLogger(__name__)
 

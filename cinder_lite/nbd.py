@@ -4,7 +4,7 @@ bindings, speaking TLS with a pre-shared key.
 
 Every export of the NBD target requires TLS with the key of its
 attachment (targets/nbd.py).  Python 3.11's ``ssl`` has no TLS-PSK (it
-comes with 3.13), so the hand-written protocol client this module held
+comes with 3.13), so the hand-written protocol client connector/nbd.py held
 before cannot speak it; libnbd does (GnuTLS underneath), and it is what
 nbdinfo, nbdcopy and nbdsh are built on.
 
