@@ -36,8 +36,9 @@ FLOORS = [
                 'cinder_lite.common',     # context, errors, states, bus,
                                           # policy, capability matching
                 'cinder_lite.conf',       # option modules, no parsing
-                'cinder_lite.iscsi'],     # iSCSI on the wire: PDUs, SCSI
+                'cinder_lite.iscsi',      # iSCSI on the wire: PDUs, SCSI
                                           # commands, reservations
+                'cinder_lite.nbd'],       # NBD over TLS: libnbd's client
      'shared'),
     # the database: models, migrations, one query module per entity
     ('db', ['cinder_lite.db'], 'shared'),

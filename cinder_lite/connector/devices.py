@@ -6,7 +6,7 @@ import time
 
 from cinder_lite.common import credentials
 from cinder_lite.common import exception
-from cinder_lite.connector import nbd
+from cinder_lite import nbd
 from cinder_lite import iscsi
 
 
@@ -36,12 +36,23 @@ class LocalDevice:
 
 
 class NbdDevice:
-    """An NBD export, read and written over the network."""
+    """An NBD export, read and written over the network: over TLS with
+    the attachment's pre-shared key when its connection_info says
+    ``tls`` (our target's exports all do)."""
 
     def __init__(self, info, source_address=None):
-        self._client = nbd.NbdClient(info['host'], info['port'],
-                                     info.get('export_name', ''),
-                                     source_address=source_address)
+        tls = bool(info.get('tls'))
+        if tls and (not info.get('tls_psk_identity') or
+                    not info.get('tls_psk_key') or
+                    info.get('tls_psk_key') == credentials.MASK):
+            raise exception.InvalidInput(
+                reason='the connection_info of this NBD export has no TLS '
+                       'key (it is shown only to callers that may connect)')
+        self._client = nbd.NbdClient(
+            info['host'], info['port'], info.get('export_name', ''),
+            source_address=source_address,
+            tls_identity=info.get('tls_psk_identity') if tls else None,
+            tls_key=info.get('tls_psk_key') if tls else None)
         self._client.connect()
         self.size = self._client.size
         self.read_only = self._client.read_only

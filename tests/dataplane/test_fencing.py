@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from cinder_lite.connector import nbd
+from cinder_lite import nbd
 from cinder_lite import iscsi
 from tests.harness import dataplane as dp
 from tests.harness import util

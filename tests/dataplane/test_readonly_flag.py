@@ -8,14 +8,16 @@ import uuid
 
 import pytest
 
-from cinder_lite.connector import nbd
+from cinder_lite import nbd
 from cinder_lite import iscsi
 from tests.harness import dataplane as dp
 
 BLOCK = 4096
 PROTOCOLS = {
-    'nbd': ('nbd_stack', nbd.NbdError, errno.EPERM),
-    'iscsi': ('iscsi_stack', iscsi.IscsiError, errno.EROFS),
+    # see test_shared_volumes: over TLS nbdkit 1.32.5 loses the connection
+    # after refusing a write
+    'nbd': ('nbd_stack', nbd.NbdError, {errno.EPERM, errno.ENOTCONN}),
+    'iscsi': ('iscsi_stack', iscsi.IscsiError, {errno.EROFS}),
 }
 
 
@@ -46,7 +48,7 @@ def test_readonly_volume_is_read_only_at_the_target(request, protocol):
         digest = hashlib.sha256(f.read(16 * BLOCK)).digest()
     with pytest.raises(refused) as e:
         dev.write(0, b'\xff' * BLOCK)
-    assert e.value.errno == refused_errno
+    assert e.value.errno in refused_errno
     with open(path, 'rb') as f:
         assert hashlib.sha256(f.read(16 * BLOCK)).digest() == digest
     host.detach(att['id'], dev)

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from cinder_lite.connector import nbd
+from cinder_lite import nbd
 from cinder_lite import iscsi
 from tests.harness import dataplane as dp
 from tests.harness import util
@@ -34,8 +34,14 @@ def iscsi_exports(s, volume_id):
 
 
 PROTOCOLS = {
-    'nbd': ('nbd_stack', nbd_exports, nbd.NbdError, errno.EPERM),
-    'iscsi': ('iscsi_stack', iscsi_exports, iscsi.IscsiError, errno.EROFS),
+    # nbdkit refuses the write of a read-only export with EPERM; over TLS
+    # (1.32.5) it then skips the refused payload with read(2) on the raw
+    # socket, not through GnuTLS, and loses the connection: the client
+    # sees EPERM or the connection ended (ENOTCONN), the data unchanged
+    'nbd': ('nbd_stack', nbd_exports, nbd.NbdError,
+            {errno.EPERM, errno.ENOTCONN}),
+    'iscsi': ('iscsi_stack', iscsi_exports, iscsi.IscsiError,
+              {errno.EROFS}),
 }
 
 
@@ -75,9 +81,13 @@ def test_three_hosts_share_a_volume_and_ro_is_enforced_by_the_target(
         before = hashlib.sha256(f.read(16 * BLOCK)).digest()
     with pytest.raises(refused) as e:
         devs['c'].write(0, b'\xff' * BLOCK)
-    assert e.value.errno == refused_errno
+    assert e.value.errno in refused_errno
     with open(path, 'rb') as f:
         assert hashlib.sha256(f.read(16 * BLOCK)).digest() == before
+    if protocol == 'nbd':
+        # the connection the refused write ended, opened again
+        devs['c'].close()
+        devs['c'] = clients['c'].open(atts['c'])
     # detaching one host leaves the others working
     clients['a'].detach(atts['a']['id'], devs['a'])
     assert exports(s, vol['id']) == 2

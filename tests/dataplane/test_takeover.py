@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from cinder_lite.common import states
 from cinder_lite.connector import client
 from cinder_lite.connector import host as host_connector
-from cinder_lite.connector import nbd
+from cinder_lite import nbd
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models

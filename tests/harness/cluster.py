@@ -592,6 +592,11 @@ class Cluster:
         default = {
             'transport_url': self.transport_url,
             'state_path': os.path.join(self.workdir, 'state'),
+            # one deployment key for every process, also those with a
+            # state_path of their own (attachment credentials are derived
+            # from it by the API and by each volume service)
+            'credential_key_file': os.path.join(self.workdir,
+                                                'credential.key'),
             'osapi_volume_listen': self.api_host,
             'osapi_volume_listen_port': self.port,
             'osapi_volume_workers': self.api_workers,

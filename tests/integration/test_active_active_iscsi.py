@@ -44,12 +44,10 @@ CLUSTER_OPTIONS = {
         _iscsi('ma2'), volumes_dir='{workdir}/state/volumes/ma'))},
     'process_sections': {
         'ma': {'DEFAULT': {'cluster': 'aa'}},
-        # a state directory of its own, the deployment's credential key
-        # (the same file on every node: credentials are derived from it)
+        # a state directory of its own (the cluster gives every process
+        # the deployment's one credential key)
         'ma2': {'DEFAULT': {'cluster': 'aa',
-                            'state_path': '{workdir}/state-ma2',
-                            'credential_key_file':
-                                '{workdir}/state/credential.key'}}},
+                            'state_path': '{workdir}/state-ma2'}}},
 }
 
 

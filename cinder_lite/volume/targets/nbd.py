@@ -1,6 +1,27 @@
 """The NBD target: one ``nbdkit`` per attachment, read-only attachments
 exported with ``-r`` so the server refuses their writes.
 
+Each export requires TLS with a pre-shared key only its attachment
+holds (``--tls=require --tls-psk=FILE``): FILE, 0600 in the target's
+state directory, holds the one identity of that attachment
+(``psk_identity``) and its key, which is never stored anywhere else but
+derived again whenever it is needed (``credentials.keyring(conf)
+.secret(attachment_id, 'tls_psk_key')``: after a restart too), and goes
+with the export.  A client without TLS, or with the key of any other
+attachment, fails the TLS handshake before any NBD option; one with the
+right key but another export name is refused too (nbdkit's exportname
+filter, strict, listing only the volume id).  So removing an export
+(detach, takeover, fence) revokes its credential everywhere: no other
+export of the volume accepts it.
+
+nbdkit's ip filter cannot add the connector's address as a second check
+with the nbdkit 1.32.5 of Debian 12: that build was made without
+``inet_pton`` (the filter imports no such symbol), so it refuses every
+address rule with "don't know how to parse rule: allow=127.0.0.2"
+(``allow=127.0.0.2/32``: 'cannot parse address "127.0.0.2"'); only
+``all``/``anyipv4``/``anyipv6`` and the Unix-socket ``pid:``/``uid:``/
+``gid:`` rules parse.
+
 Back-end QoS specs are applied with nbdkit's rate filter (see
 ``rate_limit`` and doc/qos.rst): it limits the bytes each export moves
 per second, reads and writes each on their own; it has no limit of
@@ -9,7 +30,8 @@ operations per second, so the ``*_iops_sec`` keys are not applied.
 Each export listens on ``target_ip_address`` at the first free port of
 ``target_port_range``; its pid, port and file are kept in a small JSON
 file under the backend's state directory, so the service can stop it by
-pid (also after a restart) and knows which exports exist.
+pid (also after a restart) and knows which exports exist.  nbdkit's
+messages (refused clients among them) go to a log file beside it.
 """
 import errno
 import json
@@ -21,7 +43,9 @@ import socket
 import subprocess
 import time
 
+from cinder_lite.common import credentials
 from cinder_lite.common import exception
+from cinder_lite import nbd as nbd_client
 
 LOG = logging.getLogger(__name__)
 
@@ -35,6 +59,16 @@ READY_TIMEOUT_S = 5.0
 # Writes nbdkit acknowledged are in the file already (the file plugin
 # writes through), so nothing acknowledged is lost.
 STOP_TIMEOUT_S = 0.005
+
+
+# how long reach() waits for each handshake it tries
+PROBE_TIMEOUT_S = 2.0
+PSK_KEY = 'tls_psk_key'
+
+
+def psk_identity(attachment_id):
+    """The TLS-PSK identity (user name) of an attachment."""
+    return 'attachment-%s' % attachment_id
 
 
 # the back-end QoS keys the rate filter can apply: bytes per second
@@ -96,8 +130,39 @@ class NbdTarget:
         self.state_dir = os.path.realpath(os.path.join(state_dir, 'nbd'))
         self.nbdkit = shutil.which('nbdkit') or 'nbdkit'
         self.drain_timeout = conf.target_drain_timeout
+        self.keyring = credentials.keyring(conf)
         self._children = {}
         os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
+        os.chmod(self.state_dir, 0o700)
+
+    def _key(self, attachment_id):
+        return self.keyring.secret(attachment_id, PSK_KEY)
+
+    def _psk_file(self, attachment_id):
+        return os.path.join(self.state_dir, '%s.psk' % attachment_id)
+
+    def _log_file(self, attachment_id):
+        return os.path.join(self.state_dir, '%s.log' % attachment_id)
+
+    def _write_psk(self, attachment_id):
+        """The PSK file of one attachment: its identity and key alone,
+        0600 from the start."""
+        path = self._psk_file(attachment_id)
+        tmp = path + '.tmp'
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, 'w') as f:
+            f.write(nbd_client.psk_line(psk_identity(attachment_id),
+                                        self._key(attachment_id)))
+        os.rename(tmp, path)
+        return path
+
+    def _forget_files(self, attachment_id):
+        for path in (self._psk_file(attachment_id),
+                     self._log_file(attachment_id)):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
 
     def _state_file(self, attachment_id):
         return os.path.join(self.state_dir, '%s.json' % attachment_id)
@@ -125,6 +190,12 @@ class NbdTarget:
         connection info names (clients hold that info), with the QoS its
         volume's type has now."""
         record = self._load(attachment_id)
+        if record and not record.get('tls') and _is_nbdkit(record['pid']):
+            # an export made before exports required TLS: made again
+            LOG.warning('NBD export of attachment %s runs without TLS: '
+                        'restarting it with its key', attachment_id)
+            self.remove_export(attachment_id)
+            record = None
         if record and _is_nbdkit(record['pid']):
             return True
         if record:
@@ -154,6 +225,11 @@ class NbdTarget:
                     self._kill(pid)
                 except exception.CinderLiteError as e:
                     LOG.error('pruning: %s', e)
+        records = self.exports()
+        for name in os.listdir(self.state_dir):
+            base, dot, ext = name.rpartition('.')
+            if ext in ('psk', 'log') and base not in records:
+                self._forget_files(base)
 
     def _ports_in_use(self):
         return {r['port'] for r in self.exports().values()}
@@ -185,29 +261,45 @@ class NbdTarget:
 
     def _spawn(self, path, volume_id, attachment_id, mode, port,
                qos_specs=None):
+        psk = self._write_psk(attachment_id)
         argv = [self.nbdkit, '--foreground',
-                '-i', self.ip, '-p', str(port), '-e', volume_id]
+                '-i', self.ip, '-p', str(port), '-e', volume_id,
+                '--tls=require', '--tls-psk=%s' % psk]
         if mode == 'ro':
             argv.append('-r')
         rate = rate_limit(qos_specs, 'NBD export of attachment %s'
                           % attachment_id)
+        argv.append('--filter=exportname')
         if rate:
             argv.append('--filter=rate')
-        argv += ['file', path]
+        argv += ['file', path,
+                 # only the volume's name opens it, and only it is listed
+                 'exportname=%s' % volume_id, 'exportname-strict=true',
+                 'exportname-list=explicit']
         if rate:
             argv.append('rate=%d' % rate)
+        # nbdkit's messages (every refused client adds some) go to a file:
+        # a pipe nobody reads any more (after a restart) would fill up
+        log_fd = os.open(self._log_file(attachment_id),
+                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE,
+                                    stderr=log_fd,
                                     cwd=self.state_dir,
                                     start_new_session=True)
         except OSError as e:
+            self._forget_files(attachment_id)
             raise exception.CinderLiteError('cannot run nbdkit: %s' % e)
+        finally:
+            os.close(log_fd)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors='replace').strip()
+                with open(self._log_file(attachment_id), errors='replace'
+                          ) as f:
+                    err = f.read().strip()
+                self._forget_files(attachment_id)
                 LOG.warning('nbdkit for %s on port %d exited: %s',
                             attachment_id, port, err)
                 return False
@@ -219,10 +311,11 @@ class NbdTarget:
                 time.sleep(0.01)
         else:
             self._kill(proc.pid, proc)
+            self._forget_files(attachment_id)
             return False
         record = {'pid': proc.pid, 'port': port, 'host': self.ip,
                   'path': path, 'mode': mode, 'volume_id': volume_id,
-                  'rate': rate}
+                  'rate': rate, 'tls': True}
         tmp = self._state_file(attachment_id) + '.tmp'
         with open(tmp, 'w') as f:
             json.dump(record, f)
@@ -250,6 +343,7 @@ class NbdTarget:
             os.unlink(self._state_file(attachment_id))
         except FileNotFoundError:
             pass
+        self._forget_files(attachment_id)
         LOG.info('NBD export of attachment %s removed (pid %d, drained in '
                  '%.1f ms)', attachment_id, record['pid'], drained * 1000)
         return drained
@@ -289,25 +383,43 @@ class NbdTarget:
             time.sleep(0.001 if not killed else 0.002)
 
     def reach(self, volume_id, attachment_ids, initiators):
-        """An NBD export serves whoever connects to its port: a host can
-        reach the volume while an nbdkit of one of its attachments runs
-        (and, still, until its clients hang up)."""
-        running = []
+        """Whether a host can still open the volume, found by trying: a
+        TLS handshake and NBD_OPT_GO with the key of each of its
+        attachments (``attachment_ids``) against every export of the
+        volume this target runs.  ``exports``: the attachments whose key
+        opened one; ``reachable``: whether any did (None when some export
+        did not answer, so it cannot be told)."""
+        running = [r for r in self.exports().values()
+                   if r.get('volume_id') == volume_id and
+                   _is_nbdkit(r['pid']) and not _exited(r['pid'])]
+        opened, unknown = [], False
         for attachment_id in attachment_ids:
-            record = self._load(attachment_id)
-            if record and record.get('volume_id') == volume_id and \
-                    _is_nbdkit(record['pid']) and not _exited(record['pid']):
-                running.append(attachment_id)
-        return {'exports': running, 'acl': [], 'sessions': 0,
-                'reachable': bool(running)}
+            key = self._key(attachment_id)
+            for record in running:
+                got = nbd_client.opens(record['host'], record['port'],
+                                       volume_id, psk_identity(attachment_id),
+                                       key, timeout=PROBE_TIMEOUT_S)
+                if got:
+                    opened.append(attachment_id)
+                    break
+                if got is None:
+                    unknown = True
+        reachable = True if opened else (None if unknown else False)
+        return {'exports': opened, 'acl': [], 'sessions': 0,
+                'reachable': reachable}
 
     def connection_data(self, path, volume_id, attachment_id, mode):
         record = self._load(attachment_id)
         if record is None:
             raise exception.CinderLiteError(
                 'attachment %s has no NBD export' % attachment_id)
+        # what QEMU's client takes (tls-creds-psk: username, and a keys.psk
+        # of ``identity:key`` lines) and libnbd's (set_tls_psk_file,
+        # set_tls_username); the key is masked wherever it is recorded
         return {'host': record['host'], 'port': record['port'],
-                'export_name': volume_id, 'access_mode': mode}
+                'export_name': volume_id, 'access_mode': mode,
+                'tls': True, 'tls_psk_identity': psk_identity(attachment_id),
+                PSK_KEY: self._key(attachment_id)}
 
 
 def _exited(pid):
