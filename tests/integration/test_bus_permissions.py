@@ -165,7 +165,8 @@ def test_compute_user_reaches_the_api_and_nothing_else(services,
     ('%s_fanout' % volume_rpcapi.TOPIC, ''),
     ('%s_fanout' % scheduler_rpcapi.TOPIC, ''),
     ('', volume_rpcapi.TOPIC),            # the default exchange
-])
+], ids=lambda value: (value.replace(EXCHANGE, 'control-exchange')
+                      if value else 'default'))
 def test_amqp_publish_elsewhere_is_refused(broker, services, exchange,
                                            routing_key):
     """The refusal is the broker's, whatever client speaks: a plain AMQP
