@@ -42,30 +42,24 @@ ADMIN_SERVICE_OR_MEMBER = ('rule:admin_api or role:service or '
                            'service_roles:service or '
                            'rule:project_member_api')
 
+def _base(name, check_str, description):
+    return policy.RuleDefault(name, check_str, description=description,
+                              scope_types=SCOPE_TYPES)
+
+
 _BASE = [
-    policy.RuleDefault('admin_api', ADMIN,
-                       description='The caller is a cloud administrator.',
-                       scope_types=SCOPE_TYPES),
-    policy.RuleDefault('owner', OWNER,
-                       description='The caller acts in the project that '
-                                   'owns the resource.',
-                       scope_types=SCOPE_TYPES),
-    policy.RuleDefault('project_reader_api', PROJECT_READER,
-                       description='A reader of the owning project '
-                                   '(reader, member or admin in it).',
-                       scope_types=SCOPE_TYPES),
-    policy.RuleDefault('project_member_api', PROJECT_MEMBER,
-                       description='A member of the owning project '
-                                   '(member or admin in it).',
-                       scope_types=SCOPE_TYPES),
-    policy.RuleDefault('admin_or_reader', ADMIN_OR_READER,
-                       description='An administrator or a reader of the '
-                                   'owning project.',
-                       scope_types=SCOPE_TYPES),
-    policy.RuleDefault('admin_or_member', ADMIN_OR_MEMBER,
-                       description='An administrator or a member of the '
-                                   'owning project (not a reader).',
-                       scope_types=SCOPE_TYPES),
+    _base('admin_api', ADMIN, 'The caller is a cloud administrator.'),
+    _base('owner', OWNER,
+          'The caller acts in the project that owns the resource.'),
+    _base('project_reader_api', PROJECT_READER,
+          'A reader of the owning project (reader, member or admin in it).'),
+    _base('project_member_api', PROJECT_MEMBER,
+          'A member of the owning project (member or admin in it).'),
+    _base('admin_or_reader', ADMIN_OR_READER,
+          'An administrator or a reader of the owning project.'),
+    _base('admin_or_member', ADMIN_OR_MEMBER,
+          'An administrator or a member of the owning project (not a '
+          'reader).'),
 ]
 
 

@@ -67,12 +67,18 @@ def shared(iscsi_stack):
     return iscsi_stack, api
 
 
-def test_connection_info_says_chap_per_attachment(shared):
-    s, api = shared
+def _writer_and_reader(s, api):
+    """A shared volume, host a attached read-write and host c
+    read-only: (volume, a, c, a's attachment, c's attachment)."""
     vol = api.create_volume(volume_type='shared')
     a, c = dp.attacher(s, 'a'), dp.attacher(s, 'c')
-    rw = a.attach(vol['id'], str(uuid.uuid4()), mode='rw')
-    ro = c.attach(vol['id'], str(uuid.uuid4()), mode='ro')
+    return (vol, a, c, a.attach(vol['id'], str(uuid.uuid4()), mode='rw'),
+            c.attach(vol['id'], str(uuid.uuid4()), mode='ro'))
+
+
+def test_connection_info_says_chap_per_attachment(shared):
+    s, api = shared
+    vol, a, c, rw, ro = _writer_and_reader(s, api)
     infos = [rw['connection_info'], ro['connection_info']]
     for att, info in zip((rw, ro), infos):
         assert info['auth_method'] == 'CHAP'
@@ -171,10 +177,7 @@ def test_a_taken_over_writer_keeps_nothing_that_opens(iscsi_stack):
 
 def test_a_fenced_host_keeps_nothing_that_opens_and_status_says_so(shared):
     s, api = shared
-    vol = api.create_volume(volume_type='shared')
-    a, c = dp.attacher(s, 'a'), dp.attacher(s, 'c')
-    rw = a.attach(vol['id'], str(uuid.uuid4()), mode='rw')
-    ro = c.attach(vol['id'], str(uuid.uuid4()), mode='ro')
+    vol, a, c, rw, ro = _writer_and_reader(s, api)
     status = _status(api, 'host-c', vol['id'])
     assert status['reachable'] is True and status['logins'], status
     resp = api.post('/os-host-fences/host-c/action',
@@ -234,10 +237,7 @@ def _qemu(program, info, initiator, *args, password=None):
 def test_qemu_opens_the_lun_with_what_connection_info_says(shared):
     _qemu_iscsi()
     s, api = shared
-    vol = api.create_volume(volume_type='shared')
-    a, c = dp.attacher(s, 'a'), dp.attacher(s, 'c')
-    rw = a.attach(vol['id'], str(uuid.uuid4()), mode='rw')
-    ro = c.attach(vol['id'], str(uuid.uuid4()), mode='ro')
+    vol, a, c, rw, ro = _writer_and_reader(s, api)
     rw_info, ro_info = rw['connection_info'], ro['connection_info']
     writer, reader = a.connector['initiator'], c.connector['initiator']
     done = _qemu('qemu-img', rw_info, writer, 'info')
