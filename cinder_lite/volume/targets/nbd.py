@@ -41,6 +41,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 from cinder_lite.common import credentials
@@ -132,6 +133,13 @@ class NbdTarget:
         self.drain_timeout = conf.target_drain_timeout
         self.keyring = credentials.keyring(conf)
         self._children = {}
+        # a port is chosen and its nbdkit started under this lock: two
+        # connects that chose the same free port at once had the loser's
+        # readiness probe answered by the winner's nbdkit (the loser's
+        # exits, unable to bind), and its record named the other
+        # attachment's export -- another key (refused), or before TLS
+        # another mode
+        self._spawning = threading.Lock()
         os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
         os.chmod(self.state_dir, 0o700)
 
@@ -200,8 +208,9 @@ class NbdTarget:
             return True
         if record:
             os.unlink(self._state_file(attachment_id))
-        return self._spawn(path, volume_id, attachment_id, mode,
-                           connection_info.get('port'), qos_specs)
+        with self._spawning:
+            return self._spawn(path, volume_id, attachment_id, mode,
+                               connection_info.get('port'), qos_specs)
 
     def start(self):
         pass
@@ -238,14 +247,15 @@ class NbdTarget:
                       connector, qos_specs=None):
         if self._load(attachment_id):
             return
-        taken = self._ports_in_use()
         low, high = self.ports
-        for port in range(low, high + 1):
-            if port in taken or not self._port_free(port):
-                continue
-            if self._spawn(path, volume_id, attachment_id, mode, port,
-                           qos_specs):
-                return
+        with self._spawning:
+            taken = self._ports_in_use()
+            for port in range(low, high + 1):
+                if port in taken or not self._port_free(port):
+                    continue
+                if self._spawn(path, volume_id, attachment_id, mode, port,
+                               qos_specs):
+                    return
         raise exception.CinderLiteError(
             'no free port for an NBD export in %d-%d on %s' % (
                 low, high, self.ip))
