@@ -12,9 +12,9 @@ its first try, as a client that wants the attachment sees it.
 
 Targets:
 
-* ``cinder``: the endpoint given by ``--cinder-url`` (the one
-  ``../shared/cinder-reference/start.sh`` starts answers at
-  http://127.0.0.1:18776 with noauth tokens ``user:project``);
+* ``cinder``: the endpoint given by ``--cinder-url``: a Cinder you run
+  on this machine with noauth tokens ``user:project`` (this repository
+  does not start one yet);
 * ``cinder_lite``: a distributed deployment this script starts (API with
   one worker, scheduler, volume nodes as processes over RabbitMQ and
   ``--db``), as bench/attach.py does.
@@ -37,8 +37,6 @@ transactions in SQLAlchemy Core on the same database): Cinder's p50 over
 that floor is the most any service making this cycle's round trips could
 be faster than Cinder on this machine (``--no-floor`` skips it).
 
-    bash ../shared/cinder-reference/setup.sh && \\
-        bash ../shared/cinder-reference/start.sh
     .venv/bin/python bench/versus_cinder.py --cinder-url \\
         http://127.0.0.1:18776 --clients 1,8 --seconds 10 --rounds 2
 
