@@ -10,29 +10,18 @@ nbdinfo, nbdcopy and nbdsh are built on.
 
 The bindings are Debian's ``python3-libnbd``: ``nbd.py`` and the
 extension ``libnbdmod`` in the system's dist-packages, not on PyPI.
-``bindings()`` imports them into this interpreter (a virtualenv of
-another Python 3.11 build, without the system's site-packages) by
-loading exactly those two files from their path, not by putting the
-whole dist-packages on ``sys.path``: nothing else of Debian's Python
-packages is seen.  It works when the extension was built for this
-interpreter's ABI (its file name carries it, e.g.
-``cpython-311-x86_64-linux-gnu``), and says what is missing otherwise.
+``bindings()`` imports exactly those two files into this interpreter
+(common/system_bindings.py), and says what is missing otherwise.
 """
 import errno
-import importlib.machinery
-import importlib.util
 import os
 import shutil
 import socket
-import sys
 import tempfile
 import threading
 import time
 
-# where Debian (and Ubuntu) install python3-libnbd
-BINDING_DIRS = ('/usr/lib/python3/dist-packages',)
-
-_load_lock = threading.Lock()
+from cinder_lite.common import system_bindings
 
 
 class NbdError(OSError):
@@ -43,45 +32,14 @@ class NbdError(OSError):
 
 def bindings():
     """libnbd's Python module ``nbd``."""
-    with _load_lock:
-        module = sys.modules.get('nbd')
-        if module is not None and hasattr(module, 'TLS_REQUIRE'):
-            return module
-        try:
-            import nbd
-            if hasattr(nbd, 'TLS_REQUIRE'):
-                return nbd
-        except ImportError:
-            pass
-        for directory in BINDING_DIRS:
-            py = os.path.join(directory, 'nbd.py')
-            ext = next((os.path.join(directory, 'libnbdmod' + suffix)
-                        for suffix in importlib.machinery.EXTENSION_SUFFIXES
-                        if os.path.exists(os.path.join(
-                            directory, 'libnbdmod' + suffix))), None)
-            if os.path.exists(py) and ext:
-                _load('libnbdmod', ext)
-                # nbd.py imports libnbdmod (now in sys.modules) and itself
-                return _load('nbd', py)
-        raise NbdError(errno.ENOSYS,
-                       "libnbd's Python bindings for this interpreter "
-                       "(%s, extension suffix %s) are not installed: "
-                       "install python3-libnbd (Debian) for the same "
-                       "Python version" % (
-                           sys.version.split()[0],
-                           importlib.machinery.EXTENSION_SUFFIXES[0]))
-
-
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+        # nbd.py imports the extension libnbdmod: loaded first
+        system_bindings.load('libnbdmod', 'python3-libnbd')
+        return system_bindings.load(
+            'nbd', 'python3-libnbd',
+            accept=lambda module: hasattr(module, 'TLS_REQUIRE'))
+    except system_bindings.BindingMissing as e:
+        raise NbdError(errno.ENOSYS, str(e)) from None
 
 
 def _close(h):

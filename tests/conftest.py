@@ -3,11 +3,16 @@ shares the modules out (README.rst's command runs two workers with
 ``--dist loadfile``: each module runs whole on one worker, so its
 module-scoped cluster starts once)."""
 import os
+import subprocess
+import sys
+import tempfile
 
 import pytest
 
+from tests.harness import ceph as ceph_mod
 from tests.harness import cluster as cluster_mod
 from tests.harness import stack as stack_mod
+from tests.harness import util
 
 # The clusters' services are forks of a process that imported cinder_lite
 # once (tests/harness/forkrun.py), not new interpreters: about 1 s of CPU
@@ -87,6 +92,98 @@ def pytest_xdist_make_scheduler(config, log):
             return SHARED_WORKER.get(path, path)
 
     return SharedWorkerScheduling(config, log)
+
+
+# -- one Ceph cluster per run ------------------------------------------------
+# The process that runs the session (pytest-xdist's controller, or pytest
+# itself without workers) starts the cluster of the RBD tests in the
+# background before any worker exists, when the run holds such tests; the
+# workers find it through CEPH_ENV.  A run of one module without it starts
+# a cluster of its own in the ``ceph`` fixture.
+CEPH_ENV = 'CINDER_LITE_TEST_CEPH'
+CEPH_PATHS = ('tests/rbd', 'tests/dataplane', 'tests/integration')
+_ceph_run = {}
+
+
+def _wants_ceph(config):
+    if ceph_mod.missing_programs() or CEPH_ENV in os.environ:
+        return False
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for arg in config.args or ['tests']:
+        path = os.path.relpath(os.path.abspath(arg.split('::')[0]), root)
+        if path in ('.', 'tests') or path.startswith(CEPH_PATHS):
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    config = session.config
+    if hasattr(config, 'workerinput') or not _wants_ceph(config):
+        return
+    path = tempfile.mkdtemp(prefix='cinder-lite-ceph-')
+    log = open(os.path.join(path, 'harness.log'), 'wb')
+    _ceph_run['proc'] = subprocess.Popen(
+        [sys.executable, '-m', 'tests.harness.ceph', os.path.join(path, 'c')],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    log.close()
+    os.environ[CEPH_ENV] = os.path.join(path, 'c')
+
+
+def pytest_sessionfinish(session):
+    proc = _ceph_run.pop('proc', None)
+    if proc is not None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope='session')
+def ceph(tmp_path_factory):
+    """The run's Ceph cluster (tests/harness/ceph.py): its conf, admin
+    keyring, pool and the volume service's keyring."""
+    missing = ceph_mod.missing_programs()
+    if missing:
+        util.skip_or_fail('Ceph is not installed (%s)' % ', '.join(missing))
+    from cinder_lite.volume.drivers import rbd as rbd_driver
+    try:
+        rbd_driver.rbd_module()
+    except ImportError as e:
+        util.skip_or_fail(str(e))
+    if CEPH_ENV in os.environ:
+        yield ceph_mod.wait_described(os.environ[CEPH_ENV])
+        return
+    cluster = ceph_mod.start_for_tests(tmp_path_factory.mktemp('ceph'))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def rbd_backend(ceph, **extra):
+    """A backend section of the RBD driver on the run's pool, connecting
+    as the volume service's user."""
+    return dict({'volume_driver': 'cinder_lite.volume.drivers.rbd.RBDDriver',
+                 'rbd_pool': ceph.pool, 'rbd_user': ceph_mod.SERVICE_USER,
+                 'rbd_ceph_conf': ceph.conf,
+                 'rbd_keyring_conf': ceph.service_keyring}, **extra)
+
+
+@pytest.fixture
+def rbd_stack(ceph, tmp_path):
+    """An embedded cinder_lite whose one backend, ``rbd``, is the pool of
+    the run's cluster; no export may be left when it stops."""
+    s = stack_mod.Stack(tmp_path / 'st',
+                        backends={'rbd': rbd_backend(ceph)}).start()
+    yield s
+    driver = s.volume_service('rbd').endpoints[0].driver
+    left = driver.list_exports()
+    s.stop()
+    assert left == [], 'exports left behind: %s' % left
 
 
 @pytest.fixture

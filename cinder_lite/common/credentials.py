@@ -1,32 +1,35 @@
 """Per-attachment credentials: derived, never stored.
 
 Every target gives an attachment a credential of its own (a CHAP secret
-on tgt, a TLS pre-shared key on nbdkit).  None is kept anywhere: each is
-an HMAC-SHA256 of the deployment's key (``credential_key_file``, 0600,
-the same file on every API and volume node) over the attachment id and
-the connection_info key it fills, made again wherever it is needed: by
-the target when it exports (also when it re-creates an export after a
-restart), by the API when it shows connection_info to a caller allowed
-to connect.
+on tgt, a TLS pre-shared key on nbdkit, a cephx key on Ceph).  None is
+kept anywhere: each is an HMAC-SHA256 of the deployment's key
+(``credential_key_file``, 0600, the same file on every API and volume
+node) over the attachment id and the connection_info key it fills,
+made again wherever it is needed: by the target when it exports (also
+when it re-creates an export after a restart), by the API when it shows
+connection_info to a caller allowed to connect.
 
 connection_info is recorded and sent over the bus with every secret
 replaced by ``MASK`` (``conceal``); ``reveal`` puts the secrets back for
 the callers that may see them.  A secret key is one of ``SECRET_KEYS``:
 a target that adds a credential adds its key here, nothing else.
 """
+import base64
 import hashlib
 import hmac
 import logging
 import os
+import struct
 import threading
 
 LOG = logging.getLogger(__name__)
 
 MASK = '***'
 # connection_info keys whose values are secrets (os-brick's CHAP keys,
-# the NBD target's TLS pre-shared key)
+# the NBD target's TLS pre-shared key, the keyring os-brick's RBD
+# connector takes when there is no libvirt secret)
 SECRET_KEYS = frozenset(('auth_password', 'discovery_auth_password',
-                         'tls_psk_key'))
+                         'tls_psk_key', 'keyring'))
 KEY_BYTES = 32
 
 _lock = threading.Lock()
@@ -57,13 +60,47 @@ class Keyring:
         for key in SECRET_KEYS:
             if shown.get(key) == MASK:
                 shown[key] = self.secret(attachment_id, key)
+        if info.get('keyring') == MASK:
+            shown['keyring'] = self.cephx_keyring(
+                attachment_id, 'client.%s' % info.get('auth_username'))
         return shown
+
+    def cephx_key(self, attachment_id):
+        """The attachment's cephx key, as ``ceph auth`` shows keys."""
+        return cephx_key(bytes.fromhex(self.secret(attachment_id,
+                                                   'keyring')))
+
+    def cephx_keyring(self, attachment_id, entity):
+        """A keyring file's text holding the attachment's key for
+        ``entity`` (``client.<user>``)."""
+        return '[%s]\n\tkey = %s\n' % (entity, self.cephx_key(attachment_id))
 
 
 # the lengths the targets use (CHAP secrets: tgt and open-iscsi take up
-# to 255 characters, Windows initiators 12 to 16; a PSK key: 32 bytes)
+# to 255 characters, Windows initiators 12 to 16; a PSK key: 32 bytes; a
+# cephx secret: 16 bytes, AES-128)
 SECRET_LENGTHS = {'auth_password': 32, 'discovery_auth_password': 32,
-                  'tls_psk_key': 64}
+                  'tls_psk_key': 64, 'keyring': 32}
+CEPHX_AES = 1
+
+
+def cephx_key(secret):
+    """A cephx key of the 16 bytes ``secret``, encoded as Ceph encodes
+    one (CryptoKey: type, creation time, length, secret, little-endian)
+    and shown (base64).  The creation time is 0: the key is derived, the
+    same wherever it is made."""
+    return base64.b64encode(struct.pack('<HIIH', CEPHX_AES, 0, 0,
+                                        len(secret)) + secret).decode()
+
+
+def cephx_key_of(keyring_text):
+    """The key of the first entity of a keyring file's text; None when it
+    holds none."""
+    for line in (keyring_text or '').splitlines():
+        name, sep, value = line.partition('=')
+        if sep and name.strip() == 'key':
+            return value.strip()
+    return None
 
 
 def conceal(info):

@@ -86,6 +86,65 @@ backend_opts = [
                       'be provisioned.'),
 ]
 
+# The RBD driver's (drivers/rbd.py): Cinder's names where Cinder has the
+# option, so a Cinder RBD backend section reads the same here.
+rbd_opts = [
+    cfg.StrOpt('rbd_pool', default='rbd',
+               help='Ceph pool the volumes of this backend live in.'),
+    cfg.StrOpt('rbd_user',
+               help='Ceph user (without "client.") the volume service '
+                    'connects as. Its caps are in doc/rbd.rst: it creates '
+                    'and removes the keys of attachments and blocklists '
+                    'their clients.'),
+    cfg.StrOpt('rbd_ceph_conf', default='',
+               help='Path to the ceph.conf of the cluster ("" reads '
+                    'Ceph\'s default locations).'),
+    cfg.StrOpt('rbd_cluster_name', default='ceph',
+               help='Name of the Ceph cluster.'),
+    cfg.StrOpt('rbd_secret_uuid',
+               help='UUID of the libvirt secret holding a key of this '
+                    'cluster, passed to compute nodes in connection_info '
+                    '(secret_uuid) as Cinder does.'),
+    cfg.StrOpt('rbd_keyring_conf',
+               help='Path to the keyring of rbd_user (by default Ceph looks '
+                    'where ceph.conf says).'),
+    cfg.BoolOpt('rbd_flatten_volume_from_snapshot', default=False,
+                help='Flatten volumes made from snapshots: they then no '
+                     'longer depend on the snapshot.'),
+    cfg.IntOpt('rbd_max_clone_depth', default=5, min=0,
+               help='Longest chain of copy-on-write clones; a clone that '
+                    'would be deeper is flattened. 0 flattens every '
+                    'clone.'),
+    cfg.IntOpt('rbd_store_chunk_size', default=4, min=1,
+               help='Size of the objects a volume is striped over, in MiB '
+                    '(a power of two).'),
+    cfg.IntOpt('rados_connect_timeout', default=10, min=1,
+               help='Seconds a connection to the cluster may take.'),
+    cfg.BoolOpt('report_discard_supported', default=True,
+                help='Tell consumers they may discard (connection_info '
+                     '"discard").'),
+    cfg.StrOpt('rbd_attachment_user_prefix', default='cinder-lite',
+               regex=r'^[A-Za-z0-9_-]+$',
+               help='Each attachment connects as the Ceph user '
+                    '"client.<prefix>.<attachment id>", made at connect and '
+                    'removed at detach, takeover and fence. rbd_user must '
+                    'be allowed to manage keys of that prefix only.'),
+    cfg.BoolOpt('rbd_read_only_keys_watch', default=False,
+                help='Let the key of a read-only attachment register a '
+                     'watch on the image header. QEMU (Nova\'s libvirt '
+                     'driver) always opens RBD images read-write and '
+                     'cannot open one without it; the volume\'s data '
+                     'objects stay read-only at the OSDs either way, but '
+                     'with a watch the key may also write the header '
+                     'object (doc/rbd.rst, "Read-only attachments").'),
+    cfg.IntOpt('rbd_blocklist_expire', default=86400, min=3600,
+               help='Seconds a fenced or detached client stays blocklisted. '
+                    'Its key is removed at once, so it cannot connect '
+                    'again; the entry only has to outlive its tickets.'),
+]
+
+backend_opts += rbd_opts
+
 BACKEND_DEFAULTS = 'backend_defaults'
 
 

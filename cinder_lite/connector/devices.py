@@ -6,6 +6,7 @@ import time
 
 from cinder_lite.common import credentials
 from cinder_lite.common import exception
+from cinder_lite.common import system_bindings
 from cinder_lite import nbd
 from cinder_lite import iscsi
 
@@ -143,6 +144,76 @@ def _chap(info):
     return user, secret
 
 
+class RbdDevice:
+    """An RBD image through librbd, as the attachment's own Ceph user
+    (``auth_username``, its key in ``keyring``), at the monitors of
+    ``hosts`` and ``ports``; opened read-only when the attachment is."""
+
+    # seconds a connect may take: a removed key is not refused at once,
+    # the monitors let it wait (client_mount_timeout)
+    CONNECT_TIMEOUT = 10
+
+    def __init__(self, info):
+        key = credentials.cephx_key_of(info.get('keyring'))
+        if info.get('keyring') == credentials.MASK or not key:
+            raise exception.InvalidInput(
+                reason='the connection_info of this RBD volume has no key '
+                       '(it is shown only to callers that may connect)')
+        pool, _, image = (info.get('name') or '').partition('/')
+        if not pool or not image:
+            raise exception.InvalidInput(
+                reason='RBD connection_info name %r is not pool/image'
+                % info.get('name'))
+        # Cinder's hosts and ports are the monitors' v1 (legacy messenger)
+        # addresses
+        mons = ','.join('[v1:%s:%s]' % ('[%s]' % h if ':' in h else h, p)
+                        for h, p in zip(info.get('hosts') or (),
+                                        info.get('ports') or ()))
+        rados = system_bindings.load('rados', 'python3-rados')
+        rbd = system_bindings.load('rbd', 'python3-rbd')
+        self.read_only = info.get('access_mode') == 'ro'
+        self._cluster = rados.Rados(
+            rados_id=info['auth_username'],
+            clustername=info.get('cluster_name') or 'ceph', conffile=None,
+            conf={'mon_host': mons, 'key': key, 'keyring': '',
+                  'client_mount_timeout': str(self.CONNECT_TIMEOUT),
+                  'rbd_cache': 'false'})
+        self._ioctx = self._image = None
+        try:
+            self._cluster.connect(timeout=self.CONNECT_TIMEOUT)
+            self._ioctx = self._cluster.open_ioctx(pool)
+            self._image = rbd.Image(self._ioctx, image,
+                                    read_only=self.read_only)
+        except Exception:
+            self.close()
+            raise
+        self.size = self._image.size()
+
+    def read(self, offset, length):
+        return self._image.read(offset, length)
+
+    def write(self, offset, data):
+        if self._image.write(data, offset) != len(data):
+            raise OSError('short write')
+
+    def flush(self):
+        self._image.flush()
+
+    def discard(self, offset, length):
+        self._image.discard(offset, length)
+
+    def close(self):
+        if self._image is not None:
+            self._image.close()
+            self._image = None
+        if self._ioctx is not None:
+            self._ioctx.close()
+            self._ioctx = None
+        if self._cluster is not None:
+            self._cluster.shutdown()
+            self._cluster = None
+
+
 def connect(connection_info, source_address=None, initiator=None):
     """A device for ``connection_info`` (the attachment's, as the API
     returns it).  ``source_address`` is the local address network
@@ -156,5 +227,9 @@ def connect(connection_info, source_address=None, initiator=None):
         return NbdDevice(connection_info, source_address)
     if kind == 'iscsi':
         return IscsiDevice(connection_info, source_address, initiator)
+    if kind == 'rbd':
+        # every local client connects from the host's address (librados
+        # has no source address option)
+        return RbdDevice(connection_info)
     raise exception.InvalidInput(
         reason='no connector for driver_volume_type %r' % kind)

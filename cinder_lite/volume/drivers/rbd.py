@@ -1,0 +1,740 @@
+"""The RBD driver: each volume is an RBD image ``volume-<id>`` in the pool
+``rbd_pool`` of a Ceph cluster, each snapshot an RBD snapshot
+``snapshot-<id>`` of it (protected, so volumes can be cloned from it),
+volumes from snapshots and clones of volumes copy-on-write clones
+(flattened past ``rbd_max_clone_depth``).  Nothing lives on the volume
+node: several volume services of one cluster serve the same pool, and a
+node's death loses nothing.
+
+Every attachment connects as a cephx user of its own,
+``client.<rbd_attachment_user_prefix>.<attachment id>``, made at connect
+and removed at detach, takeover and fence.  Its caps reach the objects of
+its image only (``object_prefix`` caps on ``rbd_data.<image id>``,
+``rbd_header.<image id>``, ``rbd_object_map.<image id>``,
+``rbd_id.<name>``, and a read of ``rbd_info``; a clone's key reads its
+ancestors' data and the pool's directory too):
+it cannot list the pool or open another image.  A read-only attachment's
+key may only read the data objects; the OSDs refuse its writes whatever
+client it runs.  The key's secret is derived from the deployment key
+(common/credentials.py), never stored, and shown only to the callers that
+may connect, as every target's credential.
+
+A cut-off (detach, takeover, fence) removes the key, then blocklists every
+client instance that authenticated with it (the monitors' sessions of
+that user, address and nonce), then waits until every placement group of
+the pool has applied the osdmap that holds the blocklist: only then does
+it report the host cut.  A write of the old client that an OSD accepted
+was accepted before that map; a write after it is refused
+(``ESHUTDOWN``).  doc/rbd.rst is the operator's side: the caps rbd_user
+needs and what each gives away.
+
+Which export an attachment has (its user, mode, image) is recorded in the
+omap of one object of the pool per backend section,
+``cinder_lite.exports.<section>``: any member of a cluster can remove what
+another made.
+"""
+import json
+import logging
+import math
+import threading
+import time
+
+from cinder_lite.common import credentials
+from cinder_lite.common import exception
+from cinder_lite.common import qemu_img
+from cinder_lite.common import qos
+from cinder_lite.common import system_bindings
+from cinder_lite.volume.drivers import base
+
+LOG = logging.getLogger(__name__)
+GiB = 1024 ** 3
+# the namespace the fence barrier lists (empty: a listing only visits
+# every placement group)
+BARRIER_NAMESPACE = 'cinder-lite-fence-barrier'
+# one RBD snapshot per clone of a volume, on the source
+CLONE_SNAP = 'clone-%s'
+ENOENT = 2
+
+
+def rados_module():
+    return system_bindings.load('rados', 'python3-rados')
+
+
+def rbd_module():
+    rados_module()      # rbd's extension imports rados
+    return system_bindings.load('rbd', 'python3-rbd')
+
+
+def volume_name(volume_id):
+    return 'volume-%s' % volume_id
+
+
+def snapshot_name(snapshot_id):
+    return 'snapshot-%s' % snapshot_id
+
+
+def key_caps(image_id, name, mode, header_watch, ancestors=()):
+    """The OSD caps of an attachment's key on the image ``name`` (RBD
+    id ``image_id``), a clone of the images of ``ancestors`` (RBD ids):
+    reads of what the clone has not written yet go to them."""
+    if mode == 'rw':
+        data = header = 'allow rwx'
+    else:
+        data = 'allow r'
+        # a watch is a write of the header object; class-read only: no
+        # resize, snapshot or lock through the rbd class
+        header = 'allow rw class-read' if header_watch else \
+            'allow r class-read'
+    caps = ['%s object_prefix rbd_data.%s' % (data, image_id),
+            '%s object_prefix rbd_header.%s' % (header, image_id),
+            # the object map of a single-writer image, kept by its writer
+            '%s object_prefix rbd_object_map.%s' % (data, image_id),
+            'allow r class-read object_prefix rbd_id.%s' % name,
+            'allow r class-read object_prefix rbd_info']
+    for parent in ancestors:
+        caps += ['allow r object_prefix rbd_data.%s' % parent,
+                 'allow r class-read object_prefix rbd_header.%s' % parent]
+    if ancestors:
+        # librbd opens a parent by its id and looks its name up in the
+        # pool's directory: a clone's key can read the names and ids of
+        # the pool's images (not their data; doc/rbd.rst)
+        caps.append('allow r class-read object_prefix rbd_directory')
+    return ', '.join(caps)
+
+
+class RBDDriver(base.VolumeDriver):
+
+    VERSION = '1.0'
+
+    def __init__(self, backend_conf, backend_name, host):
+        super().__init__(backend_conf, backend_name, host)
+        self.pool = backend_conf.rbd_pool
+        self.records = 'cinder_lite.exports.%s' % backend_conf.section
+        self.user_prefix = backend_conf.rbd_attachment_user_prefix
+        self._cluster = None
+        self._ioctx = None
+        self._lock = threading.Lock()
+        self._setup_error = None
+
+    # -- the cluster ---------------------------------------------------------
+    def _connect(self):
+        rados = rados_module()
+        conf = {}
+        if self.conf.rbd_keyring_conf:
+            conf['keyring'] = self.conf.rbd_keyring_conf
+        cluster = rados.Rados(rados_id=self.conf.rbd_user or None,
+                              clustername=self.conf.rbd_cluster_name,
+                              conffile=self.conf.rbd_ceph_conf or None,
+                              conf=conf)
+        try:
+            cluster.connect(timeout=self.conf.rados_connect_timeout)
+            ioctx = cluster.open_ioctx(self.pool)
+        except Exception:
+            cluster.shutdown()
+            raise
+        return cluster, ioctx
+
+    def ioctx(self):
+        with self._lock:
+            if self._ioctx is None:
+                try:
+                    self._cluster, self._ioctx = self._connect()
+                except Exception as e:
+                    raise exception.BackendError(
+                        reason='cannot reach pool %s of Ceph cluster %s as '
+                               '%s: %s' % (self.pool,
+                                           self.conf.rbd_cluster_name,
+                                           self.conf.rbd_user or 'admin', e)
+                    ) from None
+            return self._ioctx
+
+    def do_setup(self):
+        try:
+            self.ioctx()
+        except exception.CinderLiteError as e:
+            # volumes fail until the cluster answers; each call connects
+            # again
+            self._setup_error = e
+            LOG.error('RBD backend %s: %s', self.conf.section, e)
+
+    def check_for_setup_error(self):
+        self.ioctx()
+
+    def stop(self):
+        with self._lock:
+            if self._ioctx is not None:
+                self._ioctx.close()
+                self._cluster.shutdown()
+                self._ioctx = self._cluster = None
+
+    def _mon(self, command, inbuf=b'', target=None):
+        """A monitor command as rbd_user: its output (JSON decoded when it
+        asked for JSON); BackendError when the monitor refuses."""
+        self.ioctx()
+        kwargs = {'target': target} if target else {}
+        rc, out, err = self._cluster.mon_command(json.dumps(command), inbuf,
+                                                 **kwargs)
+        if rc:
+            raise exception.BackendError(
+                reason='ceph %s: %s (%d)' % (command['prefix'], err, rc))
+        if command.get('format') == 'json':
+            # the first value: ``osd blocklist ls`` prints a second list
+            # (of address ranges) after the first
+            return json.JSONDecoder().raw_decode(out.decode())[0] \
+                if out.strip() else None
+        return out
+
+    def _image(self, name, read_only=False):
+        rbd = rbd_module()
+        return rbd.Image(self.ioctx(), name, read_only=read_only)
+
+    def _features(self, volume):
+        rbd = rbd_module()
+        if volume.get('multiattach'):
+            # many writers: no exclusive lock (and so no object map)
+            return rbd.RBD_FEATURE_LAYERING
+        return (rbd.RBD_FEATURE_LAYERING | rbd.RBD_FEATURE_EXCLUSIVE_LOCK |
+                rbd.RBD_FEATURE_OBJECT_MAP | rbd.RBD_FEATURE_FAST_DIFF |
+                rbd.RBD_FEATURE_DEEP_FLATTEN)
+
+    def _order(self):
+        return int(math.log2(self.conf.rbd_store_chunk_size)) + 20
+
+    # -- volumes -------------------------------------------------------------
+    def create_volume(self, volume):
+        rbd = rbd_module()
+        name = volume_name(volume['id'])
+        try:
+            rbd.RBD().create(self.ioctx(), name, volume['size'] * GiB,
+                             order=self._order(), old_format=False,
+                             features=self._features(volume))
+        except rbd.ImageExists:
+            LOG.info('%s exists already in pool %s', name, self.pool)
+            return False
+        LOG.info('created %s (%d GiB) in pool %s', name, volume['size'],
+                 self.pool)
+        return True
+
+    def delete_volume(self, volume):
+        rbd = rbd_module()
+        name = volume_name(volume['id'])
+        try:
+            image = self._image(name)
+        except rbd.ImageNotFound:
+            return
+        try:
+            parent = self._parent_of(image)
+            # what was cloned from it becomes independent first: a volume
+            # is deleted whatever was made from it
+            for snap in list(image.list_snaps()):
+                self._remove_snap(image, snap['name'])
+        finally:
+            image.close()
+        self._remove_image(name)
+        if parent is not None and parent[1] == CLONE_SNAP % volume['id']:
+            self._drop_clone_snap(parent[0], parent[1])
+        LOG.info('deleted %s from pool %s', name, self.pool)
+
+    def _remove_image(self, name):
+        rbd = rbd_module()
+        for attempt in range(30):
+            try:
+                rbd.RBD().remove(self.ioctx(), name)
+                return
+            except rbd.ImageNotFound:
+                return
+            except rbd.ImageBusy:
+                # a client that had it open is gone a moment later (its
+                # watch times out); a live one keeps it busy
+                if attempt == 29:
+                    raise exception.BackendError(
+                        reason='image %s is still open by a client' % name)
+                time.sleep(1)
+
+    @classmethod
+    def _parent_of(cls, image):
+        spec = cls._parent_spec(image)
+        return None if spec is None else (spec['image_name'],
+                                          spec['snap_name'])
+
+    def _remove_snap(self, image, snap):
+        """Remove ``snap`` of ``image``, flattening its clones first."""
+        rbd = rbd_module()
+        try:
+            protected = image.is_protected_snap(snap)
+        except rbd.ImageNotFound:
+            return
+        if protected:
+            image.set_snap(snap)
+            try:
+                children = list(image.list_children())
+            finally:
+                image.set_snap(None)
+            for _pool, child in children:
+                self._flatten(child)
+            image.unprotect_snap(snap)
+        image.remove_snap(snap)
+
+    def _flatten(self, name):
+        started = time.monotonic()
+        child = self._image(name)
+        try:
+            child.flatten()
+        finally:
+            child.close()
+        LOG.info('flattened %s in %.3f s', name, time.monotonic() - started)
+
+    def _drop_clone_snap(self, image_name, snap):
+        rbd = rbd_module()
+        try:
+            image = self._image(image_name)
+        except rbd.ImageNotFound:
+            return
+        try:
+            self._remove_snap(image, snap)
+        except rbd.ImageNotFound:
+            pass
+        finally:
+            image.close()
+
+    def extend_volume(self, volume, new_size):
+        image = self._image(volume_name(volume['id']))
+        try:
+            if image.size() > new_size * GiB:
+                raise exception.CinderLiteError(
+                    'refusing to shrink volume %s' % volume['id'])
+            image.resize(new_size * GiB)
+        finally:
+            image.close()
+
+    # -- snapshots and clones ------------------------------------------------
+    def _snapshot_image(self, snapshot_id):
+        """The image a snapshot was taken of (``cinder_lite.snapshots``
+        maps the snapshot to it; a snapshot is named by its own id)."""
+        rados = rados_module()
+        with rados.ReadOpCtx() as op:
+            values, _ = self.ioctx().get_omap_vals_by_keys(op, (snapshot_id,))
+            self.ioctx().operate_read_op(op, 'cinder_lite.snapshots')
+            found = dict(values)
+        if snapshot_id not in found:
+            raise exception.BackendError(
+                reason='snapshot %s is not in pool %s' % (snapshot_id,
+                                                          self.pool))
+        return found[snapshot_id].decode()
+
+    def _set_omap(self, obj, pairs):
+        rados = rados_module()
+        with rados.WriteOpCtx() as op:
+            self.ioctx().set_omap(op, tuple(pairs),
+                                  tuple(v.encode() for v in pairs.values()))
+            self.ioctx().operate_write_op(op, obj)
+
+    def _remove_omap(self, obj, keys):
+        rados = rados_module()
+        with rados.WriteOpCtx() as op:
+            self.ioctx().remove_omap_keys(op, tuple(keys))
+            try:
+                self.ioctx().operate_write_op(op, obj)
+            except rados.ObjectNotFound:
+                pass
+
+    def _omap(self, obj):
+        rados = rados_module()
+        out = {}
+        start = ''
+        while True:
+            with rados.ReadOpCtx() as op:
+                values, _ = self.ioctx().get_omap_vals(op, start, '', 1000)
+                try:
+                    self.ioctx().operate_read_op(op, obj)
+                except rados.ObjectNotFound:
+                    return out
+                batch = [(k, v.decode()) for k, v in values]
+            out.update(batch)
+            if len(batch) < 1000:
+                return out
+            start = batch[-1][0]
+
+    def create_snapshot(self, snapshot):
+        rbd = rbd_module()
+        name = volume_name(snapshot['volume_id'])
+        snap = snapshot_name(snapshot['id'])
+        self._set_omap('cinder_lite.snapshots', {snapshot['id']: name})
+        image = self._image(name)
+        try:
+            try:
+                image.create_snap(snap)
+            except rbd.ImageExists:
+                LOG.info('snapshot %s of %s exists already', snap, name)
+                if not image.is_protected_snap(snap):
+                    image.protect_snap(snap)
+                return False
+            image.protect_snap(snap)
+        finally:
+            image.close()
+        LOG.info('made RBD snapshot %s@%s', name, snap)
+        return True
+
+    def delete_snapshot(self, snapshot):
+        rbd = rbd_module()
+        try:
+            name = self._snapshot_image(snapshot['id'])
+        except exception.BackendError:
+            return
+        try:
+            image = self._image(name)
+        except rbd.ImageNotFound:
+            name = None
+        else:
+            try:
+                self._remove_snap(image, snapshot_name(snapshot['id']))
+            except rbd.ImageNotFound:
+                pass
+            finally:
+                image.close()
+        self._remove_omap('cinder_lite.snapshots', (snapshot['id'],))
+        LOG.info('deleted RBD snapshot %s@%s', name,
+                 snapshot_name(snapshot['id']))
+
+    def _ancestry(self, name):
+        """(RBD id of the image ``name``, [RBD ids of the images it is a
+        clone of, nearest first])."""
+        ids = []
+        while name is not None:
+            image = self._image(name, read_only=True)
+            try:
+                ids.append(image.id())
+                spec = self._parent_spec(image)
+            finally:
+                image.close()
+            name = spec['image_name'] if spec else None
+        return ids[0], ids[1:]
+
+    @staticmethod
+    def _parent_spec(image):
+        rbd = rbd_module()
+        try:
+            return image.get_parent_image_spec()
+        except rbd.ImageNotFound:
+            return None
+
+    def _depth(self, name):
+        """How many clone parents ``name`` has above it."""
+        depth = 0
+        while True:
+            image = self._image(name, read_only=True)
+            try:
+                parent = self._parent_of(image)
+            finally:
+                image.close()
+            if parent is None:
+                return depth
+            depth += 1
+            name = parent[0]
+
+    def _clone(self, volume, parent, snap, flatten, what):
+        rbd = rbd_module()
+        name = volume_name(volume['id'])
+        started = time.monotonic()
+        try:
+            rbd.RBD().clone(self.ioctx(), parent, snap, self.ioctx(), name,
+                            features=self._features(volume),
+                            order=self._order())
+        except rbd.ImageExists:
+            LOG.info('%s exists already in pool %s', name, self.pool)
+            return False
+        image = self._image(name)
+        try:
+            if image.size() < volume['size'] * GiB:
+                image.resize(volume['size'] * GiB)
+        finally:
+            image.close()
+        if flatten or self._depth(name) > self.conf.rbd_max_clone_depth:
+            self._flatten(name)
+        LOG.info('made %s by a copy-on-write clone of %s@%s in %.3f s',
+                 what, parent, snap, time.monotonic() - started)
+        return True
+
+    def create_volume_from_snapshot(self, volume, snapshot):
+        parent = self._snapshot_image(snapshot['id'])
+        return self._clone(
+            volume, parent, snapshot_name(snapshot['id']),
+            self.conf.rbd_flatten_volume_from_snapshot,
+            'volume %s from snapshot %s' % (volume['id'], snapshot['id']))
+
+    def create_cloned_volume(self, volume, source):
+        rbd = rbd_module()
+        parent = volume_name(source['id'])
+        snap = CLONE_SNAP % volume['id']
+        image = self._image(parent)
+        try:
+            try:
+                image.create_snap(snap)
+            except rbd.ImageExists:
+                pass
+            if not image.is_protected_snap(snap):
+                image.protect_snap(snap)
+        finally:
+            image.close()
+        made = self._clone(volume, parent, snap, False,
+                           'volume %s as a clone of %s' % (volume['id'],
+                                                           source['id']))
+        image = self._image(volume_name(volume['id']), read_only=True)
+        try:
+            still_child = self._parent_of(image) is not None
+        finally:
+            image.close()
+        if not still_child:
+            # flattened: the source's snapshot serves nothing
+            self._drop_clone_snap(parent, snap)
+        return made
+
+    # -- images --------------------------------------------------------------
+    def _qemu_target(self, volume):
+        """qemu-img's name of the volume's image, as rbd_user."""
+        parts = ['rbd:%s/%s' % (self.pool, volume_name(volume['id']))]
+        if self.conf.rbd_user:
+            parts.append('id=%s' % self.conf.rbd_user)
+        if self.conf.rbd_ceph_conf:
+            parts.append('conf=%s' % self.conf.rbd_ceph_conf)
+        if self.conf.rbd_keyring_conf:
+            parts.append('keyring=%s' % self.conf.rbd_keyring_conf)
+        return ':'.join(parts)
+
+    def copy_image_to_volume(self, volume, image_path, image_format):
+        qemu_img.convert(image_path, image_format, self._qemu_target(volume),
+                         'raw', dest_exists=True)
+
+    def sync_volume(self, volume):
+        # qemu-img flushed before it exited; a write librbd acknowledged is
+        # on the OSDs
+        pass
+
+    def copy_volume_to_image(self, volume, image_path, image_format):
+        qemu_img.convert(self._qemu_target(volume), 'raw', image_path,
+                         image_format)
+
+    # -- capacity ------------------------------------------------------------
+    def get_volume_stats(self):
+        df = self._mon({'prefix': 'df', 'format': 'json'})
+        pool = next((p['stats'] for p in df['pools']
+                     if p['name'] == self.pool), {})
+        free = pool.get('max_avail', 0)
+        used = pool.get('stored', pool.get('bytes_used', 0))
+        rbd = rbd_module()
+        provisioned = 0
+        for name in rbd.RBD().list(self.ioctx()):
+            try:
+                image = self._image(name, read_only=True)
+            except rbd.ImageNotFound:      # deleted meanwhile
+                continue
+            try:
+                provisioned += image.size()
+            finally:
+                image.close()
+        return {
+            'volume_backend_name': self.backend_name,
+            'vendor_name': 'Open Source',
+            'driver_version': self.VERSION,
+            'storage_protocol': 'ceph',
+            'total_capacity_gb': round((free + used) / GiB, 2),
+            'free_capacity_gb': round(free / GiB, 2),
+            'provisioned_capacity_gb': round(provisioned / GiB, 2),
+            'max_over_subscription_ratio':
+                self.conf.max_over_subscription_ratio,
+            'reserved_percentage': self.conf.reserved_percentage,
+            'thin_provisioning_support': True,
+            'thick_provisioning_support': False,
+            'multiattach': bool(self.conf.multiattach),
+            'shared_targets': False,
+            'persistent_reservations': False,
+        }
+
+    def shares_targets(self):
+        return False
+
+    # -- attachments: a cephx user each --------------------------------------
+    def user(self, attachment_id):
+        """The Ceph user (without ``client.``) of an attachment."""
+        return '%s.%s' % (self.user_prefix, attachment_id)
+
+    def _records(self):
+        return {k: json.loads(v) for k, v in self._omap(self.records).items()}
+
+    def _record(self, attachment_id):
+        rados = rados_module()
+        with rados.ReadOpCtx() as op:
+            values, _ = self.ioctx().get_omap_vals_by_keys(op,
+                                                           (attachment_id,))
+            try:
+                self.ioctx().operate_read_op(op, self.records)
+            except rados.ObjectNotFound:
+                return None
+            found = dict(values)
+        value = found.get(attachment_id)
+        return json.loads(value) if value is not None else None
+
+    def _add_key(self, record, attachment_id):
+        name = record['image']
+        image_id, ancestors = self._ancestry(name)
+        entity = 'client.%s' % self.user(attachment_id)
+        caps = ['mon', 'profile rbd',
+                'osd', key_caps(image_id, name, record['mode'],
+                                self.conf.rbd_read_only_keys_watch,
+                                ancestors)]
+        keyring = credentials.keyring(self.conf).cephx_keyring(
+            attachment_id, entity)
+        try:
+            self._mon({'prefix': 'auth add', 'entity': entity, 'caps': caps},
+                      inbuf=keyring.encode())
+        except exception.BackendError:
+            # made before with other caps (a mode changed by a takeover
+            # that failed half-way): made again
+            self._mon({'prefix': 'auth del', 'entity': entity})
+            self._mon({'prefix': 'auth add', 'entity': entity, 'caps': caps},
+                      inbuf=keyring.encode())
+
+    def create_export(self, volume, connector, mode, attachment_id):
+        qos.not_applied(volume.get('qos_specs'), 'RBD export of attachment '
+                        '%s' % attachment_id, 'librbd limits are the '
+                        'client\'s to apply (front-end specs)')
+        record = {'volume_id': volume['id'], 'mode': mode,
+                  'image': volume_name(volume['id'])}
+        # the record first: no key is ever made that nothing accounts for
+        self._set_omap(self.records, {attachment_id: json.dumps(record)})
+        self._add_key(record, attachment_id)
+        LOG.info('attachment %s: Ceph user %s may %s %s', attachment_id,
+                 self.user(attachment_id),
+                 'read and write' if mode == 'rw' else 'read',
+                 record['image'])
+
+    def remove_export(self, volume, connector, attachment_id, shared):
+        entity = 'client.%s' % self.user(attachment_id)
+        record = self._record(attachment_id)
+        started = time.monotonic()
+        try:
+            self._mon({'prefix': 'auth del', 'entity': entity})
+        except exception.BackendError as e:
+            if '(-%d)' % ENOENT not in str(e.message):
+                raise
+        cut = self._blocklist_sessions(entity)
+        self._barrier()
+        self._remove_omap(self.records, (attachment_id,))
+        if record is None and not cut:
+            return None
+        drained = time.monotonic() - started
+        LOG.info('attachment %s: Ceph user %s removed, %d client(s) '
+                 'blocklisted, applied by every placement group of %s in '
+                 '%.1f ms', attachment_id, entity, len(cut), self.pool,
+                 drained * 1000)
+        return drained
+
+    def _mon_names(self):
+        return [m['name'] for m in self._mon({'prefix': 'mon dump',
+                                              'format': 'json'})['mons']]
+
+    def _sessions(self, entities):
+        """{entity: [client address]} of the monitors' sessions of
+        ``entities`` (every librados client keeps one)."""
+        found = {}
+        for mon in self._mon_names():
+            for session in self._mon({'prefix': 'sessions',
+                                      'format': 'json'}, target=mon) or ():
+                name = session.get('entity_name')
+                if name not in entities:
+                    continue
+                for addr in session.get('addrs', {}).get('addrvec', ()):
+                    found.setdefault(name, []).append('%s/%d' % (
+                        addr['addr'], addr['nonce']))
+        return found
+
+    def _blocklisted(self):
+        listed = self._mon({'prefix': 'osd blocklist ls', 'format': 'json'})
+        return {entry['addr'] for entry in listed or ()}
+
+    def _blocklist_sessions(self, entity):
+        addrs = sorted(set(self._sessions({entity}).get(entity, ())))
+        for addr in addrs:
+            self._mon({'prefix': 'osd blocklist', 'blocklistop': 'add',
+                       'addr': addr,
+                       'expire': float(self.conf.rbd_blocklist_expire)})
+        return addrs
+
+    def _barrier(self):
+        """Return once every placement group of the pool has applied the
+        newest osdmap: this client takes it, then lists a namespace of
+        the pool, which asks every placement group's primary, and an OSD
+        handles a request only at the map of the client that sent it."""
+        self.ioctx()
+        self._cluster.wait_for_latest_osdmap()
+        barrier = self._cluster.open_ioctx(self.pool)
+        try:
+            barrier.set_namespace(BARRIER_NAMESPACE)
+            for _ in barrier.list_objects():
+                pass
+        finally:
+            barrier.close()
+
+    def list_exports(self):
+        return list(self._records())
+
+    def export_mode(self, attachment_id):
+        return (self._record(attachment_id) or {}).get('mode')
+
+    def _has_key(self, attachment_id):
+        try:
+            self._mon({'prefix': 'auth get',
+                       'entity': 'client.%s' % self.user(attachment_id)})
+        except exception.BackendError as e:
+            if '(-%d)' % ENOENT in str(e.message):
+                return False
+            raise
+        return True
+
+    def ensure_export(self, volume, attachment_id, mode, connection_info,
+                      connector):
+        if self._has_key(attachment_id) and \
+                self.export_mode(attachment_id) == mode:
+            return True
+        self.create_export(volume, connector, mode, attachment_id)
+        return True
+
+    def reach(self, volume_id, attachment_ids, initiators):
+        exports = [a for a in attachment_ids if self._has_key(a)]
+        entities = {'client.%s' % self.user(a) for a in attachment_ids}
+        blocked = self._blocklisted()
+        live = [addr for addrs in self._sessions(entities).values()
+                for addr in addrs if addr not in blocked]
+        return {'exports': exports,
+                'acl': ['client.%s' % self.user(a) for a in exports],
+                'sessions': len(live),
+                'reachable': bool(exports or live)}
+
+    def initialize_connection(self, volume, connector, mode, attachment_id):
+        hosts, ports = [], []
+        for mon in self._mon({'prefix': 'mon dump', 'format': 'json'})['mons']:
+            for addr in mon['public_addrs']['addrvec']:
+                if addr['type'] == 'v1':
+                    host, _, port = addr['addr'].rpartition(':')
+                    hosts.append(host.strip('[]'))
+                    ports.append(port)
+        data = {
+            'name': '%s/%s' % (self.pool, volume_name(volume['id'])),
+            'hosts': hosts,
+            'ports': ports,
+            'cluster_name': self.conf.rbd_cluster_name,
+            'auth_enabled': True,
+            'auth_username': self.user(attachment_id),
+            'secret_type': 'ceph',
+            'secret_uuid': self.conf.rbd_secret_uuid,
+            'volume_id': volume['id'],
+            'discard': self.conf.report_discard_supported,
+            # made again for the callers that may connect
+            'keyring': credentials.MASK,
+            'access_mode': mode,
+            'persistent_reservations': False,
+        }
+        return {'driver_volume_type': 'rbd', 'data': data}
+
+    def terminate_connection(self, volume, connector, attachment_id):
+        return None
