@@ -1,4 +1,4 @@
-"""Cut-offs drain before they report success, over NBD and iSCSI.
+"""Cut-offs drain before they report success, over NBD, iSCSI and RBD.
 
 The old writer of a single-writer volume keeps a stream of writes in
 flight (several connections of its attachment, each writing without
@@ -89,7 +89,7 @@ def _nexus_of(s, initiator):
             for n in t['nexus'] if n['initiator'] == initiator]
 
 
-@pytest.mark.parametrize('protocol', ['nbd', 'iscsi'])
+@pytest.mark.parametrize('protocol', ['nbd', 'iscsi', 'rbd'])
 def test_nothing_of_the_old_writer_lands_after_the_takeover(
         request, protocol):
     s = request.getfixturevalue(protocol + '_stack')
@@ -99,8 +99,8 @@ def test_nothing_of_the_old_writer_lands_after_the_takeover(
     writer, reader = dp.attacher(s, 'a'), dp.attacher(s, 'b')
     w_att, w_dev = writer.attach_device(vol['id'], str(uuid.uuid4()))
     r_att, r_dev = reader.attach_device(vol['id'], str(uuid.uuid4()))
-    target = dp.backend_target(s)
-    old_pid = target.exports()[w_att['id']].get('pid')
+    if protocol != 'rbd':
+        old_pid = dp.backend_target(s).exports()[w_att['id']].get('pid')
     old = OldWriter(w_att['connection_info'], writer.connector)
     old.start()
 
@@ -110,6 +110,12 @@ def test_nothing_of_the_old_writer_lands_after_the_takeover(
     # the target holds nothing of the old writer any more
     if protocol == 'iscsi':
         assert _nexus_of(s, writer.connector['initiator']) == []
+    elif protocol == 'rbd':
+        # the old writer's key is gone and its clients are blocklisted
+        reach = s.volume_service('rbd').endpoints[0].driver.reach(
+            vol['id'], [w_att['id']], [])
+        assert (reach['exports'], reach['sessions'],
+                reach['reachable']) == ([], 0, False)
     else:
         assert not os.path.exists('/proc/%d' % old_pid)
     new_dev.write(0, _stamp(b'NEW', 0, REGION))
