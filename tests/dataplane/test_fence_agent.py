@@ -1,6 +1,6 @@
 """``fence_cinder_lite`` driven as pacemaker-fenced drives it: options on
 stdin, the answer in the exit code (status: 0 on, 2 off, 1 error),
-against a real cinder_lite exporting over NBD and iSCSI.  Two hosts write
+against a real cinder_lite exporting over NBD and iSCSI, and on Ceph RBD.  Two hosts write
 a shared volume; ``off`` for host a returns only once a is cut and
 drained (nothing of a is acknowledged after it; its next write is
 refused; b goes on); a restart of the volume service and of tgtd leaves a
@@ -24,7 +24,10 @@ from tests.harness import util
 
 AGENT = os.path.join(os.path.dirname(sys.executable), 'fence_cinder_lite')
 PROTOCOLS = {'nbd': ('nbd_stack', (nbd.NbdError, ConnectionError)),
-             'iscsi': ('iscsi_stack', iscsi.IscsiError)}
+             'iscsi': ('iscsi_stack', iscsi.IscsiError),
+             # a cut client's I/O fails (ESHUTDOWN); a removed key does
+             # not connect (the monitors let it wait, then time out)
+             'rbd': ('rbd_stack', None)}
 
 
 def agent(stdin_options, **kw):
@@ -42,6 +45,10 @@ def proto(request):
         pytest.fail('%s is not installed (pip install -e .)' % AGENT)
     fixture, error = PROTOCOLS[request.param]
     s = request.getfixturevalue(fixture)
+    if request.param == 'rbd':
+        from cinder_lite.volume.drivers import rbd as rbd_driver
+        error = (rbd_driver.rbd_module().Error,
+                 rbd_driver.rados_module().Error)
     api = s.client()
     api.create_type('shared', {'multiattach': '<is> True'})
     return request.param, s, api, error
@@ -141,9 +148,10 @@ def test_off_status_list_on_through_stdin(proto):
     assert run('off', port='host-a')[0] == 0
 
     # the volume service restarts, and tgtd with it
-    manager = s.volume_service('file').endpoints[0]
-    target = manager.driver.target
+    manager = s.volume_service(
+        'rbd' if protocol == 'rbd' else 'file').endpoints[0]
     if protocol == 'iscsi':
+        target = manager.driver.target
         b_dev.close()
         os.kill(target._daemon_pid(), signal.SIGKILL)
         util.wait_for(lambda: not util.processes('tgtd', target.portal),

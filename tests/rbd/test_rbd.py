@@ -319,3 +319,26 @@ def test_a_reader_takes_over_and_the_old_writer_is_cut(rbd_stack, api):
     new_dev.flush()
     reader.detach(new_att['id'], new_dev)
     api.wait_volume(vol['id'], 'available')
+
+
+def test_an_in_use_volume_grows_under_its_writers(rbd_stack, ceph, api):
+    vol = api.create_volume(size=1, volume_type='shared')
+    ha, hb = dp.attacher(rbd_stack, 'a'), dp.attacher(rbd_stack, 'b')
+    a_att, a_dev = ha.attach_device(vol['id'])
+    b_att, b_dev = hb.attach_device(vol['id'])
+    api.wait_volume(vol['id'], 'in-use')
+    resp = api.post('/volumes/%s/action' % vol['id'],
+                    json={'os-extend': {'new_size': 2}})
+    assert resp.status_code == 202, resp.text
+    _wait(lambda: api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'size'] == 2)
+    api.wait_volume(vol['id'], 'in-use')
+    assert _image(ceph, 'volume-%s' % vol['id'])['size'] == 2 * GiB
+    # the open clients see the new size (librbd refreshes the header it
+    # watches): a write past the old end lands and the other host reads it
+    a_dev.write(GiB + 4096, b'past the old end')
+    a_dev.flush()
+    assert b_dev.read(GiB + 4096, 16) == b'past the old end'
+    ha.detach(a_att['id'], a_dev)
+    hb.detach(b_att['id'], b_dev)
+    api.wait_volume(vol['id'], 'available')
