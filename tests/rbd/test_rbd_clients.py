@@ -9,13 +9,16 @@ QEMU's rbd driver opens images read-write, so with the default caps of a
 read-only key it cannot open the image at all; with
 ``rbd_read_only_keys_watch`` the key may register the watch a read-write
 open makes, QEMU opens and reads, and the OSDs refuse its writes.  A
-detached attachment's key opens nothing.
+detached attachment's key opens nothing, and a read-only key cuts no
+client.
 
 And the volume service as qemu-img's user: volumes from Glance images
 (raw and qcow2, both through a file: an RBD image has no path to write a
 raw image into) and volumes uploaded as images, through the real Glance
 alone (tests/harness/glance.py), as tests/functional/test_image_copies.py
 does on the file backend."""
+import errno
+import json
 import os
 import subprocess
 import tempfile
@@ -31,6 +34,7 @@ from tests.harness import glance as glance_mod
 from tests.harness import stack as stack_mod
 from tests.harness import util
 from tests.harness.volumes import create_available as create_from
+from tests.rbd.test_rbd import _as_attachment
 
 KiB = 1024
 MiB = 1024 ** 2
@@ -166,6 +170,27 @@ def test_qemu_reads_through_a_read_only_key_that_may_watch_and_the_osds_refuse_i
 
     hb.detach(ro_att['id'], ro_dev)
     ha.detach(rw_att['id'], rw_dev)
+    api.wait_volume(vol['id'], 'available')
+
+
+def test_a_read_only_key_cannot_blocklist_anyone(rbd_stack, api):
+    """mon ``profile rbd`` lets a key blocklist any client address (so
+    that librbd can break a dead writer's exclusive lock); a reader's key
+    gets ``allow r``: it cannot cut the writers, nor the volume
+    service."""
+    vol = api.create_volume(volume_type='shared')
+    hb = dp.attacher(rbd_stack, 'b')
+    att, dev = hb.attach_device(vol['id'], mode='ro')
+    cluster, _ = _as_attachment(att['connection_info'])
+    try:
+        rc, _, err = cluster.mon_command(json.dumps({
+            'prefix': 'osd blocklist', 'blocklistop': 'add',
+            'addr': '127.0.0.9:0/4242', 'expire': 60.0}), b'')
+    finally:
+        cluster.shutdown()
+    assert rc == -errno.EACCES, err
+    assert dev.read(0, 1) == b'\0'
+    hb.detach(att['id'], dev)
     api.wait_volume(vol['id'], 'available')
 
 
