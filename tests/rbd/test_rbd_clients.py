@@ -99,7 +99,7 @@ def api(rbd_stack):
     return api
 
 
-def test_qemu_writes_through_a_read_write_attachment_and_cannot_open_a_read_only_one(  # noqa: E501
+def test_qemu_writes_through_rw_and_cannot_open_ro(
         rbd_stack, api, tmp_path):
     vol = api.create_volume(volume_type='shared')
     ha, hb = dp.attacher(rbd_stack, 'a'), dp.attacher(rbd_stack, 'b')
@@ -143,7 +143,7 @@ def test_qemu_writes_through_a_read_write_attachment_and_cannot_open_a_read_only
     api.wait_volume(vol['id'], 'available')
 
 
-def test_qemu_reads_through_a_read_only_key_that_may_watch_and_the_osds_refuse_its_writes(  # noqa: E501
+def test_qemu_reads_through_a_watching_ro_key_and_cannot_write(
         watch_stack, tmp_path):
     api = watch_stack.client()
     api.create_type('shared', {'multiattach': '<is> True'})
@@ -194,7 +194,7 @@ def test_a_read_only_key_cannot_blocklist_anyone(rbd_stack, api):
     api.wait_volume(vol['id'], 'available')
 
 
-# -- images ---------------------------------------------------------------------
+# -- images ----------------------------------------------------------------
 
 @pytest.fixture(scope='module')
 def glance(tmp_path_factory):
