@@ -579,7 +579,10 @@ class RBDDriver(base.VolumeDriver):
         name = record['image']
         image_id, ancestors = self._ancestry(name)
         entity = 'client.%s' % self.user(attachment_id)
-        caps = ['mon', 'profile rbd',
+        # mon 'profile rbd' may blocklist any client (librbd breaks a
+        # dead writer's exclusive lock so): a reader never takes the
+        # lock, and must not cut the writers or the volume service
+        caps = ['mon', 'profile rbd' if record['mode'] == 'rw' else 'allow r',
                 'osd', key_caps(image_id, name, record['mode'],
                                 self.conf.rbd_read_only_keys_watch,
                                 ancestors)]
