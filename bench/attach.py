@@ -21,7 +21,12 @@ keep-alive http.client connection, all threads of this process.
 Deployments: ``embedded`` (``python -m cinder_lite.cmd.all``: SQLite, the
 in-process bus; its file backend on each target of ``--targets``: the
 ``local`` one, or an ``nbd`` or ``iscsi`` one on 127.0.0.1, where each
-connect makes a real export with the attachment's credential) and ``distributed`` over RabbitMQ with MariaDB and/or
+connect makes a real export with the attachment's credential, or ``rbd``:
+the file backend replaced by the RBD driver on a single-node Ceph cluster
+the bench starts for the run (tests/harness/ceph.py) and stops at its
+end, where each connect adds a cephx user and each detach removes it,
+blocklists its sessions and waits for every placement group to apply the
+map) and ``distributed`` over RabbitMQ with MariaDB and/or
 PostgreSQL (``--db``): API (one worker), scheduler and the volume nodes
 ``ma`` and ``noma`` as separate processes, as tests/harness/cluster.py
 starts them.  The deployments come from bench/volume_create.py.
@@ -57,6 +62,16 @@ cycle).  At 1 client that is the sum of the latencies.  Its CPU per cycle
 (column "floor" of the CPU table, with the services' CPU over it) is the
 CPU those parts spend: the API's for n_http requests, both sides of two
 calls, and the client side of the DB cycle.
+
+RBD driver calls (``--targets rbd``, ``--rbd-calls`` N): the driver's
+create_export (omap record, ``auth add`` of the attachment's key) and
+remove_export (``auth del``, the monitors' sessions of the user and the
+blocklist of each, the barrier) timed in this process on the same
+cluster, N cycles without a client and N with a librados client
+connected with the key (whose session the cut-off blocklists), with the
+CPU per call of this process and of each Ceph daemon.  The cluster's
+daemons are CPU groups ``ceph-mon*``, ``ceph-mgr*``, ``ceph-osd*`` of the
+attach cells too.
 
 Race: ``--race-rounds`` rounds of ``--race-clients`` (32) clients that all
 POST /attachments (no connector) for ONE plain volume with distinct
@@ -127,8 +142,16 @@ def _iscsi_backend():
             'target_control_port': TGT_CONTROL}
 
 
+def _rbd_backend():
+    # the file backend replaced by the RBD driver on the bench's own
+    # single-node Ceph cluster (started once in main, stopped at its end)
+    return RBD_CLUSTER[0].backend()
+
+
 TARGETS = {'local': lambda: None, 'nbd': _nbd_backend,
-           'iscsi': _iscsi_backend}
+           'iscsi': _iscsi_backend, 'rbd': _rbd_backend}
+# [bench.ceph_cluster.Cluster] while the rbd target runs
+RBD_CLUSTER = []
 RPC_PER_CYCLE = 2        # connect, disconnect
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 MAX_ERRORS_PER_CELL = 200
@@ -391,6 +414,8 @@ def service_groups(deployment):
     groups = {'bench': lambda: [os.getpid()]}
     if isinstance(deployment, vc.Embedded):
         groups['all'] = with_children(deployment.proc.pid)
+        if getattr(deployment, 'ceph', None) is not None:
+            groups.update(deployment.ceph.groups())
         return groups
     cluster = deployment.cluster
     names = sorted(cluster.processes, key=lambda n: (
@@ -1059,6 +1084,41 @@ def bench_mode(name, deployment, args):
     return out
 
 
+def bench_rbd(name, args, driver_rows):
+    """The embedded mode on the RBD target: a single-node Ceph cluster
+    of its own, the cycles as for the other targets, then
+    ``--rbd-calls`` cycles of the driver's export calls timed in this
+    process; the cluster is stopped at the end."""
+    from bench import ceph_cluster
+    announce(name, 'starting a single-node Ceph cluster ...')
+    try:
+        cluster = ceph_cluster.Cluster(announce)
+    except Exception as e:
+        announce(name, 'failed: %r' % (e,))
+        return {'name': name, 'cells': [], 'floor': {}, 'race': [],
+                'errors': ['ceph: %r' % (e,)], 'groups': [], 'idle': {},
+                'idle_counts': {}}
+    RBD_CLUSTER[:] = [cluster]
+    try:
+        deployment = vc.Embedded(TARGETS['rbd']())
+        deployment.ceph = cluster
+        out = bench_mode(name, deployment, args)
+        if args.rbd_calls:
+            announce(name, 'driver calls: %d cycles without and %d with a '
+                     'client' % (args.rbd_calls, args.rbd_calls))
+            workdir = os.path.join(cluster.path, 'driver')
+            try:
+                driver_rows.extend(rbd_driver_calls(cluster, args.rbd_calls,
+                                                    workdir))
+            except Exception as e:
+                out['errors'].append('driver calls: %r' % (e,))
+                announce(name, 'driver calls failed: %r' % (e,))
+        return out
+    finally:
+        RBD_CLUSTER[:] = []
+        cluster.stop()
+
+
 def cell_errors(cell):
     return [str(e) for e in cell['errors']] + cell['leftovers']
 
@@ -1070,6 +1130,179 @@ def mode_errors(out):
     for r in out['race']:
         errs += r['errors']
     return errs
+
+
+# -- the RBD driver's calls, timed in this process -----------------------------
+
+class TimedDriver:
+    """An RBDDriver of this process on the bench's cluster (its own
+    section ``rbd``, the volume service's user), whose monitor commands
+    and barrier are timed as they pass: create_export and remove_export
+    are the driver's own, only watched."""
+
+    def __init__(self, cluster, workdir):
+        from oslo_config import cfg
+        from cinder_lite import conf as conf_mod
+        from cinder_lite.conf import volume as volume_conf
+        from cinder_lite.volume.drivers import rbd as rbd_driver
+        os.makedirs(os.path.join(workdir, 'state'), exist_ok=True)
+        path = cluster_mod.write_conf(
+            os.path.join(workdir, 'driver.conf'),
+            {'DEFAULT': {'state_path': os.path.join(workdir, 'state')},
+             'rbd': cluster.backend()})
+        conf = cfg.ConfigOpts()
+        conf_mod.register_opts(conf)
+        conf(['--config-file', path], project='cinder_lite')
+        self.driver = rbd_driver.RBDDriver(
+            volume_conf.BackendConf(conf, 'rbd'), 'rbd', 'bench@rbd')
+        self.driver.do_setup()
+        self.driver.check_for_setup_error()
+        self.spent = {}          # part -> [seconds] of the current call
+        mon, barrier = self.driver._mon, self.driver._barrier
+
+        def timed_mon(command, *args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return mon(command, *args, **kwargs)
+            finally:
+                self.spent.setdefault(command['prefix'], []).append(
+                    time.perf_counter() - t0)
+
+        def timed_barrier():
+            t0 = time.perf_counter()
+            try:
+                return barrier()
+            finally:
+                self.spent.setdefault('barrier', []).append(
+                    time.perf_counter() - t0)
+        self.driver._mon, self.driver._barrier = timed_mon, timed_barrier
+
+    def call(self, fn, *args):
+        """(seconds, {part: seconds}) of one driver call."""
+        self.spent = {}
+        t0 = time.perf_counter()
+        fn(*args)
+        total = time.perf_counter() - t0
+        return total, {k: sum(v) for k, v in self.spent.items()}
+
+
+def _connect_as(info, driver):
+    """A librados client with the attachment's key, as a host connects
+    (its monitor session is what the cut-off blocklists)."""
+    from cinder_lite.common import credentials
+    from cinder_lite.volume.drivers import rbd as rbd_driver
+    rados = rbd_driver.rados_module()
+    client = rados.Rados(
+        rados_id=info['auth_username'], conffile=None,
+        conf={'mon_host': ','.join('[v1:%s:%s]' % hp for hp in zip(
+            info['hosts'], info['ports'])),
+              'key': credentials.keyring(driver.conf).cephx_key(
+                  info['attachment_id']),
+              'keyring': '', 'client_mount_timeout': '10'})
+    client.connect(timeout=10)
+    ioctx = client.open_ioctx(info['name'].partition('/')[0])
+    return client, ioctx
+
+
+def rbd_driver_calls(cluster, cycles, workdir):
+    """create_export and remove_export of the RBD driver, ``cycles``
+    times each without a client (the attach cycle's case: nobody
+    connected with the key) and with a librados client connected with
+    the key between them (the cut-off then blocklists its session).
+    Returns rows: {variant, call: {total: [s], parts: {part: [s]}},
+    cpu: {call: {group: s}}}."""
+    td = TimedDriver(cluster, workdir)
+    driver = td.driver
+    groups = {'bench': lambda: [os.getpid()]}
+    groups.update(cluster.groups())
+    volume = {'id': str(uuid.uuid4()), 'size': 1, 'multiattach': True}
+    driver.create_volume(volume)
+    out = []
+    try:
+        for variant in ('no client', 'client connected'):
+            res = {'variant': variant, 'cycles': 0,
+                   'calls': {c: {'total': [], 'parts': {}} for c in
+                             ('create_export', 'remove_export')},
+                   'cpu': {c: {g: 0.0 for g in groups} for c in
+                           ('create_export', 'remove_export')}}
+            for _ in range(cycles):
+                att = str(uuid.uuid4())
+                connector = {'host': 'bench-rbd', 'ip': '127.0.0.1'}
+                for call, fn, args in (
+                        ('create_export', driver.create_export,
+                         (volume, connector, 'rw', att)),
+                        ('remove_export', driver.remove_export,
+                         (volume, connector, att, False))):
+                    if call == 'remove_export' and variant != 'no client':
+                        info = driver.initialize_connection(
+                            volume, connector, 'rw', att)['data']
+                        info['attachment_id'] = att
+                        client, ioctx = _connect_as(info, driver)
+                    else:
+                        client = None
+                    before = {g: cluster_cpu(fn_) for g, fn_ in
+                              groups.items()}
+                    total, parts = td.call(fn, *args)
+                    for g, fn_ in groups.items():
+                        res['cpu'][call][g] += cluster_cpu(fn_) - before[g]
+                    res['calls'][call]['total'].append(total)
+                    for part, spent in parts.items():
+                        res['calls'][call]['parts'].setdefault(
+                            part, []).append(spent)
+                    if client is not None:
+                        try:
+                            ioctx.close()
+                        except Exception:
+                            pass       # its handle was cut off: expected
+                        client.shutdown()
+                res['cycles'] += 1
+            out.append(res)
+    finally:
+        try:
+            driver.delete_volume(volume)
+        finally:
+            driver.stop()
+    return out
+
+
+def cluster_cpu(pids):
+    from bench import ceph_cluster
+    return ceph_cluster.cpu_seconds(pids())
+
+
+def print_driver_calls(rows, print_table):
+    print()
+    print('RBD driver calls in this process (ms per call, p50 / p95; '
+          'parts: the monitor commands and the barrier inside the call, '
+          'p50; "other" = the rest: omap record, image open, keyring)')
+    table = []
+    for r in rows:
+        for call, c in r['calls'].items():
+            parts = c['parts']
+            other = [t - sum(parts[p][i] for p in parts)
+                     for i, t in enumerate(c['total'])]
+            table.append((r['variant'], call, len(c['total']),
+                          '%s / %s' % (ms(pct(c['total'], 50)),
+                                       ms(pct(c['total'], 95))),
+                          ', '.join('%s %s' % (p, ms(pct(v, 50)))
+                                    for p, v in parts.items()) +
+                          ', other %s' % ms(pct(other, 50))))
+    print_table(('variant', 'call', 'calls', 'ms p50 / p95',
+                 'parts (p50 ms)'), table)
+    print()
+    print('RBD driver calls: CPU ms per call (utime+stime; bench = this '
+          'process, the driver and any librados client in it; ceph-* = '
+          'whole daemons)')
+    groups = list(rows[0]['cpu']['create_export']) if rows else []
+    table = []
+    for r in rows:
+        for call, cpu in r['cpu'].items():
+            n = max(1, len(r['calls'][call]['total']))
+            table.append((r['variant'], call, n) + tuple(
+                '%.2f' % (1000.0 * cpu[g] / n) for g in groups) +
+                ('%.2f' % (1000.0 * sum(cpu.values()) / n),))
+    print_table(('variant', 'call', 'calls') + tuple(groups) + ('all',),
+                table)
 
 
 # -- output ----------------------------------------------------------------
@@ -1220,7 +1453,12 @@ def parse_args(argv):
                    help='comma separated: embedded, distributed')
     p.add_argument('--targets', default='local',
                    help='targets of the embedded mode\'s backend, comma '
-                        'separated (local, nbd, iscsi)')
+                        'separated (local, nbd, iscsi, rbd: the RBD driver '
+                        'on a single-node Ceph cluster the bench starts)')
+    p.add_argument('--rbd-calls', type=int, default=20,
+                   help='rbd target: cycles of the driver\'s create_export '
+                        '/ remove_export timed in this process, each '
+                        'without and with a connected client (0: none)')
     p.add_argument('--db', default='mysql,postgresql',
                    help='databases of the distributed mode, comma separated '
                         '(mysql, postgresql)')
@@ -1270,12 +1508,15 @@ def main(argv=None):
     args = parse_args(argv)
     started = time.perf_counter()
     load0 = os.getloadavg()
-    modes, skipped = [], []
+    modes, skipped, driver_rows = [], [], []
     for mode in args.modes:
         if mode == 'embedded':
             for target in args.targets:
                 name = 'embedded' if target == 'local' \
                     else 'embedded/%s' % target
+                if target == 'rbd':
+                    modes.append(bench_rbd(name, args, driver_rows))
+                    continue
                 modes.append(bench_mode(name, vc.Embedded(TARGETS[target]()),
                                         args))
             continue
@@ -1291,6 +1532,8 @@ def main(argv=None):
             modes.append(bench_mode(name, vc.Distributed(kind), args))
 
     print_results(modes, args)
+    if driver_rows:
+        print_driver_calls(driver_rows, vc.print_table)
     print()
     print('load average at start %s; run took %.0f s' % (
         ' '.join('%.2f' % x for x in load0),
