@@ -1132,7 +1132,7 @@ def mode_errors(out):
     return errs
 
 
-# -- the RBD driver's calls, timed in this process -----------------------------
+# -- the RBD driver's calls, timed in this process ---------------------------
 
 class TimedDriver:
     """An RBDDriver of this process on the bench's cluster (its own

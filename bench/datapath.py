@@ -295,5 +295,6 @@ def run(stack, paths, args, cluster, rows, rbd_rows):
                              None, None, w[1], r[1]))
     return latencies
 
+
 if __name__ == '__main__':
     main()
