@@ -21,7 +21,12 @@ keep-alive http.client connection, all threads of this process.
 Deployments: ``embedded`` (``python -m cinder_lite.cmd.all``: SQLite, the
 in-process bus; its file backend on each target of ``--targets``: the
 ``local`` one, or an ``nbd`` or ``iscsi`` one on 127.0.0.1, where each
-connect makes a real export with the attachment's credential) and ``distributed`` over RabbitMQ with MariaDB and/or
+connect makes a real export with the attachment's credential, or ``rbd``:
+the file backend replaced by the RBD driver on a single-node Ceph cluster
+the bench starts for the run (tests/harness/ceph.py) and stops at its
+end, where each connect adds a cephx user and each detach removes it,
+blocklists its sessions and waits for every placement group to apply the
+map) and ``distributed`` over RabbitMQ with MariaDB and/or
 PostgreSQL (``--db``): API (one worker), scheduler and the volume nodes
 ``ma`` and ``noma`` as separate processes, as tests/harness/cluster.py
 starts them.  The deployments come from bench/volume_create.py.
@@ -57,6 +62,17 @@ cycle).  At 1 client that is the sum of the latencies.  Its CPU per cycle
 (column "floor" of the CPU table, with the services' CPU over it) is the
 CPU those parts spend: the API's for n_http requests, both sides of two
 calls, and the client side of the DB cycle.
+
+RBD driver calls (``--targets rbd``, ``--rbd-calls`` N; bench/rbd_calls.py):
+the driver's
+create_export (omap record, ``auth add`` of the attachment's key) and
+remove_export (``auth del``, the monitors' sessions of the user and the
+blocklist of each, the barrier) timed in this process on the same
+cluster, N cycles without a client and N with a librados client
+connected with the key (whose session the cut-off blocklists), with the
+CPU per call of this process and of each Ceph daemon.  The cluster's
+daemons are CPU groups ``ceph-mon*``, ``ceph-mgr*``, ``ceph-osd*`` of the
+attach cells too.
 
 Race: ``--race-rounds`` rounds of ``--race-clients`` (32) clients that all
 POST /attachments (no connector) for ONE plain volume with distinct
@@ -97,6 +113,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from bench import ceph_cluster  # noqa: E402
+from bench import rbd_calls  # noqa: E402
 from bench import volume_create as vc  # noqa: E402
 from tests.harness import cluster as cluster_mod  # noqa: E402
 from tests.harness import util  # noqa: E402
@@ -127,8 +145,16 @@ def _iscsi_backend():
             'target_control_port': TGT_CONTROL}
 
 
+def _rbd_backend():
+    # the file backend replaced by the RBD driver on the bench's own
+    # single-node Ceph cluster (started once in main, stopped at its end)
+    return RBD_CLUSTER[0].backend()
+
+
 TARGETS = {'local': lambda: None, 'nbd': _nbd_backend,
-           'iscsi': _iscsi_backend}
+           'iscsi': _iscsi_backend, 'rbd': _rbd_backend}
+# [bench.ceph_cluster.Cluster] while the rbd target runs
+RBD_CLUSTER = []
 RPC_PER_CYCLE = 2        # connect, disconnect
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 MAX_ERRORS_PER_CELL = 200
@@ -391,6 +417,8 @@ def service_groups(deployment):
     groups = {'bench': lambda: [os.getpid()]}
     if isinstance(deployment, vc.Embedded):
         groups['all'] = with_children(deployment.proc.pid)
+        if getattr(deployment, 'ceph', None) is not None:
+            groups.update(deployment.ceph.groups())
         return groups
     cluster = deployment.cluster
     names = sorted(cluster.processes, key=lambda n: (
@@ -1059,6 +1087,40 @@ def bench_mode(name, deployment, args):
     return out
 
 
+def bench_rbd(name, args, driver_rows):
+    """The embedded mode on the RBD target: a single-node Ceph cluster
+    of its own, the cycles as for the other targets, then
+    ``--rbd-calls`` cycles of the driver's export calls timed in this
+    process; the cluster is stopped at the end."""
+    announce(name, 'starting a single-node Ceph cluster ...')
+    try:
+        cluster = ceph_cluster.Cluster(announce)
+    except Exception as e:
+        announce(name, 'failed: %r' % (e,))
+        return {'name': name, 'cells': [], 'floor': {}, 'race': [],
+                'errors': ['ceph: %r' % (e,)], 'groups': [], 'idle': {},
+                'idle_counts': {}}
+    RBD_CLUSTER[:] = [cluster]
+    try:
+        deployment = vc.Embedded(TARGETS['rbd']())
+        deployment.ceph = cluster
+        out = bench_mode(name, deployment, args)
+        if args.rbd_calls:
+            announce(name, 'driver calls: %d cycles without and %d with a '
+                     'client' % (args.rbd_calls, args.rbd_calls))
+            workdir = os.path.join(cluster.path, 'driver')
+            try:
+                driver_rows.extend(rbd_calls.run(cluster, args.rbd_calls,
+                                                 workdir))
+            except Exception as e:
+                out['errors'].append('driver calls: %r' % (e,))
+                announce(name, 'driver calls failed: %r' % (e,))
+        return out
+    finally:
+        RBD_CLUSTER[:] = []
+        cluster.stop()
+
+
 def cell_errors(cell):
     return [str(e) for e in cell['errors']] + cell['leftovers']
 
@@ -1220,7 +1282,12 @@ def parse_args(argv):
                    help='comma separated: embedded, distributed')
     p.add_argument('--targets', default='local',
                    help='targets of the embedded mode\'s backend, comma '
-                        'separated (local, nbd, iscsi)')
+                        'separated (local, nbd, iscsi, rbd: the RBD driver '
+                        'on a single-node Ceph cluster the bench starts)')
+    p.add_argument('--rbd-calls', type=int, default=20,
+                   help='rbd target: cycles of the driver\'s create_export '
+                        '/ remove_export timed in this process, each '
+                        'without and with a connected client (0: none)')
     p.add_argument('--db', default='mysql,postgresql',
                    help='databases of the distributed mode, comma separated '
                         '(mysql, postgresql)')
@@ -1270,12 +1337,15 @@ def main(argv=None):
     args = parse_args(argv)
     started = time.perf_counter()
     load0 = os.getloadavg()
-    modes, skipped = [], []
+    modes, skipped, driver_rows = [], [], []
     for mode in args.modes:
         if mode == 'embedded':
             for target in args.targets:
                 name = 'embedded' if target == 'local' \
                     else 'embedded/%s' % target
+                if target == 'rbd':
+                    modes.append(bench_rbd(name, args, driver_rows))
+                    continue
                 modes.append(bench_mode(name, vc.Embedded(TARGETS[target]()),
                                         args))
             continue
@@ -1291,6 +1361,8 @@ def main(argv=None):
             modes.append(bench_mode(name, vc.Distributed(kind), args))
 
     print_results(modes, args)
+    if driver_rows:
+        rbd_calls.print_rows(driver_rows)
     print()
     print('load average at start %s; run took %.0f s' % (
         ' '.join('%.2f' % x for x in load0),

@@ -14,9 +14,20 @@ same run.
   p50/p95 over ``--attaches`` rounds (each round detaches again).
 
 It runs the embedded stack in this process (SQLite, in-process bus) with
-three file backends, ``local``, ``nbd`` and ``iscsi``.
+three file backends, ``local``, ``nbd`` and ``iscsi`` (``--paths`` picks
+among them).
+
+``--paths ...,rbd`` adds a backend on the RBD driver, on a single-node
+Ceph cluster the bench starts for the run and stops at its end
+(tests/harness/ceph.py): its attachment is cinder_lite's librbd device
+(connector.devices.RbdDevice, the attachment's own cephx key), measured
+as the others at 1 MiB, then at 4 MiB and with 4 KiB random I/O
+(synchronous, one at a time: IOPS for ``--iops-seconds``), next to
+``rbd bench`` as client.admin on the same image after the detach (the
+floor: 4 MiB sequential and 4 KiB random, one I/O in flight and 16).
 
     /tmp/venv/bin/python bench/datapath.py --mib 256 --attaches 20
+    .venv/bin/python bench/datapath.py --paths local,rbd --mib 256
 """
 import argparse
 import logging
@@ -39,24 +50,69 @@ from tests.harness import stack as stack_mod  # noqa: E402
 MiB = 1024 * 1024
 
 
-def throughput(dev, mib):
-    block = os.urandom(MiB)
+def throughput(dev, mib, io=MiB, first_pass=True):
+    block = os.urandom(io)
+    n = mib * MiB // io
     # untimed first pass: every path then overwrites allocated blocks
     # instead of the first one paying for the sparse file's allocation
-    for i in range(mib):
-        dev.write(i * MiB, block)
-    dev.flush()
+    if first_pass:
+        for i in range(n):
+            dev.write(i * io, block)
+        dev.flush()
     t0 = time.perf_counter()
-    for i in range(mib):
-        dev.write(i * MiB, block)
+    for i in range(n):
+        dev.write(i * io, block)
     dev.flush()
     write_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    for i in range(mib):
-        if len(dev.read(i * MiB, MiB)) != MiB:
+    for i in range(n):
+        if len(dev.read(i * io, io)) != io:
             raise RuntimeError('short read')
     read_s = time.perf_counter() - t0
     return mib / write_s, mib / read_s
+
+
+def iops(dev, mib, seconds, io=4096):
+    """4 KiB random writes then reads within the first ``mib`` MiB, one
+    at a time, for ``seconds`` each: (write IOPS, read IOPS)."""
+    import random
+    rng = random.Random(45)
+    block = os.urandom(io)
+    slots = mib * MiB // io
+    out = []
+    for op in ('write', 'read'):
+        done = 0
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            offset = rng.randrange(slots) * io
+            if op == 'write':
+                dev.write(offset, block)
+            elif len(dev.read(offset, io)) != io:
+                raise RuntimeError('short read')
+            done += 1
+        if op == 'write':
+            dev.flush()
+        out.append(done / (time.perf_counter() - t0))
+    return tuple(out)
+
+
+def rbd_bench(cluster, image, io_type, io_size, threads, total, pattern):
+    """``rbd bench`` as client.admin: (MiB/s, IOPS) from its summary."""
+    out = cluster.rbd('bench', '--io-type', io_type, '--io-size', io_size,
+                      '--io-threads', str(threads), '--io-total', total,
+                      '--io-pattern', pattern,
+                      '%s/%s' % (cluster.pool, image))
+    # "elapsed: 2   ops: 64   ops/sec: 29.7   bytes/sec: 119 MiB/s"
+    last = [line for line in out.splitlines() if 'ops/sec' in line][-1]
+    words = last.replace(':', ' ').split()
+    ops_s = float(words[words.index('ops/sec') + 1])
+    return ops_s * parse_size(io_size) / MiB, ops_s
+
+
+def parse_size(text):
+    units = {'K': 1024, 'M': MiB}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units \
+        else int(text)
 
 
 class FileDevice:
@@ -93,61 +149,54 @@ def open_device(attachment, connector):
                            initiator=connector['initiator'])
 
 
+PATHS = ('local', 'nbd', 'iscsi', 'rbd')
+ADDRESSES = {'local': '127.0.0.2', 'nbd': '127.0.0.3', 'iscsi': '127.0.0.4',
+             'rbd': '127.0.0.5'}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--mib', type=int, default=256)
     parser.add_argument('--attaches', type=int, default=20)
+    parser.add_argument('--paths', default='local,nbd,iscsi',
+                        help='comma separated: local (with the file floor), '
+                             'nbd, iscsi, rbd (a Ceph cluster of its own)')
+    parser.add_argument('--iops-seconds', type=float, default=5.0,
+                        help='rbd: seconds of each 4 KiB random pass')
     args = parser.parse_args()
-    for program, package in (('nbdkit', 'nbdkit'), ('tgtd', 'tgt')):
-        if shutil.which(program) is None:
+    paths = [x.strip() for x in args.paths.split(',') if x.strip()]
+    for x in paths:
+        if x not in PATHS:
+            parser.error('unknown path %r (one of %s)' % (x, ', '.join(PATHS)))
+    for program, package, path in (('nbdkit', 'nbdkit', 'nbd'),
+                                   ('tgtd', 'tgt', 'iscsi')):
+        if path in paths and shutil.which(program) is None:
             sys.exit('%s is not installed (apt-get install %s)'
                      % (program, package))
     logging.disable(logging.WARNING)
+    cluster = None
+    if 'rbd' in paths:
+        from bench import ceph_cluster
+        cluster = ceph_cluster.Cluster()
     work = tempfile.mkdtemp(prefix='cinder-lite-datapath-')
-    stack = stack_mod.Stack(os.path.join(work, 'state'), backends={
+    sections = {
         'local': {'target_protocol': 'local'},
         'nbd': {'target_protocol': 'nbd',
                 'target_port_range': '20809-20899'},
-        'iscsi': {'target_protocol': 'iscsi', 'target_port': 23260}}
-    ).start()
-    rows = []
+        'iscsi': {'target_protocol': 'iscsi', 'target_port': 23260},
+        'rbd': cluster.backend() if cluster else None}
+    rows, rbd_rows = [], []
     try:
-        api = stack.client()
-        size_gib = max(1, -(-args.mib // 1024))
-        backends = (('local', '127.0.0.2'), ('nbd', '127.0.0.3'),
-                    ('iscsi', '127.0.0.4'))
-        for backend, _ in backends:
-            api.create_type(backend, {'volume_backend_name': backend})
-        volumes = {b: api.create_volume(size=size_gib, volume_type=b)
-                   for b, _ in backends}
-        path = os.path.join(stack.state_path, 'volumes', 'local',
-                            'volume-%s' % volumes['local']['id'])
-        dev = FileDevice(path)
-        rows.append(('file (floor)',) + throughput(dev, args.mib))
-        dev.close()
-        latencies = {}
-        for backend, address in backends:
-            connector = host_connector.get_connector(
-                host='bench-' + backend, ip=address)
-            att = attach(api, volumes[backend]['id'], connector)
-            dev = open_device(att, connector)
-            rows.append(('%s attachment' % backend,) +
-                        throughput(dev, args.mib))
-            dev.close()
-            api.delete('/attachments/%s' % att['id'])
-            samples = []
-            for _ in range(args.attaches):
-                t0 = time.perf_counter()
-                att = attach(api, volumes[backend]['id'], connector)
-                dev = open_device(att, connector)
-                dev.read(0, 4096)
-                samples.append(time.perf_counter() - t0)
-                dev.close()
-                api.delete('/attachments/%s' % att['id'])
-            latencies[backend] = samples
+        stack = stack_mod.Stack(os.path.join(work, 'state'), backends={
+            b: sections[b] for b in PATHS if b in paths}).start()
+        try:
+            latencies = run(stack, paths, args, cluster, rows, rbd_rows)
+        finally:
+            stack.stop()
     finally:
-        stack.stop()
         shutil.rmtree(work, ignore_errors=True)
+        if cluster is not None:
+            cluster.stop()
 
     print('sequential 1 MiB I/O, %d MiB, same run (MiB/s):' % args.mib)
     print('%-18s | %9s | %9s' % ('path', 'write', 'read'))
@@ -162,6 +211,89 @@ def main():
         p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
         print('%-18s | p50 %7.1f | p95 %7.1f' % (
             backend, statistics.median(samples) * 1000, p95 * 1000))
+    if rbd_rows:
+        print()
+        print('RBD, same image, same run: cinder_lite\'s librbd device '
+              '(synchronous, one I/O at a time) and rbd bench as '
+              'client.admin (the floor)')
+        print('%-34s | %11s | %11s | %11s | %11s' % (
+            'path', 'write MiB/s', 'read MiB/s', 'write IOPS', 'read IOPS'))
+        print('-' * 35 + ('+' + '-' * 13) * 4)
+        for name, w, r, wi, ri in rbd_rows:
+            print('%-34s | %11s | %11s | %11s | %11s' % (
+                name, fmt(w), fmt(r), fmt(wi), fmt(ri)))
+
+
+def fmt(x):
+    return '-' if x is None else '%.0f' % x
+
+
+def run(stack, paths, args, cluster, rows, rbd_rows):
+    api = stack.client()
+    size_gib = max(1, -(-args.mib // 1024))
+    backends = [(b, ADDRESSES[b]) for b in PATHS if b in paths]
+    for backend, _ in backends:
+        api.create_type(backend, {'volume_backend_name': backend})
+    volumes = {b: api.create_volume(size=size_gib, volume_type=b)
+               for b, _ in backends}
+    if 'local' in volumes:
+        path = os.path.join(stack.state_path, 'volumes', 'local',
+                            'volume-%s' % volumes['local']['id'])
+        dev = FileDevice(path)
+        rows.append(('file (floor)',) + throughput(dev, args.mib))
+        dev.close()
+    latencies = {}
+    for backend, address in backends:
+        connector = host_connector.get_connector(
+            host='bench-' + backend, ip=address)
+        att = attach(api, volumes[backend]['id'], connector)
+        dev = open_device(att, connector)
+        rows.append(('%s attachment' % backend,) +
+                    throughput(dev, args.mib))
+        if backend == 'rbd':
+            rbd_rows.append(('librbd device, 1 MiB seq',) + rows[-1][1:] +
+                            (None, None))
+            rbd_rows.append(('librbd device, 4 MiB seq',) +
+                            throughput(dev, args.mib, io=4 * MiB,
+                                       first_pass=False) + (None, None))
+            rbd_rows.append(('librbd device, 4 KiB rand',
+                             None, None) + iops(dev, args.mib,
+                                                args.iops_seconds))
+        dev.close()
+        api.delete('/attachments/%s' % att['id'])
+        samples = []
+        for _ in range(args.attaches):
+            t0 = time.perf_counter()
+            att = attach(api, volumes[backend]['id'], connector)
+            dev = open_device(att, connector)
+            dev.read(0, 4096)
+            samples.append(time.perf_counter() - t0)
+            dev.close()
+            api.delete('/attachments/%s' % att['id'])
+        latencies[backend] = samples
+    if cluster is not None:
+        api.wait_volume(volumes['rbd']['id'], 'available')
+        image = 'volume-%s' % volumes['rbd']['id']
+        total = '%dM' % args.mib
+        # 4 KiB random: as many I/Os as the device's write pass made,
+        # at most 16 MiB
+        small = '%dK' % (4 * min(4096, max(256, int(
+            rbd_rows[-1][3] * args.iops_seconds))))
+        for threads in (1, 16):
+            w = rbd_bench(cluster, image, 'write', '4M', threads, total,
+                          'seq')
+            r = rbd_bench(cluster, image, 'read', '4M', threads, total,
+                          'seq')
+            rbd_rows.append(('rbd bench 4 MiB seq, %d in flight' % threads,
+                             w[0], r[0], None, None))
+        for threads in (1, 16):
+            w = rbd_bench(cluster, image, 'write', '4K', threads, small,
+                          'rand')
+            r = rbd_bench(cluster, image, 'read', '4K', threads, small,
+                          'rand')
+            rbd_rows.append(('rbd bench 4 KiB rand, %d in flight' % threads,
+                             None, None, w[1], r[1]))
+    return latencies
 
 
 if __name__ == '__main__':
