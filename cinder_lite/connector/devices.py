@@ -189,6 +189,12 @@ class RbdDevice:
             raise
         self.size = self._image.size()
 
+    def refresh(self):
+        """The image's size now (it grows when the volume is extended in
+        use: librbd rereads the header it watches), kept in ``size``."""
+        self.size = self._image.size()
+        return self.size
+
     def read(self, offset, length):
         return self._image.read(offset, length)
 

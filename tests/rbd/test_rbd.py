@@ -334,8 +334,11 @@ def test_an_in_use_volume_grows_under_its_writers(rbd_stack, ceph, api):
         'size'] == 2)
     api.wait_volume(vol['id'], 'in-use')
     assert _image(ceph, 'volume-%s' % vol['id'])['size'] == 2 * GiB
-    # the open clients see the new size (librbd refreshes the header it
-    # watches): a write past the old end lands and the other host reads it
+    # the open clients see the new size (librbd rereads the header it
+    # watches when told it changed): a write past the old end lands and
+    # the other host reads it
+    for dev in (a_dev, b_dev):
+        _wait(lambda: dev.refresh() == 2 * GiB, timeout=10)
     a_dev.write(GiB + 4096, b'past the old end')
     a_dev.flush()
     assert b_dev.read(GiB + 4096, 16) == b'past the old end'
