@@ -80,6 +80,19 @@ def api(cluster):
     c.session.close()
 
 
+@pytest.fixture
+def opened():
+    """Devices a test opens: closed whatever happens (a librados client
+    left open hangs the interpreter's exit once the cluster is gone)."""
+    devices = []
+    yield devices
+    for dev in devices:
+        try:
+            dev.close()
+        except Exception:
+            pass
+
+
 def _count(cluster, pattern):
     counts = collections.Counter()
     for name in MEMBERS.values():
@@ -182,12 +195,13 @@ def test_volumes_are_made_grown_and_removed_by_both_members(cluster, api,
 
 
 def test_a_dead_members_attachments_stay_usable_and_detach(cluster, api,
-                                                           ceph):
+                                                           ceph, opened):
     vtype = _volume_type(api, 'aa-rbd-shared', {'multiattach': '<is> True'})
     vol = api.create_volume(volume_type=vtype['name'])
     hosts = [_attacher(cluster, n) for n in range(4)]
     attached = [h.attach_device(vol['id'], str(uuid.uuid4()), mode='rw')
                 for h in hosts]
+    opened.extend(dev for _att, dev in attached)
     on = collections.defaultdict(list)
     for (att, dev), host in zip(attached, hosts):
         on[_member(att)].append((att, dev, host))
@@ -219,6 +233,7 @@ def test_a_dead_members_attachments_stay_usable_and_detach(cluster, api,
     assert _image_size(ceph, other['id']) == 2 * GiB
     late_host = _attacher(cluster, 10)
     late, late_dev = late_host.attach_device(vol['id'], str(uuid.uuid4()))
+    opened.append(late_dev)
     assert _member(late) == 'ma'
     assert late_dev.read(8192, len(payload)) == payload
 
