@@ -16,6 +16,7 @@ the database and the bus.
 """
 import collections
 import concurrent.futures
+import json
 import re
 import subprocess
 import uuid
@@ -112,7 +113,6 @@ def _images(ceph):
 
 
 def _image_size(ceph, volume_id):
-    import json
     return json.loads(ceph.run(
         'rbd', '--conf', ceph.conf, '--keyring', ceph.admin_keyring,
         'info', '--format', 'json',

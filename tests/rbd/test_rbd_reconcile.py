@@ -16,8 +16,6 @@ from cinder_lite.db import models
 from cinder_lite.db import volumes as db_volumes
 from tests.harness import dataplane as dp
 
-GiB = 1024 ** 3
-
 
 def _manager(s):
     return s.volume_service('rbd').endpoints[0]

@@ -28,10 +28,12 @@ was accepted before that map; a write after it is refused
 (``ESHUTDOWN``).  doc/rbd.rst is the operator's side: the caps rbd_user
 needs and what each gives away.
 
-Which export an attachment has (its user, mode, image) is recorded in the
-omap of one object of the pool per backend section,
-``cinder_lite.exports.<section>``: any member of a cluster can remove what
-another made.
+Which export an attachment has (its user, mode, image, and the member
+that made it) is recorded in the omap of one object of the pool per
+backend section, ``cinder_lite.exports.<section>``: any member of a
+cluster can remove what another made (capability ``cluster_exports``: the
+API sends the detach of a dead member's attachment to a live one), and
+each member restores and prunes only its own at start.
 """
 import json
 import logging
