@@ -196,6 +196,20 @@ class AttachmentService:
             constants.VOLUME_BINARY, self.conf.service_down_time,
             member=service_host, members=members)
 
+    def _stand_in(self, session, volume, export_host):
+        """A live member of ``volume``'s cluster that can remove an
+        export ``export_host`` (down) made: one whose driver keeps the
+        exports in the storage, where every member reaches them
+        (capability ``cluster_exports``, e.g. RBD's keys and records in
+        the pool); None when there is none."""
+        try:
+            live = self._live_members(session, volume)
+        except exception.Invalid:
+            return None
+        able = sorted(m.host for m in live if m.host != export_host and
+                      (m.capabilities or {}).get('cluster_exports'))
+        return able[0] if able else None
+
     def _export_host(self, session, vol, connector, members=None):
         """The volume service that is to export ``vol`` to the connector's
         host: the one service of the backend, or in a cluster the member
@@ -768,6 +782,12 @@ class AttachmentService:
             # asked once: the checks below must agree on it
             backend_up = connected and self.serving(
                 session, vol, current.export_host, export_service)
+            stand_in = None
+            if connected and not backend_up:
+                # exports kept in the storage itself: a live member
+                # removes what the dead one made
+                stand_in = self._stand_in(session, vol, current.export_host)
+                backend_up = stand_in is not None
             if connected and not backend_up and not force and \
                     not rules.half_connected(current):
                 # fail fast, naming the service that is down
@@ -775,8 +795,8 @@ class AttachmentService:
             self._check_not_busy(current, force, backend_up)
             # the service holding the export (rows from before 0004: the
             # backend's own)
-            host = current.export_host or volume_rpcapi.backend_host(
-                vol.host or '')
+            host = stand_in or current.export_host or \
+                volume_rpcapi.backend_host(vol.host or '')
             if connected and force and not backend_up:
                 LOG.warning('attachment %s: forced detach while backend %s '
                             'is down; recorded without disconnecting',

@@ -28,10 +28,12 @@ was accepted before that map; a write after it is refused
 (``ESHUTDOWN``).  doc/rbd.rst is the operator's side: the caps rbd_user
 needs and what each gives away.
 
-Which export an attachment has (its user, mode, image) is recorded in the
-omap of one object of the pool per backend section,
-``cinder_lite.exports.<section>``: any member of a cluster can remove what
-another made.
+Which export an attachment has (its user, mode, image, and the member
+that made it) is recorded in the omap of one object of the pool per
+backend section, ``cinder_lite.exports.<section>``: any member of a
+cluster can remove what another made (capability ``cluster_exports``: the
+API sends the detach of a dead member's attachment to a live one), and
+each member restores and prunes only its own at start.
 """
 from concurrent import futures
 import json
@@ -549,6 +551,9 @@ class RBDDriver(base.VolumeDriver):
             'multiattach': bool(self.conf.multiattach),
             'shared_targets': False,
             'persistent_reservations': False,
+            # the keys and their records live in the pool: any member of
+            # a cluster removes an export another (dead) member made
+            'cluster_exports': True,
         }
 
     def shares_targets(self):
@@ -602,8 +607,10 @@ class RBDDriver(base.VolumeDriver):
         qos.not_applied(volume.get('qos_specs'), 'RBD export of attachment '
                         '%s' % attachment_id, 'librbd limits are the '
                         'client\'s to apply (front-end specs)')
+        # ``host``: the member that made it (its exports are the ones it
+        # restores and prunes at start; any member may remove it)
         record = {'volume_id': volume['id'], 'mode': mode,
-                  'image': volume_name(volume['id'])}
+                  'image': volume_name(volume['id']), 'host': self.host}
         # the record first: no key is ever made that nothing accounts for
         self._set_omap(self.records, {attachment_id: json.dumps(record)})
         self._add_key(record, attachment_id)
@@ -688,7 +695,12 @@ class RBDDriver(base.VolumeDriver):
             barrier.close()
 
     def list_exports(self):
-        return list(self._records())
+        """The exports this volume service made: the other members of
+        its cluster record theirs in the same omap object, and
+        reconcile_exports must not remove those."""
+        return [attachment_id for attachment_id, record
+                in self._records().items()
+                if record.get('host', self.host) == self.host]
 
     def export_mode(self, attachment_id):
         return (self._record(attachment_id) or {}).get('mode')
