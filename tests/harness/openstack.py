@@ -61,6 +61,7 @@ SERVICE_USERS = ('nova', 'placement', 'glance', 'cinder-lite')
 COMPUTES = ('compute-1', 'compute-2')
 START_TIMEOUT = 180.0
 HOST = '127.0.0.1'
+ERROR_LINES = 120      # per log, in a failed test's report
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -614,6 +615,29 @@ class NovaStack:
         if self.cinder is not None:
             out.append(self.cinder.logs(lines))
         return '\n'.join(out)
+
+    def errors(self, lines=ERROR_LINES):
+        """The last ``lines`` ERROR lines of every service's log (oslo.log
+        prefixes each line of a traceback with the level, so a
+        RemoteError comes with the remote side's traceback): what a
+        failed test's report carries, since a Nova failure such as a
+        server in ERROR leaves its reason only in these logs."""
+        logs = [(name, proc.log_path) for name, proc in self.processes.items()]
+        if self.cinder is not None:
+            logs += [('cinder-lite ' + name, proc.log_path)
+                     for name, proc in self.cinder.processes.items()]
+        out = []
+        for name, path in logs:
+            try:
+                with open(path, encoding='utf-8', errors='replace') as f:
+                    found = [line.rstrip('\n') for line in f
+                             if ' ERROR ' in line]
+            except OSError:
+                continue
+            if found:
+                out.append('----- %s %s (%d ERROR lines) -----\n%s' % (
+                    name, path, len(found), '\n'.join(found[-lines:])))
+        return '\n'.join(out) or '(no ERROR lines in %s)' % self.workdir
 
     def stop(self):
         """Stop every process (Nova first), drop the databases.  One

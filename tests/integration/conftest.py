@@ -27,6 +27,17 @@ def pytest_runtest_makereport(item, call):
             ('cinder_lite %s cluster logs (%s)' % (cluster.kind,
                                                    cluster.workdir),
              cluster.logs()))
+    cloud = _openstack.get('cloud')
+    if report.failed and cloud is not None and \
+            'openstack_cloud' in getattr(item, 'fixturenames', ()):
+        # a Tempest failure reads "server ... in ERROR status, fault
+        # RemoteError": why is only in Nova's logs, so they stay (the
+        # work directory is not removed at stop) and their errors come
+        # with the report
+        cloud.keep_workdir = True
+        report.sections.append(
+            ('OpenStack errors (logs kept in %s)' % cloud.workdir,
+             cloud.errors()))
 
 
 def pytest_generate_tests(metafunc):
