@@ -173,14 +173,15 @@ def test_qemu_reads_through_a_watching_ro_key_and_cannot_write(
     api.wait_volume(vol['id'], 'available')
 
 
-def test_a_read_only_key_cannot_blocklist_anyone(rbd_stack, api):
+@pytest.mark.parametrize('mode', ['ro', 'rw'])
+def test_no_attachment_key_can_blocklist_anyone(rbd_stack, api, mode):
     """mon ``profile rbd`` lets a key blocklist any client address (so
-    that librbd can break a dead writer's exclusive lock); a reader's key
-    gets ``allow r``: it cannot cut the writers, nor the volume
+    that librbd can break a dead writer's exclusive lock); an attachment's
+    key gets ``allow r``: it cannot cut the other hosts, nor the volume
     service."""
     vol = api.create_volume(volume_type='shared')
     hb = dp.attacher(rbd_stack, 'b')
-    att, dev = hb.attach_device(vol['id'], mode='ro')
+    att, dev = hb.attach_device(vol['id'], mode=mode)
     cluster, _ = _as_attachment(att['connection_info'])
     try:
         rc, _, err = cluster.mon_command(json.dumps({
@@ -191,6 +192,31 @@ def test_a_read_only_key_cannot_blocklist_anyone(rbd_stack, api):
     assert rc == -errno.EACCES, err
     assert dev.read(0, 1) == b'\0'
     hb.detach(att['id'], dev)
+    api.wait_volume(vol['id'], 'available')
+
+
+def test_the_next_writer_of_a_single_writer_image_gets_its_lock(
+        rbd_stack, ceph, api):
+    """A plain volume keeps the exclusive lock; its writer is cut off
+    (detached, its host never closing the device) while it holds the
+    lock: the next writer, whose key may blocklist no one, writes at
+    once, because the cut-off broke the cut client's lock."""
+    vol = api.create_volume()
+    ha, hb = dp.attacher(rbd_stack, 'a'), dp.attacher(rbd_stack, 'b')
+    a_att, a_dev = ha.attach_device(vol['id'])
+    a_dev.write(0, b'a holds the lock')
+    a_dev.flush()
+    ha.transport.delete(a_att['id'])         # a never closes its device
+    api.wait_volume(vol['id'], 'available')
+    b_att, b_dev = hb.attach_device(vol['id'])
+    b_dev.write(0, b'b took the lock')
+    b_dev.flush()
+    assert b_dev.read(0, 15) == b'b took the lock'
+    rbd = rbd_driver.rbd_module()
+    with pytest.raises(rbd.Error):
+        a_dev.write(0, b'a again')
+    a_dev.close()
+    hb.detach(b_att['id'], b_dev)
     api.wait_volume(vol['id'], 'available')
 
 

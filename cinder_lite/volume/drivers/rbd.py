@@ -584,10 +584,11 @@ class RBDDriver(base.VolumeDriver):
         name = record['image']
         image_id, ancestors = self._ancestry(name)
         entity = 'client.%s' % self.user(attachment_id)
-        # mon 'profile rbd' may blocklist any client (librbd breaks a
-        # dead writer's exclusive lock so): a reader never takes the
-        # lock, and must not cut the writers or the volume service
-        caps = ['mon', 'profile rbd' if record['mode'] == 'rw' else 'allow r',
+        # not mon 'profile rbd': it may blocklist any client (so that
+        # librbd can break a dead writer's exclusive lock), and a host
+        # must not cut the others or the volume service.  The cut-off
+        # breaks the locks of the clients it cuts instead (_break_locks)
+        caps = ['mon', 'allow r',
                 'osd', key_caps(image_id, name, record['mode'],
                                 self.conf.rbd_read_only_keys_watch,
                                 ancestors)]
@@ -630,6 +631,8 @@ class RBDDriver(base.VolumeDriver):
                 raise
         cut = self._blocklist_sessions(entity)
         self._barrier()
+        if cut and record is not None:
+            self._break_locks(record['image'], cut)
         self._remove_omap(self.records, (attachment_id,))
         if record is None and not cut:
             return None
@@ -639,6 +642,25 @@ class RBDDriver(base.VolumeDriver):
                  '%.1f ms', attachment_id, entity, len(cut), self.pool,
                  drained * 1000)
         return drained
+
+    def _break_locks(self, name, addrs):
+        """Release the locks the cut clients ``addrs`` held on the image
+        ``name`` (the exclusive lock of a single-writer image): the next
+        writer takes it without having to blocklist anyone."""
+        rbd = rbd_module()
+        try:
+            image = self._image(name)
+        except rbd.ImageNotFound:
+            return
+        try:
+            lockers = image.list_lockers() or {}
+            for client, cookie, address in lockers.get('lockers', ()):
+                if address in addrs:
+                    image.break_lock(client, cookie)
+                    LOG.info('broke the lock %s of cut client %s (%s) on '
+                             '%s', cookie, client, address, name)
+        finally:
+            image.close()
 
     def _mon_names(self):
         return [m['name'] for m in self._mon({'prefix': 'mon dump',
