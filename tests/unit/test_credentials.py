@@ -1,7 +1,9 @@
 """Per-attachment credentials: derived from the deployment key, masked
 where they are recorded, shown again only through the keyring."""
+import base64
 import os
 import stat
+import struct
 
 import pytest
 
@@ -54,3 +56,29 @@ def test_conceal_masks_every_secret_and_reveal_makes_it_again(tmp_path):
     plain = {'host': '127.0.0.1', 'port': 10809}
     assert credentials.conceal(plain) is plain
     assert ring.reveal(plain, 'a1') is plain
+
+
+def test_a_cephx_key_is_encoded_as_ceph_encodes_one(tmp_path):
+    ring = credentials.Keyring(str(tmp_path / 'k'))
+    key = ring.cephx_key('a1')
+    raw = base64.b64decode(key)
+    # CryptoKey: u16 type (1: AES), u32 sec, u32 nsec, u16 length, secret
+    assert struct.unpack('<HIIH', raw[:12]) == (1, 0, 0, 16)
+    assert raw[12:] == bytes.fromhex(ring.secret('a1', 'keyring'))
+    assert key.startswith('AQ') and len(key) == 40   # as ceph-authtool's
+    assert ring.cephx_key('a2') != key
+    text = ring.cephx_keyring('a1', 'client.cinder-lite.a1')
+    assert text == '[client.cinder-lite.a1]\n\tkey = %s\n' % key
+    assert credentials.cephx_key_of(text) == key
+    assert credentials.cephx_key_of('') is None
+    assert credentials.cephx_key_of(credentials.MASK) is None
+
+
+def test_an_rbd_keyring_is_masked_and_made_again_for_its_user(tmp_path):
+    ring = credentials.Keyring(str(tmp_path / 'k'))
+    info = {'driver_volume_type': 'rbd', 'auth_username': 'cinder-lite.a1',
+            'keyring': credentials.MASK}
+    shown = ring.reveal(info, 'a1')
+    assert shown['keyring'] == ring.cephx_keyring(
+        'a1', 'client.cinder-lite.a1')
+    assert credentials.conceal(shown) == info
