@@ -1,5 +1,5 @@
-"""Writer takeover on single-writer volumes (os-takeover), over NBD and
-iSCSI: the old writer is cut off at the target before the reader gets a
+"""Writer takeover on single-writer volumes (os-takeover), over NBD,
+iSCSI and RBD: the old writer is cut off at the target before the reader gets a
 read-write export, two readers racing get one winner, and every refusal
 changes nothing."""
 import concurrent.futures
@@ -24,7 +24,9 @@ from tests.harness import stack as stack_mod
 # what the old writer's client raises once the target cut it off: the NBD
 # export is gone (its socket was closed), the iSCSI session was ended
 PROTOCOLS = {'nbd': ('nbd_stack', (nbd.NbdError, ConnectionError)),
-             'iscsi': ('iscsi_stack', iscsi.IscsiError)}
+             'iscsi': ('iscsi_stack', iscsi.IscsiError),
+             # librbd's errors, known once its bindings are loaded
+             'rbd': ('rbd_stack', None)}
 SINGLE_WRITER = {'multiattach': '<is> True', 'mode': 'RO'}
 
 
@@ -48,9 +50,18 @@ def _events(api, attachment_id):
 def proto(request):
     fixture, error = PROTOCOLS[request.param]
     s = request.getfixturevalue(fixture)
+    if request.param == 'rbd':
+        from cinder_lite.volume.drivers import rbd as rbd_driver
+        error = (rbd_driver.rbd_module().Error,
+                 rbd_driver.rados_module().Error)
     api = s.client()
     api.create_type('single', SINGLE_WRITER)
     return request.param, s, api, error
+
+
+def _manager(s):
+    """The volume manager of the stack's one backend."""
+    return s.volume_service(next(iter(s.backends))).endpoints[0]
 
 
 def test_a_reader_takes_over_and_the_old_writer_is_cut_at_the_target(
@@ -160,7 +171,7 @@ def test_takeover_refusals_change_nothing(proto):
 
 
 def test_two_readers_racing_get_one_writer(proto):
-    protocol, s, api, _refused = proto
+    protocol, s, api, refused = proto
     vol = api.create_volume(volume_type='single')
     hosts = {n: dp.attacher(s, n) for n in ('a', 'b', 'c')}
     atts = {n: h.attach_device(vol['id']) for n, h in hosts.items()}
@@ -184,7 +195,7 @@ def test_two_readers_racing_get_one_writer(proto):
     assert all(a['status'] == 'attached' for a in live.values())
     # the loser's device still reads; the old writer's does not write
     assert atts[loser][1].read(0, 4) == b'\0' * 4
-    with pytest.raises(PROTOCOLS[protocol][1]):
+    with pytest.raises(refused):
         atts['a'][1].write(0, b'late')
         atts['a'][1].flush()
     atts['a'][1].close()
@@ -231,7 +242,7 @@ def test_an_interrupted_takeover_is_undone_by_reconcile(proto):
     with db_api.writer() as session:
         db_attachments.update(session, r_att['id'], {
             'operation': states.TAKING_OVER})
-    manager = s.volume_service('file').endpoints[0]
+    manager = _manager(s)
     # younger than two RPC waits: the request may still be under way
     assert manager.reconcile_now(max_age=0) == []
     with db_api.writer() as session:
@@ -315,7 +326,7 @@ def test_a_takeover_interrupted_mid_export_is_undone_by_reconcile(proto):
     reader_host = dp.attacher(s, 'b')
     r_att, r_dev = reader_host.attach_device(vol['id'], mode='ro')
     r_dev.close()
-    manager = s.volume_service('file').endpoints[0]
+    manager = _manager(s)
     manager.driver.remove_export(None, None, r_att['id'], False)
     with db_api.writer() as session:
         session.execute(sa.update(models.VolumeAttachment).where(
@@ -364,7 +375,7 @@ def _promote_with(s, api, monkeypatch, method, on_rw):
     what the promote raised, the manager, and the reader."""
     from cinder_lite.common import context
     vol, reader_host, r_att = _marked_reader(s, api)
-    manager = s.volume_service('file').endpoints[0]
+    manager = _manager(s)
     real = getattr(manager.driver, method)
 
     def wrapped(volume, connector, mode, attachment_id):
@@ -430,7 +441,7 @@ def test_a_promote_whose_attachment_is_detached_meanwhile_leaves_no_export(
             db_attachments.transition(
                 session, attachment_id, 'start_disconnect',
                 values={'operation': states.DISCONNECTING})
-        s.volume_service('file').endpoints[0].driver.remove_export(
+        _manager(s).driver.remove_export(
             volume, connector, attachment_id, False)
         raise RuntimeError('no read-write export today')
     raised, manager, _host, r_att = _promote_with(

@@ -3,18 +3,23 @@ through the API and the compute side's librbd device: a volume's life
 (create, extend, snapshots, copy-on-write clones, delete whatever was made
 from it), a cephx user per attachment that reaches its own image only and
 that the OSDs hold to read-only, and cut-offs (detach, fence) that remove
-the key and blocklist its clients before they are reported."""
+the key and blocklist its clients before they are reported.  Takeover
+on RBD is in tests/dataplane/test_takeover.py and test_drain.py, the fence
+agent in test_fence_agent.py."""
 import json
 import subprocess
 import threading
 import time
-import uuid
 
 import pytest
 
 from cinder_lite.common import credentials
 from cinder_lite.connector import devices
 from cinder_lite.volume.drivers import rbd as rbd_driver
+from tests.dataplane.test_fencing import REGION
+from tests.dataplane.test_fencing import _fence
+from tests.dataplane.test_fencing import _status
+from tests.dataplane.test_fencing import _writes_in_flight
 from tests.harness import dataplane as dp
 
 GiB = 1024 ** 3
@@ -216,19 +221,6 @@ def test_each_attachment_has_a_key_that_reaches_its_volume_only(
     assert _driver(rbd_stack).list_exports() == []
 
 
-def _fence(api, host, action='os-fence', **scope):
-    resp = api.post('/os-host-fences/%s/action' % host,
-                    json={action: scope})
-    assert resp.status_code == 200, resp.text
-    return resp.json()['host_fence']
-
-
-def _status(api, host, volume_id):
-    resp = api.get('/os-host-fences/%s?volume_id=%s' % (host, volume_id))
-    assert resp.status_code == 200, resp.text
-    return resp.json()['host_fence']['volumes'][0]
-
-
 def test_a_fence_holds_once_it_answers_and_unfence_lets_the_host_back(
         rbd_stack, ceph, api):
     vol = api.create_volume(volume_type='shared')
@@ -240,23 +232,8 @@ def test_a_fence_holds_once_it_answers_and_unfence_lets_the_host_back(
     rbd = rbd_driver.rbd_module()
 
     # host a writes as fast as it can while it is fenced
-    writes, stop = [], threading.Event()
-
-    def run():
-        seq = 0
-        while not stop.is_set():
-            seq += 1
-            begin = time.monotonic()
-            try:
-                a_dev.write((seq % 64) * 4096, b'A' * 4096)
-                ok = True
-            except Exception:
-                ok = False
-            writes.append((begin, time.monotonic(), ok))
-            if not ok:
-                return
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
+    stop = threading.Event()
+    writes, thread = _writes_in_flight(a_dev, stop)
     while len(writes) < 5:
         time.sleep(0.001)
     fenced = _fence(api, 'host-a', volume_id=vid, reason='node a lost')
@@ -264,7 +241,7 @@ def test_a_fence_holds_once_it_answers_and_unfence_lets_the_host_back(
     (entry,) = fenced['volumes']
     assert entry['attachments'] == [a_att['id']]
     assert entry['drained_ms'] is not None
-    b_dev.write(0, b'b' * 64 * 4096)
+    b_dev.write(0, b'b' * REGION)
     b_dev.flush()
     thread.join(30)
     stop.set()
@@ -273,7 +250,7 @@ def test_a_fence_holds_once_it_answers_and_unfence_lets_the_host_back(
     # bytes are what the volume holds
     assert not [w for w in writes if w[2] and w[1] > answered]
     assert writes[-1][2] is False
-    assert b_dev.read(0, 64 * 4096) == b'b' * 64 * 4096
+    assert b_dev.read(0, REGION) == b'b' * REGION
     with pytest.raises(rbd.ConnectionShutdown):
         a_dev.write(0, b'late')
     a_dev.close()
@@ -295,30 +272,6 @@ def test_a_fence_holds_once_it_answers_and_unfence_lets_the_host_back(
     ha.detach(a_att['id'], a_dev)
     hb.detach(b_att['id'], b_dev)
     api.wait_volume(vid, 'available')
-
-
-def test_a_reader_takes_over_and_the_old_writer_is_cut(rbd_stack, api):
-    api.create_type('single', {'multiattach': '<is> True', 'mode': 'RO'})
-    vol = api.create_volume(volume_type='single')
-    writer, reader = dp.attacher(rbd_stack, 'a'), dp.attacher(rbd_stack, 'b')
-    w_att, w_dev = writer.attach_device(vol['id'], str(uuid.uuid4()))
-    r_att, r_dev = reader.attach_device(vol['id'], str(uuid.uuid4()))
-    assert (w_att['attach_mode'], r_att['attach_mode']) == ('rw', 'ro')
-    w_dev.write(0, b'the old writer was here')
-    w_dev.flush()
-    new_att, new_dev = reader.takeover(r_att['id'], r_dev)
-    assert new_att['attach_mode'] == 'rw'
-    assert new_att['connection_info']['access_mode'] == 'rw'
-    rbd = rbd_driver.rbd_module()
-    with pytest.raises(rbd.ConnectionShutdown):
-        w_dev.write(0, b'a late write')
-        w_dev.flush()
-    w_dev.close()
-    assert new_dev.read(0, 23) == b'the old writer was here'
-    new_dev.write(0, b'the new writer')
-    new_dev.flush()
-    reader.detach(new_att['id'], new_dev)
-    api.wait_volume(vol['id'], 'available')
 
 
 def test_an_in_use_volume_grows_under_its_writers(rbd_stack, ceph, api):
