@@ -122,7 +122,12 @@ class RBDDriver(base.VolumeDriver):
     # -- the cluster ---------------------------------------------------------
     def _connect(self):
         rados = rados_module()
-        conf = {}
+        # a monitor or OSD that does not answer fails the call instead of
+        # hanging it: a cut-off past target_drain_timeout fails loudly,
+        # as on every target (doc/fencing.rst)
+        drain = self.conf.target_drain_timeout
+        conf = {'rados_mon_op_timeout': '%g' % drain,
+                'rados_osd_op_timeout': '%g' % (3 * drain)}
         if self.conf.rbd_keyring_conf:
             conf['keyring'] = self.conf.rbd_keyring_conf
         cluster = rados.Rados(rados_id=self.conf.rbd_user or None,
