@@ -3,6 +3,7 @@ shares the modules out (README.rst's command runs two workers with
 ``--dist loadfile``: each module runs whole on one worker, so its
 module-scoped cluster starts once)."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -128,6 +129,7 @@ def pytest_sessionstart(session):
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     log.close()
+    _ceph_run['path'] = path
     os.environ[CEPH_ENV] = os.path.join(path, 'c')
 
 
@@ -140,6 +142,9 @@ def pytest_sessionfinish(session):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        # the OSD's file and the logs (kept when the run failed)
+        if session.testsfailed == 0:
+            shutil.rmtree(_ceph_run.pop('path'), ignore_errors=True)
 
 
 @pytest.fixture(scope='session')
