@@ -1306,6 +1306,19 @@ def _fenced():
                              F.deleted == sa.false())
 
 
+def move_exports(session, attachment_ids, from_host, to_host):
+    """Record the exports of ``attachment_ids`` that volume service
+    ``from_host`` made as ``to_host``'s: another member of the cluster
+    makes them again (exports kept in the storage, ``cluster_exports``),
+    and from then on restores them and removes them.  Call under the
+    volume's lock."""
+    session.execute(
+        sa.update(A).where(A.id.in_(list(attachment_ids)),
+                           A.export_host == from_host)
+        .values(export_host=to_host, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))
+
+
 def fenced_of(session, volume_id, attachment_ids):
     """Those of ``attachment_ids`` (on ``volume_id``) whose host is
     fenced off the volume now."""

@@ -230,6 +230,42 @@ def live_members(session, backend, binary, down_time, member=None,
     return live
 
 
+def stand_in(session, backend, binary, down_time, export_host,
+             members=None):
+    """A live member of ``backend`` other than ``export_host`` that can
+    act on the exports ``export_host`` made: one whose driver keeps them
+    in the storage, where every member reaches them (capability
+    ``cluster_exports``, e.g. RBD's keys and records in the pool); None
+    when there is none.  ``members``: as ``live_members``'."""
+    try:
+        live = live_members(session, backend, binary, down_time,
+                            members=members)
+    except exception.ServiceUnavailable:
+        return None
+    able = sorted(m.host for m in live if m.host != export_host and
+                  (m.capabilities or {}).get('cluster_exports'))
+    return able[0] if able else None
+
+
+def exports_server(session, backend, binary, down_time, export_host):
+    """The volume service to ask to act on the exports ``export_host``
+    (a member of ``backend``, or ``backend`` itself) made: ``export_host``
+    while it is up, else its ``stand_in``; ServiceUnavailable naming
+    ``export_host`` when neither answers."""
+    members = backend_liveness(session, backend, binary)
+    member = None if export_host == backend else export_host
+    try:
+        live_members(session, backend, binary, down_time, member=member,
+                     members=members)
+        return export_host
+    except exception.ServiceUnavailable:
+        host = member and stand_in(session, backend, binary, down_time,
+                                   member, members=members)
+        if not host:
+            raise
+        return host
+
+
 def serves(service, backend, down_time):
     """``live_members``'s verdict on one member read elsewhere: whether
     ``service`` (with host, cluster_name and heartbeat_at; None: no such

@@ -197,18 +197,23 @@ class AttachmentService:
             member=service_host, members=members)
 
     def _stand_in(self, session, volume, export_host):
-        """A live member of ``volume``'s cluster that can remove an
-        export ``export_host`` (down) made: one whose driver keeps the
-        exports in the storage, where every member reaches them
-        (capability ``cluster_exports``, e.g. RBD's keys and records in
-        the pool); None when there is none."""
-        try:
-            live = self._live_members(session, volume)
-        except exception.Invalid:
+        """``db_services.stand_in`` for a detach of what ``export_host``
+        (down) exported of ``volume``."""
+        if not volume.host:
             return None
-        able = sorted(m.host for m in live if m.host != export_host and
-                      (m.capabilities or {}).get('cluster_exports'))
-        return able[0] if able else None
+        return db_services.stand_in(
+            session, volume_rpcapi.backend_host(volume.host),
+            constants.VOLUME_BINARY, self.conf.service_down_time,
+            export_host)
+
+    def _exports_server(self, session, volume, attachment):
+        """The member to ask to remove ``attachment``'s export:
+        ``db_services.exports_server``; ServiceUnavailable when none
+        can."""
+        backend = volume_rpcapi.backend_host(volume.host or '')
+        return db_services.exports_server(
+            session, backend, constants.VOLUME_BINARY,
+            self.conf.service_down_time, attachment.export_host or backend)
 
     def _export_host(self, session, vol, connector, members=None):
         """The volume service that is to export ``vol`` to the connector's
@@ -619,8 +624,10 @@ class AttachmentService:
                 # to re-export
                 self._live_members(session, vol, current.export_host)
                 cut = writer is not None and rules.holds_connection(writer)
-                if cut:
-                    self._live_members(session, vol, writer.export_host)
+                # (a live member stands in for a dead one where the
+                # exports live in the storage)
+                cut_by = self._exports_server(session, vol, writer) \
+                    if cut else None
                 db_attachments.update(session, current.id,
                                       {'operation': states.TAKING_OVER})
                 why = 'taken over by %s' % current.id
@@ -638,8 +645,9 @@ class AttachmentService:
             try:
                 self._finish_detach(
                     context, writer, vol, writer, cut, cut,
-                    writer.export_host or volume_rpcapi.backend_host(
-                        vol.host), status, reason=why)
+                    cut_by or writer.export_host or
+                    volume_rpcapi.backend_host(vol.host), status,
+                    reason=why)
             except Exception:
                 # the old writer may still write: the caller stays a
                 # reader

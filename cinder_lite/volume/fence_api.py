@@ -10,7 +10,10 @@ confirmed; when a volume service cannot confirm it, the request fails
 (the mark stays: H remains refused, and fencing again retries the cut).
 A volume service recorded down is not asked at all: the request fails
 at once for it (503) instead of waiting ``volume_rpc_timeout`` for an
-answer that cannot come, after the live ones have cut their exports.
+answer that cannot come, after the live ones have cut their exports;
+unless its backend keeps the exports in the storage (``cluster_exports``,
+RBD): then a live member of its cluster cuts and restores them for it,
+and an unfence records the exports it makes again as that member's.
 
 From the mark on, nothing exports the volume to H: a connect is refused
 (409 "host H is fenced ..."), also one already under way (its connection
@@ -74,6 +77,30 @@ class FenceService:
                 down[service_host] = e
         return down
 
+    def _route(self, session, groups, volume):
+        """``groups`` ({export host: attachment ids}) keyed by the
+        volume service to ask instead: the export host, or a live member
+        standing in for it (``db_services.exports_server``); and those
+        nobody can act on: {export host: ServiceUnavailable}.  Also
+        {stand-in: the export host it stands in for}."""
+        backend = volume_rpcapi.backend_host(volume.host or '')
+        routed, down, stands_for = {}, {}, {}
+        for export_host, ids in groups.items():
+            try:
+                service_host = db_services.exports_server(
+                    session, backend, constants.VOLUME_BINARY,
+                    self.conf.service_down_time, export_host)
+            except exception.ServiceUnavailable as e:
+                down[export_host] = e
+                continue
+            if service_host != export_host:
+                LOG.info('volume %s: %s is down; %s stands in for it '
+                         '(attachments %s)', volume.id, export_host,
+                         service_host, ', '.join(ids))
+                stands_for.setdefault(service_host, []).append(export_host)
+            routed.setdefault(service_host, []).extend(ids)
+        return routed, down, stands_for
+
     @staticmethod
     def _raise_first(down):
         if down:
@@ -104,8 +131,8 @@ class FenceService:
             attachments = db_attachments.of_host(session, volume_id, host)
             for a in attachments:
                 db_attachments.record_event(session, a, why)
-            groups = _by_export_host(attachments, vol)
-            down = self._down(session, groups)
+            groups, down, _ = self._route(
+                session, _by_export_host(attachments, vol), vol)
             since = mark.created_at
         LOG.info('volume %s: %s (%s); cutting attachments %s', volume_id,
                  why, 'new mark' if created else 'marked already',
@@ -115,9 +142,8 @@ class FenceService:
                          reason=reason))
         drained = {}
         for service_host, ids in sorted(groups.items()):
-            if service_host not in down:
-                drained.update(self.volume_rpcapi.cut_host(
-                    context, service_host, volume_id, ids))
+            drained.update(self.volume_rpcapi.cut_host(
+                context, service_host, volume_id, ids))
         # the live services cut theirs; nobody can cut these
         self._raise_first(down)
         times = [d for d in drained.values() if d is not None]
@@ -152,17 +178,24 @@ class FenceService:
             if ended:
                 for a in attachments:
                     db_attachments.record_event(session, a, why)
-            groups = _by_export_host(attachments, vol)
-            down = self._down(session, groups)
+            groups, down, stands_for = self._route(
+                session, _by_export_host(attachments, vol), vol)
+            for service_host, dead in stands_for.items():
+                # the stand-in makes the exports again, so they are its
+                # own from now on: it restores them at its start and
+                # a detach goes to it
+                for export_host in dead:
+                    db_attachments.move_exports(
+                        session, groups[service_host], export_host,
+                        service_host)
         if ended:
             LOG.info('volume %s: %s; exporting attachments %s again',
                      volume_id, why,
                      ', '.join(a.id for a in attachments) or 'none')
         restored = []
         for service_host, ids in sorted(groups.items()):
-            if service_host not in down:
-                restored += self.volume_rpcapi.restore_host(
-                    context, service_host, volume_id, ids)
+            restored += self.volume_rpcapi.restore_host(
+                context, service_host, volume_id, ids)
         self._raise_first(down)
         if ended:
             notify.info(context, self.conf.host, 'host_fence.unfence',

@@ -12,7 +12,10 @@ the database and the bus.
   exported is done by the live one: the key is removed, the host's
   client is cut, the record in the pool's omap is gone;
 * the killed member starting again removes none of the other member's
-  exports.
+  exports;
+* with the member that exported an old writer and a fenced host's
+  attachment killed, the live one cuts the writer for a takeover, cuts
+  the host for os-fence and exports it again for os-unfence.
 """
 import collections
 import concurrent.futures
@@ -279,3 +282,141 @@ def test_a_dead_members_attachments_stay_usable_and_detach(cluster, api,
     assert not set(ids) & _records(ceph)
     assert not {'volume-%s' % vol['id'], 'volume-%s' % other['id']} & \
         _images(ceph)
+
+
+def _fence(api, host, action='os-fence', **scope):
+    resp = api.post('/os-host-fences/%s/action' % host,
+                    json={action: scope})
+    assert resp.status_code == 200, resp.text
+    return resp.json()['host_fence']['volumes'][0]
+
+
+def _attach_on(member, volume_id, hosts, mode=None):
+    """Attach ``volume_id`` from the first of ``hosts`` (attachers) whose
+    export the cluster gives to ``member``; the others' attachments are
+    returned too, to be detached at the end."""
+    made = []
+    for host in hosts:
+        att, dev = host.attach_device(volume_id, str(uuid.uuid4()),
+                                      mode=mode)
+        made.append((att, dev, host))
+        if _member(att) == member:
+            return made
+    pytest.fail('no attachment of %s landed on %s: %r' % (
+        volume_id, member, [_member(a) for a, _d, _h in made]))
+
+
+def test_a_live_member_takes_over_and_fences_for_a_dead_one(cluster, api,
+                                                            ceph, opened):
+    """The member that exported an old writer and a host's attachment is
+    killed: a takeover cuts the old writer through the live member, a
+    fence of the host cuts its attachment through it, and an unfence
+    makes its export again there (recorded as the live member's own, so
+    that the dead one coming back leaves it alone)."""
+    rbd = rbd_driver.rbd_module()
+    single = _volume_type(api, 'aa-rbd-single', {'multiattach': '<is> True',
+                                                 'mode': 'RO'})
+    shared = _volume_type(api, 'aa-rbd-fence', {'multiattach': '<is> True'})
+    vol = api.create_volume(volume_type=single['name'])
+    w_host = _attacher(cluster, 20)
+    w_att, w_dev = w_host.attach_device(vol['id'], str(uuid.uuid4()))
+    opened.append(w_dev)
+    assert w_att['attach_mode'] == 'rw'
+    dead = _member(w_att)
+    live = ({'ma', 'ma2'} - {dead}).pop()
+    readers = _attach_on(live, vol['id'],
+                         [_attacher(cluster, n) for n in (21, 22, 23)])
+    opened.extend(dev for _a, dev, _h in readers)
+    r_att, r_dev, r_host = readers[-1]
+    assert r_att['attach_mode'] == 'ro'
+    w_dev.write(0, b'written before the member died')
+    w_dev.flush()
+
+    fvol = api.create_volume(volume_type=shared['name'])
+    on_fvol = _attach_on(dead, fvol['id'],
+                         [_attacher(cluster, n) for n in (24, 25, 26)])
+    opened.extend(dev for _a, dev, _h in on_fvol)
+    victim, v_dev, v_host = on_fvol[-1]
+    fenced_host = v_host.connector['host']
+
+    cluster.kill(dead)
+    dead_host = [h for h, name in MEMBERS.items() if name == dead][0]
+    _wait_down(api, dead_host)
+    # its attachments go on working meanwhile
+    w_dev.write(0, b'written after the member died')
+    w_dev.flush()
+
+    # takeover: the live member cuts the writer the dead one exported
+    new_att, new_dev = r_host.takeover(r_att['id'], r_dev)
+    opened.append(new_dev)
+    assert new_att['attach_mode'] == 'rw'
+    with pytest.raises(rbd.ConnectionShutdown):
+        w_dev.write(0, b'a late write of the old writer')
+        w_dev.flush()
+    assert not _key_exists(ceph, w_att['id'])
+    assert w_att['id'] not in _records(ceph)
+    assert new_dev.read(0, 29) == b'written after the member died'
+    new_dev.write(0, b'the new writer')
+    new_dev.flush()
+    events = api.get('/os-attachment-events?attachment_id=%s'
+                     % w_att['id']).json()['attachment_events']
+    assert events[-1]['reason'] == 'taken over by %s' % r_att['id']
+    assert 'attachment %s: Ceph user' % w_att['id'] in \
+        cluster.processes[live].read_log()
+
+    # fence: the live member cuts the host's attachment
+    entry = _fence(api, fenced_host, volume_id=fvol['id'],
+                   reason='node lost')
+    assert entry['attachments'] == [victim['id']]
+    assert entry['drained_ms'] is not None
+    with pytest.raises(rbd.ConnectionShutdown):
+        v_dev.write(0, b'a write of the fenced host')
+        v_dev.flush()
+    v_dev.close()
+    opened.remove(v_dev)
+    assert not _key_exists(ceph, victim['id'])
+    live_host = [h for h, name in MEMBERS.items() if name == live][0]
+    assert 'volume %s: %s is down; %s stands in' % (
+        fvol['id'], dead_host, live_host) in \
+        cluster.processes['api'].read_log()
+
+    # unfence: the live member makes the export again, as its own
+    entry = _fence(api, fenced_host, 'os-unfence', volume_id=fvol['id'])
+    assert entry['attachments'] == [victim['id']]
+    assert _key_exists(ceph, victim['id'])
+    back = api.get('/attachments/%s' % victim['id'],
+                   headers=V354).json()['attachment']
+    assert _member(back) == live
+    v_dev = v_host.open(back)
+    opened.append(v_dev)
+    v_dev.write(0, b'the host is back')
+    v_dev.flush()
+    assert v_dev.read(0, 16) == b'the host is back'
+
+    # the dead member comes back: it restores neither the cut writer's
+    # export nor takes the unfenced one away
+    cluster.start_process(dead)
+    cluster.wait_ready()
+    assert not _key_exists(ceph, w_att['id'])
+    assert _key_exists(ceph, victim['id'])
+    v_dev.write(0, b'still there')
+    v_dev.flush()
+
+    w_dev.close()
+    opened.remove(w_dev)
+    r_host.detach(new_att['id'], new_dev)
+    opened.remove(new_dev)
+    for att, dev, host in readers[:-1] + on_fvol[:-1]:
+        host.detach(att['id'], dev)
+        opened.remove(dev)
+    v_host.detach(victim['id'], v_dev)
+    opened.remove(v_dev)
+    for v in (vol, fvol):
+        api.wait_volume(v['id'], 'available')
+        assert api.delete('/volumes/%s' % v['id']).status_code == 202
+    for v in (vol, fvol):
+        api.wait_deleted(v['id'])
+    ids = [w_att['id'], new_att['id'], victim['id']] + [
+        a['id'] for a, _d, _h in readers + on_fvol]
+    assert not any(_key_exists(ceph, i) for i in ids)
+    assert not set(ids) & _records(ceph)
