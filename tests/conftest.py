@@ -138,7 +138,8 @@ def pytest_sessionfinish(session):
     if proc is not None:
         proc.terminate()
         try:
-            proc.wait(timeout=60)
+            # (each daemon gets 20 s to stop before it is killed)
+            proc.wait(timeout=90)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

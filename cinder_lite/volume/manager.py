@@ -176,15 +176,21 @@ class VolumeManager:
             specs = {}
             wanted = {
                 a.id: (with_qos(session, volume_dict(v), specs),
-                       a.attach_mode, a.connection_info, a.connector)
+                       a.attach_mode, a.connection_info, a.connector,
+                       a.attach_status)
                 for a, v in db_attachments.connected_on_host(session,
                                                              self.host)}
         for attachment_id in set(self.driver.list_exports()) - set(wanted):
             LOG.warning('removing export of attachment %s: no live '
                         'attachment owns it', attachment_id)
             self.driver.remove_export(None, None, attachment_id, False)
-        for attachment_id, (volume, mode, info, connector) in \
+        for attachment_id, (volume, mode, info, connector, status) in \
                 wanted.items():
+            if status == states.ATTACH_DETACHING:
+                # a disconnect is under way (maybe on a member standing in
+                # for this one): its export is kept if there is one, never
+                # made again under it
+                continue
             try:
                 restored = self.driver.ensure_export(
                     volume, attachment_id, mode, info or {}, connector)

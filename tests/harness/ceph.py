@@ -378,8 +378,11 @@ def main(argv):
         print('ceph cluster up in %.1f s: conf %s, admin keyring %s, pool '
               '%s' % (time.monotonic() - started, cluster.conf,
                       cluster.admin_keyring, cluster.pool), flush=True)
-        while True:
-            signal.pause()
+        # until told to stop, or until the process that started this one
+        # is gone (a test run killed outright leaves no cluster behind)
+        parent = os.getppid()
+        while os.getppid() == parent:
+            time.sleep(1)
     except KeyboardInterrupt:
         pass
     finally:

@@ -21,6 +21,7 @@ import errno
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -357,3 +358,34 @@ def test_an_uploaded_rbd_volume_is_an_image_of_its_bytes(
     glance.call('DELETE', '/images/%s' % image_id, 204)
     assert api.delete('/volumes/%s' % vol['id']).status_code == 202
     api.wait_deleted(vol['id'])
+
+
+def test_a_dead_writer_s_lock_is_broken_when_it_is_detached(
+        rbd_stack, api):
+    """The writer of a plain volume dies holding the exclusive lock (its
+    process killed: no monitor session any more, its watch and lock left
+    behind).  Its detach blocklists the clients no live session accounts
+    for and breaks their lock: the next writer, whose key may blocklist
+    no one, writes at once."""
+    vol = api.create_volume()
+    ha, hb = dp.attacher(rbd_stack, 'a'), dp.attacher(rbd_stack, 'b')
+    a_att = ha.attach(vol['id'])
+    script = (
+        'import json, os, signal, sys\n'
+        'from cinder_lite.connector import devices\n'
+        'dev = devices.connect(json.load(sys.stdin))\n'
+        'dev.write(0, b"the dead writer")\n'
+        'dev.flush()\n'
+        'os.kill(os.getpid(), signal.SIGKILL)\n')
+    done = subprocess.run([sys.executable, '-c', script],
+                          input=json.dumps(a_att['connection_info']),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == -9, done.stderr
+    ha.transport.delete(a_att['id'])
+    api.wait_volume(vol['id'], 'available')
+    b_att, b_dev = hb.attach_device(vol['id'])
+    assert b_dev.read(0, 15) == b'the dead writer'
+    b_dev.write(0, b'the next writer')
+    b_dev.flush()
+    hb.detach(b_att['id'], b_dev)
+    api.wait_volume(vol['id'], 'available')

@@ -60,12 +60,15 @@ ENOENT = 2
 
 
 def rados_module():
-    return system_bindings.load('rados', 'python3-rados')
+    return system_bindings.load(
+        'rados', 'python3-rados', accept=lambda m: hasattr(m, 'Rados'))
 
 
 def rbd_module():
     rados_module()      # rbd's extension imports rados
-    return system_bindings.load('rbd', 'python3-rbd')
+    # (PyPI has an unrelated package named rbd)
+    return system_bindings.load(
+        'rbd', 'python3-rbd', accept=lambda m: hasattr(m, 'RBD'))
 
 
 def volume_name(volume_id):
@@ -88,14 +91,17 @@ def key_caps(image_id, name, mode, header_watch, ancestors=()):
         # resize, snapshot or lock through the rbd class
         header = 'allow rw class-read' if header_watch else \
             'allow r class-read'
-    caps = ['%s object_prefix rbd_data.%s' % (data, image_id),
+    # ``rbd_data.<id>.``: with the dot, an image whose id starts with
+    # this one's is not matched (header and object map names are whole
+    # names: create_volume makes no id that is a prefix of another)
+    caps = ['%s object_prefix rbd_data.%s.' % (data, image_id),
             '%s object_prefix rbd_header.%s' % (header, image_id),
             # the object map of a single-writer image, kept by its writer
             '%s object_prefix rbd_object_map.%s' % (data, image_id),
             'allow r class-read object_prefix rbd_id.%s' % name,
             'allow r class-read object_prefix rbd_info']
     for parent in ancestors:
-        caps += ['allow r object_prefix rbd_data.%s' % parent,
+        caps += ['allow r object_prefix rbd_data.%s.' % parent,
                  'allow r class-read object_prefix rbd_header.%s' % parent]
     if ancestors:
         # librbd opens a parent by its id and looks its name up in the
@@ -132,7 +138,7 @@ class RBDDriver(base.VolumeDriver):
             conf['keyring'] = self.conf.rbd_keyring_conf
         cluster = rados.Rados(rados_id=self.conf.rbd_user or None,
                               clustername=self.conf.rbd_cluster_name,
-                              conffile=self.conf.rbd_ceph_conf or None,
+                              conffile=self.conf.rbd_ceph_conf,
                               conf=conf)
         try:
             cluster.connect(timeout=self.conf.rados_connect_timeout)
@@ -212,16 +218,45 @@ class RBDDriver(base.VolumeDriver):
     def create_volume(self, volume):
         rbd = rbd_module()
         name = volume_name(volume['id'])
-        try:
+
+        def make():
             rbd.RBD().create(self.ioctx(), name, volume['size'] * GiB,
                              order=self._order(), old_format=False,
                              features=self._features(volume))
+        try:
+            self._made_with_unique_id(name, make)
         except rbd.ImageExists:
             LOG.info('%s exists already in pool %s', name, self.pool)
             return False
         LOG.info('created %s (%d GiB) in pool %s', name, volume['size'],
                  self.pool)
         return True
+
+    def _made_with_unique_id(self, name, make, tries=5):
+        """``make()`` the image ``name`` until librbd gives it an id that
+        is no prefix of another image's id and has none as its prefix: an
+        attachment's caps name its image's header and object map by an
+        ``object_prefix`` of the id (librbd's ids are hex of varying
+        length, so two could nest)."""
+        rbd = rbd_module()
+        for _ in range(tries):
+            make()
+            image = self._image(name, read_only=True)
+            try:
+                mine = image.id()
+            finally:
+                image.close()
+            others = [i['id'] for i in rbd.RBD().list2(self.ioctx())
+                      if i['name'] != name]
+            if not any(o.startswith(mine) or mine.startswith(o)
+                       for o in others):
+                return
+            LOG.warning('%s got the id %s, which nests with another '
+                        'image\'s: made again', name, mine)
+            self._remove_image(name)
+        raise exception.BackendError(
+            reason='no id for %s that nests with no other image\'s after '
+                   '%d tries' % (name, tries))
 
     def delete_volume(self, volume):
         rbd = rbd_module()
@@ -322,7 +357,10 @@ class RBDDriver(base.VolumeDriver):
         rados = rados_module()
         with rados.ReadOpCtx() as op:
             values, _ = self.ioctx().get_omap_vals_by_keys(op, (snapshot_id,))
-            self.ioctx().operate_read_op(op, 'cinder_lite.snapshots')
+            try:
+                self.ioctx().operate_read_op(op, 'cinder_lite.snapshots')
+            except rados.ObjectNotFound:      # no snapshot made yet
+                values = ()
             found = dict(values)
         if snapshot_id not in found:
             raise exception.BackendError(
@@ -444,21 +482,31 @@ class RBDDriver(base.VolumeDriver):
         rbd = rbd_module()
         name = volume_name(volume['id'])
         started = time.monotonic()
-        try:
+
+        def make():
             rbd.RBD().clone(self.ioctx(), parent, snap, self.ioctx(), name,
                             features=self._features(volume),
                             order=self._order())
+        try:
+            self._made_with_unique_id(name, make)
         except rbd.ImageExists:
             LOG.info('%s exists already in pool %s', name, self.pool)
             return False
-        image = self._image(name)
         try:
-            if image.size() < volume['size'] * GiB:
-                image.resize(volume['size'] * GiB)
-        finally:
-            image.close()
-        if flatten or self._depth(name) > self.conf.rbd_max_clone_depth:
-            self._flatten(name)
+            image = self._image(name)
+            try:
+                if image.size() < volume['size'] * GiB:
+                    image.resize(volume['size'] * GiB)
+            finally:
+                image.close()
+            if flatten or self._depth(name) > self.conf.rbd_max_clone_depth:
+                self._flatten(name)
+        except Exception:
+            # not half made: the create's revert removes only what it
+            # knows it made, and this raised before it knew
+            LOG.warning('removing %s: its clone did not complete', name)
+            self._remove_image(name)
+            raise
         LOG.info('made %s by a copy-on-write clone of %s@%s in %.3f s',
                  what, parent, snap, time.monotonic() - started)
         return True
@@ -484,9 +532,13 @@ class RBDDriver(base.VolumeDriver):
                 image.protect_snap(snap)
         finally:
             image.close()
-        made = self._clone(volume, parent, snap, False,
-                           'volume %s as a clone of %s' % (volume['id'],
-                                                           source['id']))
+        try:
+            made = self._clone(volume, parent, snap, False,
+                               'volume %s as a clone of %s' % (
+                                   volume['id'], source['id']))
+        except Exception:
+            self._drop_clone_snap(parent, snap)
+            raise
         image = self._image(volume_name(volume['id']), read_only=True)
         try:
             still_child = self._parent_of(image) is not None
@@ -629,15 +681,12 @@ class RBDDriver(base.VolumeDriver):
         entity = 'client.%s' % self.user(attachment_id)
         record = self._record(attachment_id)
         started = time.monotonic()
-        try:
-            self._mon({'prefix': 'auth del', 'entity': entity})
-        except exception.BackendError as e:
-            if '(-%d)' % ENOENT not in str(e.message):
-                raise
-        cut = self._blocklist_sessions(entity)
+        # (a user that is not there is no error)
+        self._mon({'prefix': 'auth del', 'entity': entity})
+        cut, others = self._blocklist_clients(entity, record)
         self._barrier()
-        if cut and record is not None:
-            self._break_locks(record['image'], cut)
+        if record is not None:
+            self._break_locks(record['image'], others)
         self._remove_omap(self.records, (attachment_id,))
         if record is None and not cut:
             return None
@@ -648,10 +697,11 @@ class RBDDriver(base.VolumeDriver):
                  drained * 1000)
         return drained
 
-    def _break_locks(self, name, addrs):
-        """Release the locks the cut clients ``addrs`` held on the image
-        ``name`` (the exclusive lock of a single-writer image): the next
-        writer takes it without having to blocklist anyone."""
+    def _break_locks(self, name, others):
+        """Release the locks on the image ``name`` (the exclusive lock of
+        a single-writer image) held by any client but the live ones of
+        other users, ``others``: the next writer takes the lock without
+        having to blocklist anyone (its key may not)."""
         rbd = rbd_module()
         try:
             image = self._image(name)
@@ -660,7 +710,7 @@ class RBDDriver(base.VolumeDriver):
         try:
             lockers = image.list_lockers() or {}
             for client, cookie, address in lockers.get('lockers', ()):
-                if address in addrs:
+                if address not in others:
                     image.break_lock(client, cookie)
                     LOG.info('broke the lock %s of cut client %s (%s) on '
                              '%s', cookie, client, address, name)
@@ -668,32 +718,61 @@ class RBDDriver(base.VolumeDriver):
             image.close()
 
     def _mon_names(self):
-        return [m['name'] for m in self._mon({'prefix': 'mon dump',
-                                              'format': 'json'})['mons']]
+        """The monitors in quorum (one that is down answers nothing)."""
+        return self._mon({'prefix': 'quorum_status',
+                          'format': 'json'})['quorum_names']
 
-    def _sessions(self, entities):
+    def _sessions(self, entities=None):
         """{entity: [client address]} of the monitors' sessions of
-        ``entities`` (every librados client keeps one)."""
+        ``entities`` (every librados client keeps one; None: of every
+        user)."""
         found = {}
         for mon in self._mon_names():
             for session in self._mon({'prefix': 'sessions',
                                       'format': 'json'}, target=mon) or ():
                 name = session.get('entity_name')
-                if name not in entities:
+                if entities is not None and name not in entities:
                     continue
                 for addr in session.get('addrs', {}).get('addrvec', ()):
                     found.setdefault(name, []).append('%s/%d' % (
                         addr['addr'], addr['nonce']))
         return found
 
+    def _image_clients(self, name):
+        """Addresses of the clients watching or locking the image."""
+        rbd = rbd_module()
+        try:
+            image = self._image(name, read_only=True)
+        except rbd.ImageNotFound:
+            return set()
+        try:
+            found = {w['addr'] for w in image.watchers_list()}
+            found.update(address for _, _, address in (
+                image.list_lockers() or {}).get('lockers', ()))
+        finally:
+            image.close()
+        return found
+
     def _blocklisted(self):
         listed = self._mon({'prefix': 'osd blocklist ls', 'format': 'json'})
         return {entry['addr'] for entry in listed or ()}
 
-    def _blocklist_sessions(self, entity):
-        addrs = sorted(set(self._sessions({entity}).get(entity, ())))
+    def _blocklist_clients(self, entity, record):
+        """Blocklist every client instance that may act with ``entity``'s
+        key: its monitor sessions, and the watchers and lock holders of
+        the attachment's image that no monitor session of another user
+        accounts for (a client cut off the monitors may still reach the
+        OSDs with its tickets).  Returns (the addresses blocklisted now,
+        the addresses of other users' live clients)."""
+        sessions = self._sessions()
+        mine = set(sessions.get(entity, ()))
+        others = {a for name, addrs in sessions.items() if name != entity
+                  for a in addrs}
+        if record is not None:
+            mine |= self._image_clients(record['image']) - others
+        addrs = sorted(mine - self._blocklisted()) if mine else []
         if not addrs:
-            return addrs
+            return addrs, others
 
         def add(addr):
             self._mon({'prefix': 'osd blocklist', 'blocklistop': 'add',
@@ -704,7 +783,7 @@ class RBDDriver(base.VolumeDriver):
         # paxos_propose_interval) instead of one round each
         with futures.ThreadPoolExecutor(min(len(addrs), 16)) as pool:
             list(pool.map(add, addrs))
-        return addrs
+        return addrs, others
 
     def _barrier(self):
         """Return once every placement group of the pool has applied the
@@ -744,9 +823,14 @@ class RBDDriver(base.VolumeDriver):
 
     def ensure_export(self, volume, attachment_id, mode, connection_info,
                       connector):
-        if self._has_key(attachment_id) and \
-                self.export_mode(attachment_id) == mode:
-            return True
+        if self._has_key(attachment_id):
+            have = self.export_mode(attachment_id)
+            if have == mode:
+                return True
+            if have is not None:
+                # clients that authenticated with the other mode keep its
+                # caps in their tickets: cut them before the key changes
+                self.remove_export(volume, connector, attachment_id, False)
         self.create_export(volume, connector, mode, attachment_id)
         return True
 
