@@ -451,8 +451,8 @@ class NovaStack:
     # -- cinder_lite ----------------------------------------------------------
     def start_cinder_lite(self):
         self.cinder = CinderLite(
-            self.identity, rbd_backend=self.rbd_backend, workdir=self.path('cinder-lite'),
-            keep_workdir=True,
+            self.identity, rbd_backend=self.rbd_backend,
+            workdir=self.path('cinder-lite'), keep_workdir=True,
             extra_default={'auth_strategy': 'keystone',
                            'allow_multiattach': 'true',
                            # os-volume_upload_image of in-use volumes
