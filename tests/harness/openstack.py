@@ -16,8 +16,11 @@ Glance, Placement and Nova on this machine, for integration tests, for
   services with ``fake.FakeDriver`` (hosts ``compute-1`` and
   ``compute-2``), cell0 and cell1 made with ``nova-manage cell_v2``;
 * cinder_lite (a ``Cluster`` on MariaDB: API, scheduler, volume nodes
-  ``ma`` and ``mb``, both multiattach) with ``auth_strategy = keystone``,
-  registered in the catalog as ``volumev3`` and ``block-storage``.
+  ``ma`` and ``mb``, both multiattach file backends, and, given
+  ``rbd_backend`` (the options of an RBD backend section), a third node
+  ``rbd`` with backend RBD_BACKEND on that Ceph pool) with
+  ``auth_strategy = keystone``, registered in the catalog as ``volumev3``
+  and ``block-storage``.
 
 Nova also needs a ``network`` endpoint: ``no_network.py`` answers there
 that this cloud has no ports (see its docstring).
@@ -62,6 +65,11 @@ COMPUTES = ('compute-1', 'compute-2')
 START_TIMEOUT = 180.0
 HOST = '127.0.0.1'
 ERROR_LINES = 120      # per log, in a failed test's report
+# the RBD backend's section, and its node's host: a name no other test's
+# backend on the shared pool has, since a backend's export records are an
+# omap object of the pool named after its section
+RBD_BACKEND = 'rbd-os'
+RBD_HOST = 'node-rbd-os'
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -240,7 +248,7 @@ class CinderLite(cluster_mod.Cluster):
     """The cinder_lite cluster in keystone mode: readiness is checked with
     a Keystone token of the admin project."""
 
-    def __init__(self, identity, **kwargs):
+    def __init__(self, identity, rbd_backend=None, **kwargs):
         super().__init__('mysql', **kwargs)
         self.identity = identity
         # two backends that can both share volumes, as a cloud Tempest
@@ -249,6 +257,14 @@ class CinderLite(cluster_mod.Cluster):
         # type in place (Tempest's retype tests) must work on both
         self.nodes = {'ma': cluster_mod.NODES['ma'],
                       'mb': ('node-mb', 'mb', {})}
+        # and an RBD backend that Tempest's volumes go to (tempest_conf
+        # makes types naming it); volumes of other types go where the
+        # capacity weigher sends them: the file backends, while the
+        # machine's disk has more room than the test cluster's 2 GiB OSD
+        self.rbd_backend = None
+        if rbd_backend is not None:
+            self.rbd_backend = RBD_BACKEND
+            self.nodes['rbd'] = (RBD_HOST, RBD_BACKEND, dict(rbd_backend))
 
     def admin_auth(self):
         token, body = self.identity.token('admin', ADMIN_PASSWORD, 'admin')
@@ -257,8 +273,9 @@ class CinderLite(cluster_mod.Cluster):
 
 class NovaStack:
 
-    def __init__(self, workdir=None, keep_workdir=False):
+    def __init__(self, workdir=None, keep_workdir=False, rbd_backend=None):
         self.run_id = uuid.uuid4().hex[:10]
+        self.rbd_backend = rbd_backend
         self._own_workdir = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix='cinder-lite-nova-')
         self.keep_workdir = keep_workdir
@@ -434,8 +451,8 @@ class NovaStack:
     # -- cinder_lite ----------------------------------------------------------
     def start_cinder_lite(self):
         self.cinder = CinderLite(
-            self.identity, workdir=self.path('cinder-lite'),
-            keep_workdir=True,
+            self.identity, rbd_backend=self.rbd_backend,
+            workdir=self.path('cinder-lite'), keep_workdir=True,
             extra_default={'auth_strategy': 'keystone',
                            'allow_multiattach': 'true',
                            # os-volume_upload_image of in-use volumes

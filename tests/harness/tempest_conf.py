@@ -3,7 +3,9 @@ and the few things Tempest expects an operator to have made first.
 
 ``prepare(stack)`` makes, as the cloud's administrator, what Tempest's
 configuration names: two flavors, two small public images in Glance and a
-multi-attach volume type.  ``sections(stack, made)`` reads the rest from
+multi-attach volume type; on a stack with an RBD backend also a type that
+names it, the type of every volume Tempest makes (the multi-attach type
+names it too).  ``sections(stack, made)`` reads the rest from
 what is running (cinder_lite's pools and highest microversion, the
 Keystone URL) and returns tempest.conf as ``{section: {option: value}}``.
 
@@ -20,15 +22,17 @@ from tests.harness import openstack
 FLAVORS = (('tempest-1', 64, 1), ('tempest-2', 128, 1))
 IMAGE_BYTES = 1024 * 1024
 MULTIATTACH_TYPE = 'tempest-multiattach'
+RBD_TYPE = 'tempest-rbd'
 # seconds Tempest waits for a status; Nova's fake driver and cinder_lite
 # answer in seconds, so a test that waits this long has failed
 BUILD_TIMEOUT = 120
 
 
 def prepare(stack):
-    """Flavors, images and the multi-attach type, made by the admin.
-    Returns {'flavors': [id, id], 'images': [id, id], 'multiattach_type':
-    name}."""
+    """Flavors, images and the multi-attach type, made by the admin, and
+    with an RBD backend (``stack.cinder.rbd_backend``) the type of
+    Tempest's other volumes.  Returns {'flavors': [id, id], 'images': [id,
+    id], 'multiattach_type': name, 'volume_type': name or None}."""
     admin = stack.admin()
     flavors = []
     for name, ram, disk in FLAVORS:
@@ -44,11 +48,19 @@ def prepare(stack):
         admin.image('PUT', '/v2/images/%s/file' % image['id'],
                     data=bytes(IMAGE_BYTES), expect=204)
         images.append(image['id'])
+    # Tempest's volumes on the RBD backend when there is one: the file
+    # backends keep test_nova.py's and test_images.py's
+    rbd = stack.cinder.rbd_backend
+    on_rbd = {'volume_backend_name': rbd} if rbd else {}
     admin.volume('POST', '/types', {'volume_type': {
         'name': MULTIATTACH_TYPE,
-        'extra_specs': {'multiattach': '<is> True'}}}, expect=200)
+        'extra_specs': dict(on_rbd, multiattach='<is> True')}}, expect=200)
+    if rbd:
+        admin.volume('POST', '/types', {'volume_type': {
+            'name': RBD_TYPE, 'extra_specs': on_rbd}}, expect=200)
     return {'flavors': flavors, 'images': images,
-            'multiattach_type': MULTIATTACH_TYPE}
+            'multiattach_type': MULTIATTACH_TYPE,
+            'volume_type': RBD_TYPE if rbd else None}
 
 
 def backends(stack):
@@ -112,6 +124,10 @@ def sections(stack, made, workspace):
             'backend_names': ','.join(names),
             'storage_protocol': protocol, 'vendor_name': vendor,
             'volume_type_multiattach': made['multiattach_type'],
+            # the type of the volumes Tempest makes without one of its
+            # own (volume and compute tests, boot from volume); empty:
+            # cinder_lite's default type
+            'volume_type': made.get('volume_type') or '',
             'min_microversion': '3.0',
             'max_microversion': max_volume_version(stack),
             'build_timeout': BUILD_TIMEOUT,

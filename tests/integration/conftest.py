@@ -8,6 +8,7 @@ import tempfile
 
 import pytest
 
+from tests.conftest import rbd_backend
 from tests.harness import cluster as cluster_mod
 from tests.harness import openstack
 from tests.harness import servers
@@ -136,13 +137,22 @@ def openstack_cloud(request):
     gives them to one pytest-xdist worker), and stopped after the last test
     that uses it.  Skipped without the OpenStack virtualenv
     (tools/openstack-venv), failed instead under
-    CINDER_LITE_REQUIRE_SERVICES=1."""
+    CINDER_LITE_REQUIRE_SERVICES=1.  With Ceph installed, cinder_lite
+    also has an RBD backend on the run's cluster (the ``ceph`` fixture),
+    where Tempest's volumes go (test_tempest.py checks that they did)."""
     try:
         openstack.check_available()
     except cluster_mod.ServiceUnavailable as e:
         util.skip_or_fail('Nova and Keystone: %s' % e)
+    try:
+        rbd = rbd_backend(request.getfixturevalue('ceph'))
+    except pytest.skip.Exception:
+        # no Ceph, and not required (else the fixture failed):
+        # test_nova.py and test_images.py run as well without it
+        rbd = None
     cloud = openstack.NovaStack(
-        keep_workdir=os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1')
+        keep_workdir=os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1',
+        rbd_backend=rbd)
     try:
         cloud.start()
     except cluster_mod.ClusterError as e:

@@ -12,15 +12,27 @@ offer (tests/harness/tempest_conf.py) or by the commented exclude list
 tempest.api.volume tree is ``tools/tempest --volume`` (counts in
 doc/tempest.rst).
 
+Tempest's volumes are made on the deployment's RBD backend (a volume
+type naming it, tempest_conf.RBD_TYPE, is Tempest's ``volume_type``, and
+the multi-attach type names it too), on the run's Ceph cluster;
+test_nova.py and test_images.py keep the file backends ``ma`` and
+``mb``.  ``test_tempest_volumes_were_on_rbd`` checks from cinder_lite's
+database and the RBD volume service's log that every volume of the run
+was an RBD image and that Nova's attachments were exported as Ceph users.
+
 Needs the pinned Tempest of tools/tempest-venv: skipped without it,
 failed instead under CINDER_LITE_REQUIRE_SERVICES=1, as in CI.
 """
+import collections
 import io
 import os
 import re
 
 import pytest
+import sqlalchemy as sa
 
+from cinder_lite.db import api as db_api
+from tests.harness import openstack
 from tests.harness import tempest_conf
 from tests.harness import tempest_run
 from tests.harness import util
@@ -29,10 +41,12 @@ from tests.harness import util
 @pytest.fixture(scope='module')
 def workspace(openstack_cloud, tmp_path_factory):
     """A Tempest workspace whose tempest.conf describes the deployment,
-    with the flavors, images and shareable type Tempest expects."""
+    with the flavors, images and volume types Tempest expects."""
     if not os.access(tempest_run.venv_bin('tempest'), os.X_OK):
         util.skip_or_fail('no Tempest in %s (run tools/tempest-venv)'
                           % tempest_run.VENV)
+    if openstack_cloud.cinder.rbd_backend is None:
+        util.skip_or_fail('no RBD backend in the deployment (no Ceph)')
     ws = tempest_run.Workspace(str(tmp_path_factory.mktemp('tempest')))
     made = tempest_conf.prepare(openstack_cloud)
     ws.write_conf(tempest_conf.sections(openstack_cloud, made, ws.path))
@@ -45,21 +59,58 @@ def workspace(openstack_cloud, tmp_path_factory):
 CONCURRENCY = 2
 
 
+def database_now(cloud):
+    engine = db_api.create_engine(cloud.cinder.db_url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(sa.text('SELECT UTC_TIMESTAMP()')).scalar()
+    finally:
+        engine.dispose()
+
+
+def volumes_made_since(cloud, since):
+    """{volume id: host} of the volumes made since ``since`` (the
+    database's clock), deleted ones too (they are kept, marked)."""
+    engine = db_api.create_engine(cloud.cinder.db_url)
+    try:
+        with engine.connect() as conn:
+            return dict(conn.execute(sa.text(
+                'SELECT id, host FROM volumes WHERE created_at >= :since'),
+                {'since': since}).all())
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture(scope='module')
-def results(workspace, openstack_cloud):
+def tempest_done(workspace, openstack_cloud):
     """Both selections in one ``tempest run`` (one start of Tempest and
-    one discovery); returns a function: selection name -> (report,
-    {failed test id: reason}, [passed test ids])."""
+    one discovery): what the selections and the RBD check read."""
     chosen = tempest_run.selections(tempest_run.parse_args(
         ['--interop', '--compute-attach']))
     selected, excluded, missing = tempest_run.select(
         workspace, chosen, tempest_run.EXCLUDE_LIST)
     assert selected, chosen
     assert missing == [], 'interop tests this Tempest lacks: %s' % missing
+    # (the deployment's other users, test_nova.py and test_images.py,
+    # run before or after this module, never during it)
+    since = database_now(openstack_cloud)
     progress = io.StringIO()
     workspace.run(selected, concurrency=CONCURRENCY, out=progress)
     openstack_cloud.check_alive()
-    outcome, broken = tempest_run.outcomes(selected, workspace.results())
+    return {'chosen': chosen, 'selected': selected, 'excluded': excluded,
+            'missing': missing,
+            'results': tempest_run.outcomes(selected, workspace.results()),
+            'volumes': volumes_made_since(openstack_cloud, since),
+            'rbd_log': openstack_cloud.cinder.processes['rbd'].read_log()}
+
+
+@pytest.fixture(scope='module')
+def results(tempest_done):
+    """A function: selection name -> (report, {failed test id: reason},
+    [passed test ids])."""
+    chosen, selected, excluded, missing = (tempest_done[k] for k in (
+        'chosen', 'selected', 'excluded', 'missing'))
+    outcome, broken = tempest_done['results']
 
     def of(name):
         mine = {name: chosen[name]}
@@ -90,3 +141,24 @@ def test_nova_volume_attach_tests_pass(results):
     report, failed, passed = results('compute-attach')
     assert failed == {}, report
     assert passed, report
+
+
+def test_tempest_volumes_were_on_rbd(tempest_done):
+    """Every volume the run made was placed on the RBD backend and made
+    there as an RBD image (created, or cloned copy-on-write), and the
+    attachments of the compute tests were exported as Ceph users."""
+    volumes = tempest_done['volumes']
+    log = tempest_done['rbd_log']
+    by_backend = collections.Counter(
+        (host or 'none').split('#')[0] for host in volumes.values())
+    print('volumes Tempest made, by backend: %s' % dict(by_backend))
+    assert volumes, 'Tempest made no volumes'
+    assert set(by_backend) == {'%s@%s' % (openstack.RBD_HOST,
+                                          openstack.RBD_BACKEND)}, by_backend
+    made = set(re.findall(
+        r'(?:created volume-|made volume )([0-9a-f-]{36})', log))
+    assert set(volumes) - made == set(), 'not made as RBD images'
+    exports = set(re.findall(
+        r'attachment ([0-9a-f-]{36}): Ceph user ', log))
+    print('attachments exported as Ceph users: %d' % len(exports))
+    assert exports, 'no attachment was exported on the RBD backend'
