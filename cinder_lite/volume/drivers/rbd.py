@@ -581,17 +581,7 @@ class RBDDriver(base.VolumeDriver):
                      if p['name'] == self.pool), {})
         free = pool.get('max_avail', 0)
         used = pool.get('stored', pool.get('bytes_used', 0))
-        rbd = rbd_module()
-        provisioned = 0
-        for name in rbd.RBD().list(self.ioctx()):
-            try:
-                image = self._image(name, read_only=True)
-            except rbd.ImageNotFound:      # deleted meanwhile
-                continue
-            try:
-                provisioned += image.size()
-            finally:
-                image.close()
+        provisioned = self._provisioned()
         return {
             'volume_backend_name': self.backend_name,
             'vendor_name': 'Open Source',
@@ -612,6 +602,31 @@ class RBDDriver(base.VolumeDriver):
             # a cluster removes an export another (dead) member made
             'cluster_exports': True,
         }
+
+    # the sum of the volumes' sizes is read again at most this often: it
+    # opens every volume's image (services report every few seconds)
+    PROVISIONED_EVERY = 60.0
+
+    def _provisioned(self):
+        rbd = rbd_module()
+        now = time.monotonic()
+        kept = getattr(self, '_provisioned_at', None)
+        if kept is not None and now - kept[0] < self.PROVISIONED_EVERY:
+            return kept[1]
+        total = 0
+        for name in rbd.RBD().list(self.ioctx()):
+            if not name.startswith('volume-'):
+                continue
+            try:
+                image = self._image(name, read_only=True)
+            except rbd.ImageNotFound:      # deleted meanwhile
+                continue
+            try:
+                total += image.size()
+            finally:
+                image.close()
+        self._provisioned_at = (now, total)
+        return total
 
     def shares_targets(self):
         return False
