@@ -264,6 +264,10 @@ class RBDDriver(base.VolumeDriver):
         try:
             image = self._image(name)
         except rbd.ImageNotFound:
+            # gone, or a remove cut short (a volume service killed during
+            # it) left its name in the pool's directory: librbd's remove
+            # finishes that
+            self._remove_image(name)
             return
         try:
             parent = self._parent_of(image)
