@@ -12,6 +12,7 @@ import pytest
 
 from tests.harness import ceph as ceph_mod
 from tests.harness import cluster as cluster_mod
+from tests.harness import glance as glance_mod
 from tests.harness import stack as stack_mod
 from tests.harness import util
 
@@ -190,6 +191,21 @@ def rbd_stack(ceph, tmp_path):
     left = driver.list_exports()
     s.stop()
     assert left == [], 'exports left behind: %s' % left
+
+
+@pytest.fixture(scope='module')
+def glance(tmp_path_factory):
+    """glance-api of tools/openstack-venv, one per module; skipped
+    without that virtualenv, failed instead under
+    CINDER_LITE_REQUIRE_SERVICES=1."""
+    util.need('qemu-img')
+    server = glance_mod.Glance(tmp_path_factory.mktemp('glance'))
+    try:
+        server.start()
+    except cluster_mod.ServiceUnavailable as e:
+        util.skip_or_fail(str(e))
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ And the volume service as qemu-img's user: volumes from Glance images
 raw image into) and volumes uploaded as images, through the real Glance
 alone (tests/harness/glance.py), as tests/functional/test_image_copies.py
 does on the file backend."""
+import contextlib
 import errno
 import json
 import os
@@ -29,9 +30,7 @@ import pytest
 
 from cinder_lite.volume.drivers import rbd as rbd_driver
 from tests.conftest import rbd_backend
-from tests.harness import cluster as cluster_mod
 from tests.harness import dataplane as dp
-from tests.harness import glance as glance_mod
 from tests.harness import stack as stack_mod
 from tests.harness import util
 from tests.harness.volumes import create_available as create_from
@@ -223,19 +222,6 @@ def test_the_next_writer_of_a_single_writer_image_gets_its_lock(
 
 # -- images ----------------------------------------------------------------
 
-@pytest.fixture(scope='module')
-def glance(tmp_path_factory):
-    """glance-api of tools/openstack-venv alone (skipped without it,
-    failed instead under CINDER_LITE_REQUIRE_SERVICES=1)."""
-    server = glance_mod.Glance(tmp_path_factory.mktemp('glance'))
-    try:
-        server.start()
-    except cluster_mod.ServiceUnavailable as e:
-        util.skip_or_fail(str(e))
-    yield server
-    server.stop()
-
-
 @pytest.fixture
 def glance_rbd_stack(ceph, glance, tmp_path):
     s = stack_mod.Stack(tmp_path / 'st', backends={'rbd': rbd_backend(ceph)},
@@ -244,8 +230,9 @@ def glance_rbd_stack(ceph, glance, tmp_path):
     s.stop()
 
 
-def image_bytes(ceph, volume_id, offset, length):
-    """What the RBD image of a volume holds, read as admin."""
+@contextlib.contextmanager
+def _admin_image(ceph, volume_id, read_only=True):
+    """The RBD image of a volume, opened as admin."""
     rados = rbd_driver.rados_module()
     rbd = rbd_driver.rbd_module()
     cluster = rados.Rados(conffile=ceph.conf,
@@ -254,25 +241,22 @@ def image_bytes(ceph, volume_id, offset, length):
     try:
         with cluster.open_ioctx(ceph.pool) as ioctx:
             with rbd.Image(ioctx, 'volume-%s' % volume_id,
-                           read_only=True) as image:
-                return image.read(offset, length)
+                           read_only=read_only) as image:
+                yield image
     finally:
         cluster.shutdown()
+
+
+def image_bytes(ceph, volume_id, offset, length):
+    """What the RBD image of a volume holds, read as admin."""
+    with _admin_image(ceph, volume_id) as image:
+        return image.read(offset, length)
 
 
 def write_image(ceph, volume_id, offset, data):
-    rados = rbd_driver.rados_module()
-    rbd = rbd_driver.rbd_module()
-    cluster = rados.Rados(conffile=ceph.conf,
-                          conf={'keyring': ceph.admin_keyring})
-    cluster.connect(timeout=30)
-    try:
-        with cluster.open_ioctx(ceph.pool) as ioctx:
-            with rbd.Image(ioctx, 'volume-%s' % volume_id) as image:
-                image.write(data, offset)
-                image.flush()
-    finally:
-        cluster.shutdown()
+    with _admin_image(ceph, volume_id, read_only=False) as image:
+        image.write(data, offset)
+        image.flush()
 
 
 def to_qcow2(raw_path, qcow2_path):
