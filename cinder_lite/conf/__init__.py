@@ -4,6 +4,7 @@ command line or reads a file: the entry points (``cinder_lite.cmd``) do,
 after ``register_opts`` put every option on the ConfigOpts they use.
 ``opts`` gathers the lists for oslo-config-generator."""
 from cinder_lite.conf import api
+from cinder_lite.conf import backup
 from cinder_lite.conf import core
 from cinder_lite.conf import dashboard
 from cinder_lite.conf import image
@@ -13,8 +14,8 @@ from cinder_lite.conf import upgrade_levels
 from cinder_lite.conf import volume
 
 # in the order their options appear in the sample config
-MODULES = (core, api, dashboard, volume, image, quota, upgrade_levels,
-           nova)
+MODULES = (core, api, dashboard, volume, image, backup, quota,
+           upgrade_levels, nova)
 
 
 # No global config here: the caller passes the ConfigOpts to fill, so a

@@ -1,0 +1,2 @@
+"""Backup drivers: ``base`` is the interface, ``posix`` and ``ceph`` the
+stores."""

@@ -1,0 +1,96 @@
+"""Options of the backup service and its drivers ([DEFAULT], Cinder's
+names): which driver keeps the backups, how the chunked drivers cut and
+compress a volume, and where the POSIX and Ceph drivers put it."""
+from oslo_config import cfg
+
+backup_opts = [
+    cfg.StrOpt('backup_driver',
+               default='cinder_lite.backup.drivers.posix.PosixBackupDriver',
+               help='Driver class of the backup service: '
+                    'cinder_lite.backup.drivers.posix.PosixBackupDriver '
+                    '(a directory, in production an NFS mount) or '
+                    'cinder_lite.backup.drivers.ceph.CephBackupDriver (a '
+                    'pool of a Ceph cluster). Every backup service of a '
+                    'cloud must use the same driver and store: any of '
+                    'them may restore or delete any backup.'),
+    cfg.IntOpt('backup_rpc_timeout', default=60, min=1,
+               help='Seconds the backup service waits for a volume '
+                    'service to answer when it asks for an export of the '
+                    'volume it copies.'),
+    cfg.IntOpt('backup_max_operations', default=15, min=0,
+               help='Backups and restores one backup service runs at '
+                    'once; more wait in its queue. 0 is unlimited.'),
+    cfg.BoolOpt('backup_enable_progress_timer', default=True,
+                help='Send backup.createprogress notifications every '
+                     'backup_timer_interval seconds while a backup runs '
+                     '(besides every backup_object_number_per_notification '
+                     'objects).'),
+    cfg.IntOpt('backup_timer_interval', default=120, min=1,
+               help='Seconds between two backup.createprogress '
+                    'notifications of a running backup.'),
+    cfg.IntOpt('backup_object_number_per_notification', default=10, min=1,
+               help='Objects written between two backup.createprogress '
+                    'notifications.'),
+]
+
+chunked_opts = [
+    cfg.StrOpt('backup_compression_algorithm', default='zlib',
+               ignore_case=True,
+               choices=['none', 'off', 'no', 'zlib', 'gzip', 'bz2',
+                        'bzip2', 'zstd'],
+               help='Compression of the objects the chunked drivers '
+                    '(POSIX) write.'),
+    cfg.IntOpt('backup_sha_block_size_bytes', default=32768, min=512,
+               help='Size of the blocks whose SHA-256 an incremental '
+                    'backup compares with its parent\'s: only changed '
+                    'blocks are written. Must divide backup_file_size.'),
+]
+
+posix_opts = [
+    cfg.StrOpt('backup_posix_path', default='$state_path/backup',
+               help='Directory the POSIX driver keeps backups in (in '
+                    'production an NFS or other shared mount, the same on '
+                    'every backup service).'),
+    cfg.IntOpt('backup_file_size', default=1999994880, min=1048576,
+               help='Largest object, in bytes, the POSIX driver writes: '
+                    'a volume is cut into chunks of this size. A multiple '
+                    'of backup_sha_block_size_bytes.'),
+    cfg.StrOpt('backup_container', default=None,
+               help='Container (sub-directory) a backup goes to when its '
+                    'request names none.'),
+]
+
+ceph_opts = [
+    cfg.StrOpt('backup_ceph_conf', default='/etc/ceph/ceph.conf',
+               help='Ceph configuration file of the cluster backups go '
+                    'to.'),
+    cfg.StrOpt('backup_ceph_user', default='cinder-backup',
+               help='Ceph user the backup service connects as (its '
+                    'keyring is found through backup_ceph_conf).'),
+    cfg.StrOpt('backup_ceph_pool', default='backups',
+               help='Pool backups are kept in.'),
+    cfg.IntOpt('backup_ceph_chunk_size', default=128 * 1024 * 1024,
+               min=4096,
+               help='Bytes copied at once between a volume and a backup '
+                    'image.'),
+    cfg.IntOpt('backup_ceph_stripe_unit', default=0, min=0,
+               help='RBD stripe unit of backup images; 0 is the '
+                    'default.'),
+    cfg.IntOpt('backup_ceph_stripe_count', default=0, min=0,
+               help='RBD stripe count of backup images; 0 is the '
+                    'default.'),
+    cfg.BoolOpt('restore_discard_excess_bytes', default=True,
+                help='When a restore goes to a volume larger than the '
+                     'backup, make the bytes past the backup read as '
+                     'zeros.'),
+]
+
+
+def register_opts(conf):
+    for opts in (backup_opts, chunked_opts, posix_opts, ceph_opts):
+        conf.register_opts(opts)
+
+
+def list_opts():
+    return [('DEFAULT', backup_opts + chunked_opts + posix_opts
+             + ceph_opts)]
