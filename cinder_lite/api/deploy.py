@@ -30,6 +30,7 @@ from cinder_lite.api import microversion
 from cinder_lite.api import router
 from cinder_lite.api import security_headers
 from cinder_lite.api import wsgi
+from cinder_lite.backup import api as backup_api
 from cinder_lite.common import context as cl_context
 from cinder_lite import dashboard
 from cinder_lite.volume import actions
@@ -65,6 +66,7 @@ class Services:
                                              self.volumes.volume_rpcapi)
         self.snapshots = snapshot_api.SnapshotService(
             conf, self.volumes.volume_rpcapi)
+        self.backups = backup_api.BackupService(conf, self.volumes)
 
 
 class ServiceSetup:

@@ -17,6 +17,7 @@ from cinder_lite.api.handlers import host_fences
 from cinder_lite.api.handlers import attachments
 from cinder_lite.api.handlers import extensions
 from cinder_lite.api.handlers import hosts
+from cinder_lite.api.handlers import backups
 from cinder_lite.api.handlers import messages
 from cinder_lite.api.handlers import qos_specs
 from cinder_lite.api.handlers import quotas
@@ -47,6 +48,17 @@ ROUTE_DECLARATIONS = (
         'GET': volume_metadata.show_metadata_item,
         'PUT': volume_metadata.update_metadata_item,
         'DELETE': volume_metadata.delete_metadata_item}),
+    ('/backups', {'GET': backups.list_backups,
+                  'POST': backups.create_backup}),
+    ('/backups/detail', {'GET': backups.list_backups_detail}),
+    ('/backups/import_record', {'POST': backups.import_record}),
+    ('/backups/{backup_id}', {'GET': backups.show_backup,
+                              'PUT': backups.update_backup,
+                              'DELETE': backups.delete_backup}),
+    ('/backups/{backup_id}/restore', {'POST': backups.restore_backup}),
+    ('/backups/{backup_id}/export_record', {
+        'GET': backups.export_record}),
+    ('/backups/{backup_id}/action', {'POST': backups.backup_action}),
     ('/snapshots', {'GET': snapshots.list_snapshots,
                     'POST': snapshots.create_snapshot}),
     ('/snapshots/detail', {'GET': snapshots.list_snapshots_detail}),

@@ -5,6 +5,8 @@ services table and Cinder's API show them."""
 VOLUME_BINARY = 'cinder-volume'
 # the scheduler service (one row per host)
 SCHEDULER_BINARY = 'cinder-scheduler'
+# the backup service (one row per host)
+BACKUP_BINARY = 'cinder-backup'
 # the API process's bus endpoint for compute nodes: not a service of its
 # own, it has no row (the name is only what its logs say)
 API_BINARY = 'cinder-lite-api'

@@ -101,6 +101,15 @@ class SnapshotNotFound(NotFound):
     msg_fmt = 'Snapshot %(snapshot_id)s could not be found.'
 
 
+class BackupNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'Backup %(backup_id)s could not be found.'
+
+
+class BackupMetadataNotFound(NotFound):
+    msg_fmt = 'Backup %(backup_id)s has no metadata with key %(key)s.'
+
+
 class MarkerNotFound(NotFound):
     # Cinder's words (404 on snapshot lists)
     msg_fmt = 'Marker %(marker)s could not be found.'
@@ -149,6 +158,15 @@ class ImageServiceError(Invalid):
     """Glance could not be reached or did not do what was asked (a 400,
     as Cinder answers then)."""
     msg_fmt = 'The image service failed: %(reason)s'
+
+
+class InvalidBackup(Invalid):
+    # Cinder's words
+    msg_fmt = 'Invalid backup: %(reason)s'
+
+
+class BackupDriverError(CinderLiteError):
+    msg_fmt = 'The backup store failed: %(reason)s'
 
 
 class InvalidVolumeType(Invalid):

@@ -153,6 +153,18 @@ SNAPSHOT_FORCE_DELETE = \
     'volume_extension:snapshot_admin_actions:force_delete'
 SNAPSHOT_UPDATE_STATUS = \
     'snapshot_extension:snapshot_actions:update_snapshot_status'
+BACKUP_CREATE = 'backup:create'
+BACKUP_GET = 'backup:get'
+BACKUP_GET_ALL = 'backup:get_all'
+BACKUP_ALL_TENANTS = 'backup:get_all_tenants'
+BACKUP_UPDATE = 'backup:update'
+BACKUP_DELETE = 'backup:delete'
+BACKUP_RESTORE = 'backup:restore'
+BACKUP_ATTRIBUTES = 'backup:backup_project_attribute'
+BACKUP_EXPORT = 'backup:export-import'
+BACKUP_IMPORT = 'backup:backup-import'
+BACKUP_RESET_STATUS = 'volume_extension:backup_admin_actions:reset_status'
+BACKUP_FORCE_DELETE = 'volume_extension:backup_admin_actions:force_delete'
 
 _RULES = [
     _op(VOLUME_CREATE, ADMIN_OR_MEMBER, 'Create a volume.',
@@ -397,6 +409,38 @@ _RULES = [
         'Report the status and progress of a snapshot being made or '
         'deleted (os-update_snapshot_status).',
         ('POST', '/snapshots/{snapshot_id}/action')),
+    _op(BACKUP_CREATE, ADMIN_OR_MEMBER, 'Back a volume up.',
+        ('POST', '/backups')),
+    _op(BACKUP_GET, ADMIN_OR_READER, 'Show a backup.',
+        ('GET', '/backups/{backup_id}')),
+    _op(BACKUP_GET_ALL, ADMIN_OR_READER, 'List backups.',
+        ('GET', '/backups'), ('GET', '/backups/detail')),
+    _op(BACKUP_ALL_TENANTS, 'rule:admin_api',
+        'List the backups of every project (all_tenants=1).',
+        ('GET', '/backups?all_tenants=1')),
+    _op(BACKUP_UPDATE, ADMIN_OR_MEMBER,
+        'Change the name, description or metadata of a backup.',
+        ('PUT', '/backups/{backup_id}')),
+    _op(BACKUP_DELETE, ADMIN_OR_MEMBER, 'Delete a backup.',
+        ('DELETE', '/backups/{backup_id}')),
+    _op(BACKUP_RESTORE, ADMIN_OR_MEMBER,
+        'Restore a backup into a new volume or one of the project\'s.',
+        ('POST', '/backups/{backup_id}/restore')),
+    _op(BACKUP_ATTRIBUTES, 'rule:admin_api',
+        'Show the project and user ids of backups.',
+        ('GET', '/backups/{backup_id}'), ('GET', '/backups/detail')),
+    _op(BACKUP_EXPORT, 'rule:admin_api',
+        'Export the record of a backup (to import it elsewhere).',
+        ('GET', '/backups/{backup_id}/export_record')),
+    _op(BACKUP_IMPORT, 'rule:admin_api',
+        'Import the record of a backup.',
+        ('POST', '/backups/import_record')),
+    _op(BACKUP_RESET_STATUS, 'rule:admin_api',
+        'Overwrite the status of a backup (os-reset_status).',
+        ('POST', '/backups/{backup_id}/action')),
+    _op(BACKUP_FORCE_DELETE, 'rule:admin_api',
+        'Delete a backup whatever its status (os-force_delete).',
+        ('POST', '/backups/{backup_id}/action')),
     _op(TYPE_QOS_ID, 'rule:admin_api',
         "Include a volume type's qos_specs_id in volume type show and "
         'list responses.', ('GET', '/types'), ('GET', '/types/{type_id}')),

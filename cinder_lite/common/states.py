@@ -33,6 +33,13 @@ DOWNLOADING = 'downloading'
 # being copied into a Glance image (os-volume_upload_image); afterwards
 # its attachments say what it is again
 UPLOADING = 'uploading'
+# read by a backup service (cinder-lite-backup); afterwards its
+# attachments say what it is again
+BACKING_UP = 'backing-up'
+# written by a backup service from a backup, and what a restore that
+# failed half-way leaves
+RESTORING_BACKUP = 'restoring-backup'
+ERROR_RESTORING = 'error_restoring'
 DELETED = 'deleted'
 
 # Set only by an operator (os-reset_status): the volume is being worked
@@ -43,7 +50,8 @@ MAINTENANCE = 'maintenance'
 VOLUME_STATUSES = frozenset([
     CREATING, AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING,
     DELETING, ERROR_DELETING, EXTENDING, ERROR_EXTENDING, RETYPING,
-    AWAITING_TRANSFER, DOWNLOADING, UPLOADING, MAINTENANCE, DELETED])
+    AWAITING_TRANSFER, DOWNLOADING, UPLOADING, BACKING_UP, RESTORING_BACKUP,
+    ERROR_RESTORING, MAINTENANCE, DELETED])
 
 # Statuses a volume service's operation owns while it runs (os-reset_status
 # leaves them alone while that service is up).
@@ -146,6 +154,18 @@ SNAPSHOT_RESET_STATUSES = ('available', 'backing-up', 'creating',
 # as in Cinder
 SNAPSHOT_FORCE_DELETE_STATUSES = tuple(sorted(
     (SNAPSHOT_STATUSES | set(SNAPSHOT_RESET_STATUSES)) - {DELETED}))
+
+# -- backup ------------------------------------------------------------------
+RESTORING = 'restoring'
+BACKUP_STATUSES = frozenset([CREATING, AVAILABLE, ERROR, DELETING,
+                             ERROR_DELETING, RESTORING, DELETED])
+# os-reset_status of a backup: Cinder's two
+BACKUP_RESET_STATUSES = (AVAILABLE, ERROR)
+BACKUP_FORCE_DELETE_STATUSES = tuple(sorted(BACKUP_STATUSES - {DELETED}))
+# a volume may be backed up in these (an in-use one only with force,
+# through a temporary snapshot), restored into only when available
+BACKUP_SOURCE_STATUSES = (AVAILABLE,)
+BACKUP_FORCE_SOURCE_STATUSES = VOLUME_COPY_STATUSES
 
 # -- service -----------------------------------------------------------------
 SERVICE_UP = 'up'
@@ -279,6 +299,21 @@ _v(AVAILABLE, UPLOADING, 'force_upload')
 _v(IN_USE, UPLOADING, 'force_upload')
 _add_all(VOLUME, [UPLOADING],
          [AVAILABLE, IN_USE, ATTACHING, DETACHING, RESERVED], 'upload_ended')
+# a backup: the volume is read (an in-use one through a temporary
+# snapshot, only while the snapshot is made); then what its attachments
+# make it
+_v(AVAILABLE, BACKING_UP, 'backup')
+for _s in VOLUME_COPY_STATUSES:
+    _v(_s, BACKING_UP, 'force_backup')
+_add_all(VOLUME, [BACKING_UP],
+         [AVAILABLE, IN_USE, ATTACHING, DETACHING, RESERVED], 'backup_ended')
+# a restore writes an available volume, or one made for it
+_v(AVAILABLE, RESTORING_BACKUP, 'restore')
+_v(CREATING, RESTORING_BACKUP, 'restore_on_create')
+_v(RESTORING_BACKUP, AVAILABLE, 'restored')
+_v(RESTORING_BACKUP, ERROR_RESTORING, 'restore_failed')
+for _s in (ERROR_RESTORING,):
+    _v(_s, DELETING, 'delete')
 # transfers
 _v(AVAILABLE, AWAITING_TRANSFER, 'offer')
 _v(AWAITING_TRANSFER, AVAILABLE, 'transfer_ended')
@@ -363,6 +398,9 @@ _add_all(SNAPSHOT, SNAPSHOT_FORCE_DELETE_STATUSES, [DELETING],
          'force_delete')
 _s_(DELETING, DELETED, 'deleted')
 _s_(DELETING, ERROR_DELETING, 'delete_failed')
+# a backup of the snapshot reads it (not deleted meanwhile)
+_s_(AVAILABLE, 'backing-up', 'backup')
+_s_('backing-up', AVAILABLE, 'backup_ended')
 # os-reset_status: the operator names the target
 _add_all(SNAPSHOT, SNAPSHOT_FORCE_DELETE_STATUSES, SNAPSHOT_RESET_STATUSES,
          'reset_status')
@@ -371,4 +409,23 @@ _add_all(SNAPSHOT, SNAPSHOT_FORCE_DELETE_STATUSES, SNAPSHOT_RESET_STATUSES,
 for _s, _targets in SNAPSHOT_UPDATE_STATUS.items():
     _add_all(SNAPSHOT, [_s], [t for t in _targets if t != _s],
              'update_status')
-del _v, _a, _s_, _s, _targets
+BACKUP = StateMachine('backup', BACKUP_STATUSES)
+_b = BACKUP.add_transition
+_b(CREATING, AVAILABLE, 'created')
+_b(CREATING, ERROR, 'create_failed')
+# the backup service stopped while it copied (reconcile)
+_b(CREATING, ERROR, 'create_interrupted')
+_b(AVAILABLE, RESTORING, 'restore')
+_b(RESTORING, AVAILABLE, 'restored')
+# a restore that failed (or was interrupted) leaves the backup as it was;
+# the volume says what happened to it
+_b(RESTORING, AVAILABLE, 'restore_failed')
+_b(AVAILABLE, DELETING, 'delete')
+_b(ERROR, DELETING, 'delete')
+_add_all(BACKUP, BACKUP_FORCE_DELETE_STATUSES, [DELETING], 'force_delete')
+_b(DELETING, DELETED, 'deleted')
+_b(DELETING, ERROR_DELETING, 'delete_failed')
+_b(ERROR_DELETING, DELETING, 'delete')
+_add_all(BACKUP, BACKUP_FORCE_DELETE_STATUSES, BACKUP_RESET_STATUSES,
+         'reset_status')
+del _v, _a, _s_, _b, _s, _targets

@@ -13,6 +13,11 @@ backup_opts = [
                     'pool of a Ceph cluster). Every backup service of a '
                     'cloud must use the same driver and store: any of '
                     'them may restore or delete any backup.'),
+    cfg.StrOpt('backup_my_ip', default='127.0.0.1',
+               help='Address of this backup service on the storage '
+                    'network: what it tells a volume service it connects '
+                    'from (NBD and iSCSI exports for backups) and the '
+                    'address it connects from.'),
     cfg.IntOpt('backup_rpc_timeout', default=60, min=1,
                help='Seconds the backup service waits for a volume '
                     'service to answer when it asks for an export of the '

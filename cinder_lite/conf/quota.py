@@ -10,11 +10,10 @@ quota_opts = [
     cfg.IntOpt('quota_gigabytes', default=1000, min=-1,
                help='GiB of volumes a project may have; -1 is unlimited.'),
     cfg.IntOpt('quota_backups', default=10, min=-1,
-               help='Backups a project may have (reported for Cinder '
-                    'clients; cinder_lite has no backups).'),
+               help='Backups a project may have; -1 is unlimited.'),
     cfg.IntOpt('quota_backup_gigabytes', default=1000, min=-1,
-               help='GiB of backups a project may have (reported for '
-                    'Cinder clients).'),
+               help='GiB of backups a project may have (the sizes of '
+                    'the volumes they copy); -1 is unlimited.'),
     cfg.IntOpt('quota_groups', default=10, min=-1,
                help='Volume groups a project may have (reported for '
                     'Cinder clients; cinder_lite has no groups).'),

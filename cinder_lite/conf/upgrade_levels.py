@@ -16,6 +16,11 @@ rpcapi_opts = [
                help='Highest volume RPC API version clients send, for '
                     'rolling upgrades. Unset means the newest this code '
                     'knows.'),
+    # cinder_lite.backup.rpcapi
+    cfg.StrOpt('backup_version_cap',
+               help='Highest backup RPC API version clients send, for '
+                    'rolling upgrades. Unset means the newest this code '
+                    'knows.'),
     # cinder_lite.api.rpcapi
     cfg.StrOpt('api_version_cap',
                help='Highest API-service RPC version clients send, for '

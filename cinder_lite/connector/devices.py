@@ -147,7 +147,9 @@ def _chap(info):
 class RbdDevice:
     """An RBD image through librbd, as the attachment's own Ceph user
     (``auth_username``, its key in ``keyring``), at the monitors of
-    ``hosts`` and ``ports``; opened read-only when the attachment is."""
+    ``hosts`` and ``ports``; opened read-only when the attachment is.
+    ``snapshot_name`` (cinder_lite's own key, for a backup service):
+    the snapshot of the image to read instead of the image."""
 
     # seconds a connect may take: a removed key is not refused at once,
     # the monitors let it wait (client_mount_timeout)
@@ -171,7 +173,8 @@ class RbdDevice:
                                         info.get('ports') or ()))
         rados = system_bindings.load('rados', 'python3-rados')
         rbd = system_bindings.load('rbd', 'python3-rbd')
-        self.read_only = info.get('access_mode') == 'ro'
+        snapshot = info.get('snapshot_name')
+        self.read_only = info.get('access_mode') == 'ro' or bool(snapshot)
         self._cluster = rados.Rados(
             rados_id=info['auth_username'],
             clustername=info.get('cluster_name') or 'ceph', conffile=None,
@@ -182,7 +185,7 @@ class RbdDevice:
         try:
             self._cluster.connect(timeout=self.CONNECT_TIMEOUT)
             self._ioctx = self._cluster.open_ioctx(pool)
-            self._image = rbd.Image(self._ioctx, image,
+            self._image = rbd.Image(self._ioctx, image, snapshot=snapshot,
                                     read_only=self.read_only)
         except Exception:
             self.close()

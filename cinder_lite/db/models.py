@@ -123,6 +123,9 @@ class Volume(TimestampMixin, Base):
     # 0015); null for any other volume, whatever image metadata it
     # carries (a clone of a volume from an image carries the image's)
     image_id = sa.Column(sa.String(36))
+    # the backup a volume made for a restore is written from once it
+    # exists (migration 0017); null for any other volume
+    backup_id = sa.Column(sa.String(36))
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 
@@ -183,6 +186,69 @@ class SnapshotMetadata(TimestampMixin, Base):
     id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
     snapshot_id = sa.Column(sa.String(36), sa.ForeignKey('snapshots.id'),
                             nullable=False)
+    key = sa.Column(Text255, nullable=False)
+    value = sa.Column(Text255, nullable=False)
+
+
+class Backup(TimestampMixin, Base):
+    """A copy of a volume kept by a backup service's store (migration
+    0017).  Live while ``deleted`` is false; it counts one ``backups`` and
+    its ``size`` in ``backup_gigabytes`` against its project's quota."""
+    __tablename__ = 'backups'
+    __table_args__ = (
+        sa.Index('ix_backups_project_created', 'project_id', 'deleted',
+                 'created_at', 'id'),
+        sa.Index('ix_backups_live_created', 'deleted', 'created_at', 'id'),
+        sa.Index('ix_backups_volume', 'volume_id', 'deleted'),
+        sa.Index('ix_backups_parent', 'parent_id', 'deleted'),
+    )
+    id = sa.Column(sa.String(36), primary_key=True)
+    # no foreign key: a backup outlives its volume
+    volume_id = sa.Column(sa.String(36), nullable=False)
+    snapshot_id = sa.Column(sa.String(36))
+    project_id = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255))
+    name = sa.Column(sa.String(255))
+    description = sa.Column(sa.String(255))
+    availability_zone = sa.Column(sa.String(255))
+    status = sa.Column(sa.String(32), nullable=False)
+    fail_reason = sa.Column(sa.String(255))
+    # the backup service that made it (restores and deletes go there
+    # while it is up, else to any)
+    host = sa.Column(sa.String(255))
+    service = sa.Column(sa.String(255))
+    container = sa.Column(sa.String(255))
+    # what the driver needs to find it again (JSON)
+    service_metadata = sa.Column(sa.Text)
+    size = sa.Column(sa.Integer, nullable=False)
+    object_count = sa.Column(sa.Integer, nullable=False, default=0)
+    # bytes of the volume read (or written, while restoring) so far
+    progress_bytes = sa.Column(sa.BigInteger, nullable=False, default=0)
+    parent_id = sa.Column(sa.String(36))
+    num_dependent_backups = sa.Column(sa.Integer, nullable=False,
+                                      default=0)
+    # the volume's status before the backup moved it to backing-up
+    volume_status = sa.Column(sa.String(32))
+    # what a restore gives the volume besides its data (JSON: metadata,
+    # image metadata, bootable), as the volume had it at the backup
+    volume_meta = sa.Column(sa.Text)
+    # the point in time it holds
+    data_timestamp = sa.Column(DateTime)
+    restore_volume_id = sa.Column(sa.String(36))
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False)
+    deleted_at = sa.Column(DateTime)
+
+
+class BackupMetadata(TimestampMixin, Base):
+    """One key of a backup's metadata (3.43; migration 0017)."""
+    __tablename__ = 'backup_metadata'
+    __table_args__ = (
+        sa.UniqueConstraint('backup_id', 'key',
+                            name='uniq_backup_metadata_key'),
+    )
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    backup_id = sa.Column(sa.String(36), sa.ForeignKey('backups.id'),
+                          nullable=False)
     key = sa.Column(Text255, nullable=False)
     value = sa.Column(Text255, nullable=False)
 

@@ -22,7 +22,9 @@ from cinder_lite.db import models
 VOLUMES = 'volumes'
 GIGABYTES = 'gigabytes'
 SNAPSHOTS = 'snapshots'
-COUNTED = (VOLUMES, GIGABYTES, SNAPSHOTS)
+BACKUPS = 'backups'
+BACKUP_GIGABYTES = 'backup_gigabytes'
+COUNTED = (VOLUMES, GIGABYTES, SNAPSHOTS, BACKUPS, BACKUP_GIGABYTES)
 
 Q, QC, U = models.Quota, models.QuotaClass, models.QuotaUsage
 
@@ -51,6 +53,12 @@ def snapshot_footprint(type_id, size):
     return {SNAPSHOTS: (1, 0), GIGABYTES: (size, 0),
             type_key(SNAPSHOTS, type_id): (1, 0),
             type_key(GIGABYTES, type_id): (size, 0)}
+
+
+def backup_footprint(size):
+    """What one live backup counts, as in Cinder: one backup and its
+    volume's GiB (whatever the store keeps of it)."""
+    return {BACKUPS: (1, 0), BACKUP_GIGABYTES: (size, 0)}
 
 
 def difference(before, after):
@@ -219,6 +227,17 @@ def counted(session, project_id=None):
                                              int(size or 0)).items():
             if key.startswith(SNAPSHOTS):
                 value = (int(count), 0)
+            old = totals.get(key, (0, 0))
+            totals[key] = (old[0] + value[0], old[1] + value[1])
+    B = models.Backup
+    stmt = (sa.select(B.project_id, sa.func.count(), sa.func.sum(B.size))
+            .where(B.deleted == sa.false()).group_by(B.project_id))
+    if project_id is not None:
+        stmt = stmt.where(B.project_id == project_id)
+    for project, count, size in session.execute(stmt):
+        totals = found.setdefault(project, {})
+        for key, value in ((BACKUPS, (int(count), 0)),
+                           (BACKUP_GIGABYTES, (int(size or 0), 0))):
             old = totals.get(key, (0, 0))
             totals[key] = (old[0] + value[0], old[1] + value[1])
     return found

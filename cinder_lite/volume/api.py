@@ -15,6 +15,7 @@ engines.
 import logging
 import uuid
 
+from cinder_lite.backup import api as backup_api
 from cinder_lite.common import capabilities
 from cinder_lite.common import constants
 from cinder_lite.common import exception
@@ -23,6 +24,7 @@ from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import backups as db_backups
 from cinder_lite.db import image_metadata as db_image_metadata
 from cinder_lite.db import models
 from cinder_lite.db import quotas as db_quotas
@@ -64,13 +66,15 @@ def check_policy(context, volume_type, conf):
 
 
 def record_volume(context, request, volume_type, availability_zone, conf,
-                  source=None, image=None):
+                  source=None, image=None, backup=None):
     """Record a new volume (``creating``) and charge its quota.
     ``source``: the ``Source`` it is made from, locked and checked in the
     same transaction (the volume then lives on the source's backend; it
     keeps the source's image metadata); ``image``: the Glance image it is
     made from (recorded as its ``image_id``; it keeps the image's
-    metadata)."""
+    metadata); ``backup``: the backup a backup service writes into it once
+    its storage exists (the backup goes ``restoring`` in the same
+    transaction)."""
     values = {
         'id': str(uuid.uuid4()),
         'project_id': context.project_id,
@@ -92,6 +96,8 @@ def record_volume(context, request, volume_type, availability_zone, conf,
     if image is not None:
         values['image_id'] = image['id']
         image_metadata = image_mod.volume_image_metadata(image)
+    if backup is not None:
+        values['backup_id'] = backup.id
 
     def record():
         with db_api.writer() as session:
@@ -99,6 +105,14 @@ def record_volume(context, request, volume_type, availability_zone, conf,
             if source is not None:
                 source.lock_and_check(session)
                 metadata_of_image = source.image_metadata(session)
+            if backup is not None:
+                if db_backups.lock(session, backup.id).status != \
+                        states.AVAILABLE:
+                    raise exception.InvalidBackup(
+                        reason='Backup status must be available')
+                db_backups.transition(session, backup.id, 'restore',
+                                      values={'restore_volume_id':
+                                              values['id']})
             # a type deleted since it was resolved answers 404; one being
             # deleted now waits for this volume and is then refused as in
             # use
@@ -269,14 +283,19 @@ class VolumeService:
         be active and fit), and the volume service writes it into the
         volume; with ``snapshot_id`` or ``source_volid`` the source's
         backend copies it."""
+        sources = [k for k in ('snapshot_id', 'source_volid', 'backup_id')
+                   if request.get(k)]
+        if len(sources) + (request.get('image_ref') is not None) > 1:
+            raise exception.InvalidInput(
+                reason='A volume is made from one source: an image, a '
+                       'snapshot, a volume or a backup, not several.')
         if request.get('snapshot_id') or request.get('source_volid'):
-            if request.get('image_ref') is not None:
-                raise exception.InvalidInput(
-                    reason='A volume is made from one source: an image, '
-                           'a snapshot or a volume, not several.')
             return self._create_from(context, request)
         conf = self.conf
         image = None
+        backup = None
+        if request.get('backup_id'):
+            backup = self._backup_source(context, request)
         if request.get('image_ref') is not None:
             self.volume_rpcapi.require(image_api.IMAGE_RPC,
                                        'a volume from an image')
@@ -297,7 +316,7 @@ class VolumeService:
                     size=request['size'])
                 raise
         volume = record_volume(context, request, volume_type, az, conf,
-                               image=image)
+                               image=image, backup=backup)
         try:
             cast_to_scheduler(context, self.scheduler_rpcapi, volume,
                               volume_type, az)
@@ -307,6 +326,29 @@ class VolumeService:
         notify.info(context, conf.host, 'volume.create.start',
                     notify.volume_payload(volume))
         return volume, volume_type
+
+    def _backup_source(self, context, request):
+        """The backup a new volume is restored from (3.47): available,
+        of the caller's project (any, for an admin); the volume is the
+        backup's size unless a larger one is asked."""
+        self.volume_rpcapi.require(volume_rpcapi.BACKUP_RPC, 'a volume '
+                                   'from a backup')
+        with db_api.reader() as session:
+            backup = db_backups.get(session, request['backup_id'],
+                                    self._scope(context))
+            policy.authorize(context, policy.BACKUP_RESTORE,
+                             {'project_id': backup.project_id})
+            backup_api.check_backup_service_up(session, self.conf)
+        if backup.status != states.AVAILABLE:
+            raise exception.InvalidBackup(
+                reason='Backup status must be available')
+        if request.get('size') is None:
+            request['size'] = backup.size
+        elif request['size'] < backup.size:
+            raise exception.InvalidInput(
+                reason="Volume size '%d'GB cannot be smaller than the "
+                       "backup size %dGB." % (request['size'], backup.size))
+        return backup
 
     def _create_from(self, context, request):
         """A volume made from a snapshot or a volume: recorded on the

@@ -8,7 +8,10 @@ import threading
 from oslo_utils import importutils
 import oslo_messaging as messaging
 
+from cinder_lite.backup import records
+from cinder_lite.backup import rpcapi as backup_rpcapi
 from cinder_lite.common import context as cl_context
+from cinder_lite.common import credentials
 from cinder_lite.common import exception
 from cinder_lite.common import notify
 from cinder_lite.common import states
@@ -51,6 +54,12 @@ EVENT_SNAPSHOT_DELETE_FAILED = 'VOLUME_VOLUME_SNAPSHOT_010_016'
 
 
 volume_dict = db_volumes.summary
+
+
+def backup_export_id(backup_id):
+    """The id a backup's export and credential go by on the target (an
+    attachment's are its own id)."""
+    return 'backup-%s' % backup_id
 
 
 with_qos = flows.with_qos
@@ -232,6 +241,7 @@ class VolumeManager:
         # metadata it carries: a clone of a volume from an image carries
         # the image's metadata and is a copy, not a download.
         image_id = volume.get('image_id')
+        backup_id = volume.get('backup_id')
         try:
             with self.working_on(volume_id):
                 create_flow.run(self.driver, volume, self.service_uuid,
@@ -251,9 +261,82 @@ class VolumeManager:
             self._record_failure(ctxt, volume, 'create_failed', event,
                                  detail)
             return
+        if backup_id:
+            self._hand_to_backup(ctxt, volume, backup_id)
+            return
         notify.info(ctxt, self.host, 'volume.create.end',
                     notify.volume_payload(dict(volume,
                                                status=states.AVAILABLE)))
+
+    def _hand_to_backup(self, ctxt, volume, backup_id):
+        """A volume made for a restore exists: a backup service writes
+        the backup into it.  If none can be asked, the volume is
+        ``error_restoring`` and the backup available again."""
+        try:
+            backup_rpcapi.BackupAPI(self.conf).restore_backup(
+                ctxt, None, backup_id, volume['id'])
+        except Exception as e:
+            LOG.exception('volume %s: the restore of backup %s could not '
+                          'be sent', volume['id'], backup_id)
+            records.restore_failed(
+                ctxt, backup_id, volume['id'], volume['project_id'],
+                'the restore could not be sent to a backup service: %s'
+                % e)
+            return
+        LOG.info('volume %s: made for backup %s, handed to a backup '
+                 'service', volume['id'], backup_id)
+
+    # -- backups --------------------------------------------------------------
+    def backup_export(self, ctxt, backup_id, volume_id, snapshot_id,
+                      temporary, mode, connector):
+        """RPC 1.10 (call): export the volume, or its snapshot
+        ``snapshot_id``, for the backup service of ``connector`` (``mode``
+        'ro' for a backup, 'rw' for a restore) with a credential of the
+        backup's own.  ``temporary``: the snapshot ``snapshot_id`` is made
+        now (a backup of a volume in use: its hosts go on writing) and
+        removed by ``backup_unexport``.  Returns the connection_info with
+        its secrets masked."""
+        with db_api.reader() as session:
+            volume = volume_dict(db_volumes.get(session, volume_id))
+        export_id = backup_export_id(backup_id)
+        with self.working_on(volume_id):
+            if temporary:
+                self.driver.create_snapshot(
+                    {'id': snapshot_id, 'volume_id': volume_id,
+                     'volume_size': volume['size']})
+            try:
+                info = self.driver.create_backup_export(
+                    volume, snapshot_id, connector, mode, export_id)
+            except Exception:
+                self._drop_backup_export(volume, backup_id, snapshot_id,
+                                         temporary)
+                raise
+        LOG.info('volume %s: exported %s(%s) for backup %s', volume_id,
+                 'snapshot %s ' % snapshot_id if snapshot_id else '', mode,
+                 backup_id)
+        return dict(info, data=credentials.conceal(info['data']))
+
+    def backup_unexport(self, ctxt, backup_id, volume_id, snapshot_id,
+                        temporary):
+        """RPC 1.10 (call): undo ``backup_export``."""
+        volume = {'id': volume_id}
+        try:
+            with db_api.reader() as session:
+                volume = volume_dict(db_volumes.get(session, volume_id))
+        except exception.VolumeNotFound:
+            pass
+        self._drop_backup_export(volume, backup_id, snapshot_id, temporary)
+        LOG.info('volume %s: export for backup %s removed%s', volume_id,
+                 backup_id, ' with its temporary snapshot' if temporary
+                 else '')
+
+    def _drop_backup_export(self, volume, backup_id, snapshot_id,
+                            temporary):
+        self.driver.remove_backup_export(volume, snapshot_id,
+                                         backup_export_id(backup_id))
+        if temporary:
+            self.driver.delete_snapshot({'id': snapshot_id,
+                                         'volume_id': volume['id']})
 
     def copy_volume_to_image(self, ctxt, volume_id, image):
         """RPC 1.7: copy an ``uploading`` volume into the queued Glance

@@ -11,9 +11,8 @@ volume of a quota.
 Cinder's API names per-type resources ``volumes_<type name>``; they are
 kept by type id (``volumes:<id>``), so renaming a type keeps its limits.
 ``snapshots`` count the live snapshots (each also counts its volume's
-size in ``gigabytes``, as in Cinder); ``backups`` are there as in Cinder
-(a client may set and read them), but cinder_lite has none, so their
-usage is 0.
+size in ``gigabytes``, as in Cinder); ``backups`` count the live backups
+and ``backup_gigabytes`` the sizes of their volumes.
 """
 import re
 

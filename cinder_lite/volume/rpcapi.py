@@ -21,6 +21,10 @@ History:
           API read them, disconnect the volume, the connector and
           whether the host connection is shared (the volume service
           reads nothing before the export or the disconnect)
+    1.10 - backup_export, backup_unexport (calls: a backup service reads
+          or writes a volume, or a temporary snapshot of it);
+          create_volume of a volume with ``backup_id`` hands it to a
+          backup service to restore into once its storage exists
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -29,7 +33,8 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.9'
+RPC_API_VERSION = '1.10'
+BACKUP_RPC = '1.10'
 
 
 def backend_host(host):
@@ -81,15 +86,18 @@ class VolumeAPI:
     def delete_volume(self, ctxt, host, volume_id):
         self._prepare(host).cast(ctxt, 'delete_volume', volume_id=volume_id)
 
-    def _call(self, ctxt, host, method, version='1.0', **kwargs):
+    def _call(self, ctxt, host, method, version='1.0', timeout=None,
+              **kwargs):
+        client = self._prepare(host, version)
+        if timeout is not None:
+            client = client.prepare(timeout=timeout)
         try:
-            return self._prepare(host, version).call(ctxt, method,
-                                                     **kwargs)
+            return client.call(ctxt, method, **kwargs)
         except messaging.MessagingTimeout:
             raise exception.ServiceUnavailable(
                 host=backend_host(host),
                 reason='no answer to %s within %d s' % (
-                    method, self.timeout))
+                    method, timeout or self.timeout))
 
     def get_capabilities(self, ctxt, host):
         return self._call(ctxt, host, 'get_capabilities')
@@ -174,3 +182,21 @@ class VolumeAPI:
                           volume_id=volume_id,
                           attachment_ids=attachment_ids,
                           initiators=initiators)
+
+    def backup_export(self, ctxt, host, backup_id, volume_id, snapshot_id,
+                      temporary, mode, connector, timeout=None):
+        """connection_info (secrets masked) of an export of the volume,
+        or of its snapshot ``snapshot_id`` (made now when ``temporary``),
+        for the backup service of ``connector``."""
+        return self._call(ctxt, host, 'backup_export', version=BACKUP_RPC,
+                          timeout=timeout, backup_id=backup_id,
+                          volume_id=volume_id, snapshot_id=snapshot_id,
+                          temporary=temporary, mode=mode,
+                          connector=connector)
+
+    def backup_unexport(self, ctxt, host, backup_id, volume_id, snapshot_id,
+                        temporary, timeout=None):
+        return self._call(ctxt, host, 'backup_unexport',
+                          version=BACKUP_RPC, timeout=timeout,
+                          backup_id=backup_id, volume_id=volume_id,
+                          snapshot_id=snapshot_id, temporary=temporary)

@@ -25,6 +25,7 @@ FILTERS = ('name', 'status', 'metadata', 'bootable', 'availability_zone',
 LIKE_FILTERS = ('name', 'status', 'availability_zone')  # 3.34
 SUMMARY = (3, 12)
 FORCE_DELETE = (3, 23)
+VOLUME_FROM_BACKUP = (3, 47)
 NOT_FILTERS = ('sort', 'sort_key', 'sort_dir', 'limit', 'marker', 'offset',
                'with_count', 'all_tenants')
 
@@ -60,7 +61,12 @@ def create_volume(req):
     body = req.json_body()
     validation.validate(microversion.pick(schema.CREATE, req.version), body)
     request = dict(body['volume'])
-    for unsupported in ('backup_id', 'group_id', 'consistencygroup_id'):
+    if request.get('backup_id') is not None and \
+            req.version < VOLUME_FROM_BACKUP:
+        raise webob.exc.HTTPBadRequest(
+            explanation='Creating a volume from a backup needs '
+                        'microversion 3.47 or later.')
+    for unsupported in ('group_id', 'consistencygroup_id'):
         if request.get(unsupported) is not None:
             raise webob.exc.HTTPBadRequest(
                 explanation='Creating a volume from %s is not supported.'

@@ -19,6 +19,8 @@ type extra specs against them):
 """
 import abc
 
+from cinder_lite.common import exception
+
 
 class VolumeDriver(metaclass=abc.ABCMeta):
 
@@ -163,6 +165,22 @@ class VolumeDriver(metaclass=abc.ABCMeta):
     def stop(self):
         """The service stops: release what the backend runs, except what
         attached hosts still use."""
+
+    def create_backup_export(self, volume, snapshot_id, connector, mode,
+                             export_id):
+        """Make ``volume`` (with ``snapshot_id``: that snapshot of it)
+        reachable for the backup service of ``connector``, read-only
+        (``mode`` 'ro', a backup) or read-write ('rw', a restore), with a
+        credential of ``export_id``'s own; returns its connection_info
+        (``{'driver_volume_type': ..., 'data': {...}}``).  Removed by
+        ``remove_backup_export``, or at the next start of the service
+        (no attachment owns it)."""
+        raise exception.InvalidVolume(
+            reason='backend %s cannot be backed up' % self.backend_name)
+
+    def remove_backup_export(self, volume, snapshot_id, export_id):
+        """Undo ``create_backup_export`` (nothing there is no error)."""
+        self.remove_export(volume, None, export_id, False)
 
     def initialize_connection(self, volume, connector, mode, attachment_id):
         """Connection info for ``connector``:

@@ -254,6 +254,22 @@ class FileDriver(base.VolumeDriver):
     def terminate_connection(self, volume, connector, attachment_id):
         return None
 
+    def create_backup_export(self, volume, snapshot_id, connector, mode,
+                             export_id):
+        # a snapshot is a file of its own, exported under its own id (a
+        # target of its own on iSCSI, never the volume's LUN)
+        if snapshot_id:
+            path, key = self.snapshot_path(snapshot_id), snapshot_id
+        else:
+            path, key = self.path(volume['id']), volume['id']
+        if not os.path.exists(path):
+            raise exception.CinderLiteError(
+                'the file of %s %s is missing' % (
+                    'snapshot' if snapshot_id else 'volume', key))
+        self.target.create_export(path, key, export_id, mode, connector)
+        data = self.target.connection_data(path, key, export_id, mode)
+        return {'driver_volume_type': self.target.protocol, 'data': data}
+
     def get_volume_stats(self):
         st = os.statvfs(self.root)
         total = st.f_blocks * st.f_frsize / GiB

@@ -58,6 +58,22 @@ class MarkAvailable(task.Task):
         LOG.info('volume %s: creating -> available', volume['id'])
 
 
+class MarkRestoring(task.Task):
+    """A volume made for a restore: its storage exists, a backup service
+    writes the backup into it next (``restoring-backup``)."""
+
+    def execute(self, volume, service_uuid, shared_targets,
+                persistent_reservations):
+        with db_api.writer() as session:
+            db_volumes.transition(
+                session, volume['id'], 'restore_on_create',
+                values={'service_uuid': service_uuid,
+                        'shared_targets': shared_targets,
+                        'persistent_reservations': persistent_reservations})
+        LOG.info('volume %s: creating -> restoring-backup (backup %s)',
+                 volume['id'], volume['backup_id'])
+
+
 class StartDownload(task.Task):
     def execute(self, volume):
         with db_api.writer() as session:
@@ -138,6 +154,11 @@ def build():
         CreateStorage(), MarkAvailable())
 
 
+def build_for_restore():
+    return linear_flow.Flow('volume_create_for_restore').add(
+        CreateStorage(), MarkRestoring())
+
+
 def build_from_image():
     return linear_flow.Flow('volume_create_from_image').add(
         CreateStorage(), StartDownload(), CopyImage(), MarkDownloaded())
@@ -149,7 +170,9 @@ def run(driver, volume, service_uuid, shared_targets,
              'service_uuid': service_uuid,
              'shared_targets': shared_targets,
              'persistent_reservations': persistent_reservations}
-    if image_id is None:
+    if volume.get('backup_id'):
+        flows.run('volume_create_for_restore', build_for_restore, store)
+    elif image_id is None:
         flows.run('volume_create_manager', build, store)
     else:
         store.update(image_id=image_id, context=context, conf=conf)

@@ -1,0 +1,42 @@
+"""Client side of the backup RPC API, topic ``cinder-lite-backup``.
+
+A backup or an import goes to whichever backup service takes it from the
+topic's queue (they share the work); a restore or a delete goes to the
+service that made the backup while it is up, else to any (every backup
+service of a cloud reaches the same store).  All casts: the service
+records the outcome on the backup.
+
+History:
+    1.0 - create_backup, restore_backup, delete_backup, import_record
+"""
+from oslo_config import cfg
+
+from cinder_lite.common import rpc
+
+TOPIC = 'cinder-lite-backup'
+RPC_API_VERSION = '1.0'
+
+
+class BackupAPI:
+
+    def __init__(self, conf=None):
+        conf = conf or cfg.CONF
+        self.client = rpc.get_client(
+            TOPIC, RPC_API_VERSION,
+            version_cap=conf.upgrade_levels.backup_version_cap)
+
+    def _prepare(self, host=None):
+        return self.client.prepare(server=host, version='1.0')
+
+    def create_backup(self, ctxt, backup_id):
+        self._prepare().cast(ctxt, 'create_backup', backup_id=backup_id)
+
+    def restore_backup(self, ctxt, host, backup_id, volume_id):
+        self._prepare(host).cast(ctxt, 'restore_backup', backup_id=backup_id,
+                                 volume_id=volume_id)
+
+    def delete_backup(self, ctxt, host, backup_id):
+        self._prepare(host).cast(ctxt, 'delete_backup', backup_id=backup_id)
+
+    def import_record(self, ctxt, backup_id):
+        self._prepare().cast(ctxt, 'import_record', backup_id=backup_id)
