@@ -703,6 +703,12 @@ class Cluster:
         elif name in self.nodes:
             argv = self.argv('cinder_lite.cmd.volume', self.node_conf(name),
                              self.process_conf(name))
+        elif name.startswith('backup'):
+            # a backup service ('backup', 'backup2' …), started by the
+            # tests that want one (ensure_running); its host and store
+            # come from process_sections
+            argv = self.argv('cinder_lite.cmd.backup',
+                             self.process_conf(name))
         else:
             raise KeyError(name)
         return Process(name, argv, log, self.workdir)

@@ -22,6 +22,7 @@ import requests
 import sqlalchemy
 
 from cinder_lite.api import server
+from cinder_lite.backup import service as backup_service
 from cinder_lite.cmd import all as cmd_all
 from cinder_lite.cmd import config
 from cinder_lite.common import context as cl_context
@@ -204,10 +205,13 @@ class Stack:
             _keep_schema(fresh)
         self.scheduler = scheduler_service.build(conf)
         self.volume_services = volume_service.build(conf)
+        # as cinder-lite-all: a backup service with the POSIX driver under
+        # state_path
+        self.backup_services = backup_service.build(conf)
         self.api_services = server.build(conf)
         self.api = self.api_services[-1]
         self.services = (self.scheduler + self.volume_services
-                         + self.api_services)
+                         + self.backup_services + self.api_services)
         for svc in self.services:
             svc.start()
         self.url = 'http://127.0.0.1:%d' % self.api.port
