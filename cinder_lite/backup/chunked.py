@@ -50,7 +50,7 @@ READ_BYTES = 4 * MiB
 # of every few blocks
 ZERO_GAP = 1 * MiB
 
-_ID = re.compile(r'^[A-Za-z0-9_-]+$')
+PLAIN_NAME = re.compile(r'[A-Za-z0-9_-]+')
 
 ALIASES = {'none': 'none', 'off': 'none', 'no': 'none',
            'zlib': 'zlib', 'gzip': 'zlib',
@@ -156,15 +156,23 @@ def read_exact(reader, n):
 # -- names and hashes ---------------------------------------------------------
 
 def prefix_of(backup):
-    """The name every file of ``backup`` starts with."""
+    """The name every file of ``backup`` starts with (its
+    service_metadata says, as a dict or as the JSON text of one; a
+    record the driver never returned to is named after its id)."""
     meta = backup.get('service_metadata') or {}
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except ValueError:
+            meta = {}
     prefix = meta.get('prefix') if isinstance(meta, dict) else None
     if prefix:
-        if not _ID.match(prefix):
+        if not PLAIN_NAME.fullmatch(prefix):
             raise exception.InvalidInput(
                 reason='backup prefix %r is not a plain name' % prefix)
         return prefix
-    if not backup.get('id') or not _ID.match(str(backup['id'])):
+    backup_id = backup.get('id')
+    if not backup_id or not PLAIN_NAME.fullmatch(str(backup_id)):
         raise exception.InvalidInput(
             reason='backup id %r is not a plain name' % backup.get('id'))
     return 'backup_%s' % backup['id']

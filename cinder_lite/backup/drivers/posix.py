@@ -108,7 +108,7 @@ class PosixBackupDriver(chunked.ChunkedBackupDriver):
 
     def default_container(self, backup):
         volume_id = str(backup.get('volume_id') or '')
-        if not chunked._ID.match(volume_id):
+        if not chunked.PLAIN_NAME.fullmatch(volume_id):
             raise exception.InvalidInput(
                 reason='a backup needs a volume id to find its container, '
                        'not %r' % volume_id)
