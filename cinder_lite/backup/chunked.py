@@ -26,8 +26,9 @@ extent.  An incremental one compares each block's SHA-256 with its
 parent's and holds only the blocks that differ, so a restore takes each
 block from the newest backup of the chain that holds it.
 """
-import bz2
+import abc
 import bisect
+import bz2
 import hashlib
 import json
 import logging
@@ -262,6 +263,7 @@ class Layout:
         self.algorithm = algorithm
         self.limit = limit
         self.objects = []       # committed: the metadata's entries
+        self.opened = []        # names of every object begun
         self.zero_extents = []  # [offset, length]
         self._writer = None
         self._compressor = None
@@ -314,6 +316,7 @@ class Layout:
 
     def _new_object(self, offset):
         name = object_name(self.prefix, len(self.objects) + 1)
+        self.opened.append(name)
         self._writer = self._open_object(name)
         self._compressor = compressor(self.algorithm)
         self._start, self._length = offset, 0
@@ -332,9 +335,13 @@ class Layout:
     def _close_object(self):
         if not self._writer:
             return
-        self._writer.write(self._compressor.flush())
         writer, self._writer = self._writer, None
-        stored = writer.commit()
+        try:
+            writer.write(self._compressor.flush())
+            stored = writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
         self.objects.append({
             'name': object_name(self.prefix, len(self.objects) + 1),
             'offset': self._start, 'length': self._length,
@@ -425,28 +432,30 @@ class ChunkedBackupDriver(base.BackupDriver):
 
     # -- the store (subclasses) --
 
+    @abc.abstractmethod
     def default_container(self, backup):
-        raise NotImplementedError
+        """The container of a backup whose request and configuration
+        name none."""
 
+    @abc.abstractmethod
     def open_object(self, container, name):
         """A writer of a new object: ``write(data)``, ``commit()`` (the
         object appears whole and durable under ``name``; returns the
         bytes stored) or ``abort()`` (nothing of it is left)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def read_object(self, container, name):
         """A binary file of the object's bytes (a context manager);
         BackendError when it is absent."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def delete_object(self, container, name):
         """Remove the object; absent is fine."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def list_objects(self, container, prefix):
         """``{name: stored bytes}`` of the objects whose name starts
         with ``prefix``, and of no unfinished writes."""
-        raise NotImplementedError
 
     def forget_unfinished(self, container, prefix):
         """Remove what a process that died while writing objects of
@@ -500,15 +509,12 @@ class ChunkedBackupDriver(base.BackupDriver):
                     self.conf.backup_file_size // block_size * block_size)
         layout = Layout(lambda name: self.open_object(container, name),
                         prefix, self.algorithm, limit)
-        written = []
         try:
             hashes = self._cut(device, block_size, old_hashes, layout,
                                progress)
-            written = [o['name'] for o in layout.objects]
             self._write_json(container, sha_name(prefix), {
                 'backup_id': backup['id'], 'block_size': block_size,
                 'sha256s': hashes}, compress=True)
-            written.append(sha_name(prefix))
             self._write_json(container, metadata_name(prefix), {
                 'version': FORMAT_VERSION, 'backup_id': backup['id'],
                 'volume_id': backup.get('volume_id'),
@@ -517,8 +523,8 @@ class ChunkedBackupDriver(base.BackupDriver):
                 'zero_extents': layout.zero_extents})
         except BaseException:
             layout.abort()
-            written = [o['name'] for o in layout.objects] + written
-            for name in dict.fromkeys(written):
+            for name in layout.opened + [sha_name(prefix),
+                                         metadata_name(prefix)]:
                 self.delete_object(container, name)
             self.container_emptied(container)
             raise
