@@ -8,7 +8,8 @@ A backup named ``backup_<id>`` (its *prefix*) is, in its container:
 ``backup_<id>-00001``, ``-00002``...
     the objects: each a run of consecutive blocks of the volume, at most
     ``backup_file_size`` bytes of it, compressed as one stream with
-    ``backup_compression_algorithm``.
+    ``backup_compression_algorithm`` (a run of zeros shorter than
+    ZERO_GAP between blocks of data stays in the object).
 ``backup_<id>_sha256file``
     the SHA-256 of every ``backup_sha_block_size_bytes`` block of the
     volume as it was (JSON: ``block_size``, ``sha256s``, hex), compressed
