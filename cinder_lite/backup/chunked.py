@@ -8,7 +8,8 @@ A backup named ``backup_<id>`` (its *prefix*) is, in its container:
 ``backup_<id>-00001``, ``-00002``...
     the objects: each a run of consecutive blocks of the volume, at most
     ``backup_file_size`` bytes of it, compressed as one stream with
-    ``backup_compression_algorithm``.
+    ``backup_compression_algorithm`` (a run of zeros shorter than
+    ZERO_GAP between blocks of data stays in the object).
 ``backup_<id>_sha256file``
     the SHA-256 of every ``backup_sha_block_size_bytes`` block of the
     volume as it was (JSON: ``block_size``, ``sha256s``, hex), compressed
@@ -26,8 +27,9 @@ extent.  An incremental one compares each block's SHA-256 with its
 parent's and holds only the blocks that differ, so a restore takes each
 block from the newest backup of the chain that holds it.
 """
-import bz2
+import abc
 import bisect
+import bz2
 import hashlib
 import json
 import logging
@@ -50,7 +52,7 @@ READ_BYTES = 4 * MiB
 # of every few blocks
 ZERO_GAP = 1 * MiB
 
-_ID = re.compile(r'^[A-Za-z0-9_-]+$')
+PLAIN_NAME = re.compile(r'[A-Za-z0-9_-]+')
 
 ALIASES = {'none': 'none', 'off': 'none', 'no': 'none',
            'zlib': 'zlib', 'gzip': 'zlib',
@@ -156,15 +158,23 @@ def read_exact(reader, n):
 # -- names and hashes ---------------------------------------------------------
 
 def prefix_of(backup):
-    """The name every file of ``backup`` starts with."""
+    """The name every file of ``backup`` starts with (its
+    service_metadata says, as a dict or as the JSON text of one; a
+    record the driver never returned to is named after its id)."""
     meta = backup.get('service_metadata') or {}
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except ValueError:
+            meta = {}
     prefix = meta.get('prefix') if isinstance(meta, dict) else None
     if prefix:
-        if not _ID.match(prefix):
+        if not PLAIN_NAME.fullmatch(prefix):
             raise exception.InvalidInput(
                 reason='backup prefix %r is not a plain name' % prefix)
         return prefix
-    if not backup.get('id') or not _ID.match(str(backup['id'])):
+    backup_id = backup.get('id')
+    if not backup_id or not PLAIN_NAME.fullmatch(str(backup_id)):
         raise exception.InvalidInput(
             reason='backup id %r is not a plain name' % backup.get('id'))
     return 'backup_%s' % backup['id']
@@ -254,6 +264,7 @@ class Layout:
         self.algorithm = algorithm
         self.limit = limit
         self.objects = []       # committed: the metadata's entries
+        self.opened = []        # names of every object begun
         self.zero_extents = []  # [offset, length]
         self._writer = None
         self._compressor = None
@@ -306,6 +317,7 @@ class Layout:
 
     def _new_object(self, offset):
         name = object_name(self.prefix, len(self.objects) + 1)
+        self.opened.append(name)
         self._writer = self._open_object(name)
         self._compressor = compressor(self.algorithm)
         self._start, self._length = offset, 0
@@ -324,9 +336,13 @@ class Layout:
     def _close_object(self):
         if not self._writer:
             return
-        self._writer.write(self._compressor.flush())
         writer, self._writer = self._writer, None
-        stored = writer.commit()
+        try:
+            writer.write(self._compressor.flush())
+            stored = writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
         self.objects.append({
             'name': object_name(self.prefix, len(self.objects) + 1),
             'offset': self._start, 'length': self._length,
@@ -417,28 +433,30 @@ class ChunkedBackupDriver(base.BackupDriver):
 
     # -- the store (subclasses) --
 
+    @abc.abstractmethod
     def default_container(self, backup):
-        raise NotImplementedError
+        """The container of a backup whose request and configuration
+        name none."""
 
+    @abc.abstractmethod
     def open_object(self, container, name):
         """A writer of a new object: ``write(data)``, ``commit()`` (the
         object appears whole and durable under ``name``; returns the
         bytes stored) or ``abort()`` (nothing of it is left)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def read_object(self, container, name):
         """A binary file of the object's bytes (a context manager);
         BackendError when it is absent."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def delete_object(self, container, name):
         """Remove the object; absent is fine."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def list_objects(self, container, prefix):
         """``{name: stored bytes}`` of the objects whose name starts
         with ``prefix``, and of no unfinished writes."""
-        raise NotImplementedError
 
     def forget_unfinished(self, container, prefix):
         """Remove what a process that died while writing objects of
@@ -492,15 +510,12 @@ class ChunkedBackupDriver(base.BackupDriver):
                     self.conf.backup_file_size // block_size * block_size)
         layout = Layout(lambda name: self.open_object(container, name),
                         prefix, self.algorithm, limit)
-        written = []
         try:
             hashes = self._cut(device, block_size, old_hashes, layout,
                                progress)
-            written = [o['name'] for o in layout.objects]
             self._write_json(container, sha_name(prefix), {
                 'backup_id': backup['id'], 'block_size': block_size,
                 'sha256s': hashes}, compress=True)
-            written.append(sha_name(prefix))
             self._write_json(container, metadata_name(prefix), {
                 'version': FORMAT_VERSION, 'backup_id': backup['id'],
                 'volume_id': backup.get('volume_id'),
@@ -509,8 +524,8 @@ class ChunkedBackupDriver(base.BackupDriver):
                 'zero_extents': layout.zero_extents})
         except BaseException:
             layout.abort()
-            written = [o['name'] for o in layout.objects] + written
-            for name in dict.fromkeys(written):
+            for name in layout.opened + [sha_name(prefix),
+                                         metadata_name(prefix)]:
                 self.delete_object(container, name)
             self.container_emptied(container)
             raise

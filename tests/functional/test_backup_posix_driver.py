@@ -163,8 +163,11 @@ def test_full_backup_of_a_sparse_gib_restores_byte_for_byte(
     assert max(steps) <= 4 * MiB
 
     dst = volume(tmp_path / 'restored', GiB)
-    run_restore(driver, [rec], dst)
+    restored = []
+    run_restore(driver, [rec], dst,
+                progress=lambda done, n: restored.append((done, n)))
     assert same_bytes(src, dst)
+    assert restored[-1] == (GiB, result['object_count'])
     # the zeros were not written: the restored volume is as sparse
     assert allocated(dst) < 16 * MiB
 

@@ -115,12 +115,17 @@ def test_names_of_a_backup_and_what_belongs_to_it():
     assert prefix == 'backup_b1'
     assert chunked.prefix_of({'id': 'x', 'service_metadata': {
         'prefix': 'backup_b1'}}) == 'backup_b1'
+    assert chunked.prefix_of({'id': 'x', 'service_metadata':
+                              '{"prefix": "backup_b1"}'}) == 'backup_b1'
+    with pytest.raises(exception.InvalidInput):
+        chunked.prefix_of({'id': 'x', 'service_metadata': {
+            'prefix': '../backup_b1'}})
     assert chunked.belongs_to(chunked.object_name(prefix, 12), prefix)
     assert chunked.belongs_to('backup_b1_metadata', prefix)
     assert chunked.belongs_to('backup_b1_sha256file', prefix)
     assert not chunked.belongs_to('backup_b10-00001', prefix)
     assert not chunked.belongs_to('backup_b1-00001x', prefix)
-    for bad in ('../b', 'a/b', '', None):
+    for bad in ('../b', 'a/b', '', None, 'b1\n'):
         with pytest.raises(exception.InvalidInput):
             chunked.prefix_of({'id': bad})
 

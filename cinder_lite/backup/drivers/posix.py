@@ -108,10 +108,12 @@ class PosixBackupDriver(chunked.ChunkedBackupDriver):
 
     def default_container(self, backup):
         volume_id = str(backup.get('volume_id') or '')
-        if not chunked._ID.match(volume_id):
+        if not chunked.PLAIN_NAME.fullmatch(volume_id):
             raise exception.InvalidInput(
                 reason='a backup needs a volume id to find its container, '
                        'not %r' % volume_id)
+        if len(volume_id) < 4:
+            return volume_id
         return '%s/%s/%s' % (volume_id[0:2], volume_id[2:4], volume_id)
 
     def container_path(self, container):
@@ -121,12 +123,14 @@ class PosixBackupDriver(chunked.ChunkedBackupDriver):
             raise exception.InvalidInput(
                 reason='a backup container is a non-empty name')
         parts = container.split('/')
-        if (container.startswith('/') or '\0' in container or
-                any(p in ('', '.', '..') for p in parts) or
-                any(p.startswith('.') for p in parts)):
+        # (an absolute path begins with an empty part; '.', '..' and
+        # the names of temporary files begin with a dot)
+        if '\0' in container or any(
+                p == '' or p.startswith('.') for p in parts):
             raise exception.InvalidInput(
                 reason='backup container %r is not a relative path of '
-                       'plain names inside the backup store' % container)
+                       'names inside the backup store (no part empty or '
+                       'beginning with a dot)' % container)
         root = self.root
         path = os.path.join(root, *parts)
         # a symbolic link inside the store must not lead out of it
