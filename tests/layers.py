@@ -38,18 +38,27 @@ FLOORS = [
                 'cinder_lite.conf',       # option modules, no parsing
                 'cinder_lite.iscsi',      # iSCSI on the wire: PDUs, SCSI
                                           # commands, reservations
-                'cinder_lite.nbd'],       # NBD over TLS: libnbd's client
+                'cinder_lite.nbd',        # NBD over TLS: libnbd's client
+                # a connection_info made a device, and a host's
+                # connector: what a host and a backup service open
+                # exports with
+                'cinder_lite.connector.devices',
+                'cinder_lite.connector.host'],
      'shared'),
     # the database: models, migrations, one query module per entity
     ('db', ['cinder_lite.db'], 'shared'),
     # what a volume service drives and the runner of every RPC service
     ('runtime', ['cinder_lite.volume.drivers',  # storage drivers
                  'cinder_lite.volume.targets',  # export targets
+                 'cinder_lite.backup.drivers',  # backup stores
+                 'cinder_lite.backup.chunked',  # their objects and blocks
                  'cinder_lite.service'],        # RPC servers, heartbeats
      'shared'),
     # the services; peers that talk only through each other's rpcapi
     ('services', ['cinder_lite.scheduler',  # placement of new volumes
-                  'cinder_lite.volume'],    # service layer, manager, flows
+                  'cinder_lite.volume',     # service layer, manager, flows
+                  'cinder_lite.backup'],    # backups: service layer,
+                                            # manager
      'peers'),
     # the REST API and what the API process serves besides
     ('api', ['cinder_lite.api',           # WSGI app, handlers, views

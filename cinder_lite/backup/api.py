@@ -22,7 +22,6 @@ import json
 import logging
 import uuid
 
-from cinder_lite.backup import records
 from cinder_lite.backup import rpcapi as backup_rpcapi
 from cinder_lite.common import constants
 from cinder_lite.common import exception
@@ -32,17 +31,17 @@ from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import backup_metadata as db_metadata
+from cinder_lite.db import backup_outcomes as records
 from cinder_lite.db import backups as db_backups
 from cinder_lite.db import image_metadata as db_image_metadata
 from cinder_lite.db import models
+from cinder_lite.db import quota_limits as quota
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import services as db_services
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volume_metadata as db_volume_metadata
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
-from cinder_lite.volume import snapshot_api
 
 LOG = logging.getLogger(__name__)
 
@@ -69,13 +68,14 @@ def service_name(driver):
 def check_backup_service_up(session, conf):
     """ServiceUnavailable (503) when no backup service is enabled and up:
     a backup cast to the topic would wait for nobody."""
-    for row in db_services.liveness(session, constants.BACKUP_BINARY):
-        if not row.disabled and db_services.is_up(row.heartbeat_at,
-                                                  conf.service_down_time):
-            return
-    raise exception.ServiceUnavailable(
-        host=constants.BACKUP_BINARY,
-        reason='no backup service is enabled and up')
+    db_services.check_any_up(session, constants.BACKUP_BINARY,
+                             conf.service_down_time, 'backup service')
+
+
+def _check_volume_backend(session, volume, conf):
+    db_services.check_backend_up(
+        session, volume_rpcapi.backend_host(volume.host),
+        constants.VOLUME_BINARY, conf.service_down_time)
 
 
 def _backup_host(session, backup, conf):
@@ -139,7 +139,7 @@ class BackupService:
             quota.Checker(self.conf, session).now(
                 context.project_id, db_quotas.backup_footprint(volume.size))
             check_backup_service_up(session, self.conf)
-            snapshot_api.check_backend_up(session, volume, self.conf)
+            _check_volume_backend(session, volume, self.conf)
         now = models.utcnow()
         values = {
             'id': str(uuid.uuid4()),
@@ -335,7 +335,7 @@ class BackupService:
                 policy.authorize(context, policy.VOLUME_UPDATE,
                                  {'project_id': volume.project_id})
                 self._check_target(volume, backup)
-                snapshot_api.check_backend_up(session, volume, self.conf)
+                _check_volume_backend(session, volume, self.conf)
         if volume_id is None:
             return backup, self._restore_to_new(context, backup, name)
         with db_api.writer() as session:

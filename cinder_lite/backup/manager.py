@@ -27,7 +27,6 @@ import time
 from oslo_utils import importutils
 import oslo_messaging as messaging
 
-from cinder_lite.backup import records
 from cinder_lite.backup import rpcapi
 from cinder_lite.common import constants
 from cinder_lite.common import context as cl_context
@@ -38,6 +37,7 @@ from cinder_lite.common import states
 from cinder_lite.connector import devices
 from cinder_lite.connector import host as connector_host
 from cinder_lite.db import api as db_api
+from cinder_lite.db import backup_outcomes as records
 from cinder_lite.db import backups as db_backups
 from cinder_lite.db import models
 from cinder_lite.db import services as db_services
@@ -362,9 +362,8 @@ class BackupManager:
             time.sleep(0.1)
         record = db_backups.record(backup)
         try:
-            if record['service_metadata'] is not None or \
-                    backup.object_count:
-                self.driver.delete(record)
+            # also a backup cut short: the driver finds what it wrote
+            self.driver.delete(record)
         except Exception as e:
             reason = getattr(e, 'message', None) or str(e)
             LOG.exception('backup %s: delete failed', backup_id)

@@ -22,13 +22,14 @@ from cinder_lite.volume import service as volume_service
 
 EMBEDDED_TRANSPORT = inproc_bus.URL
 DESCRIPTION = """\
-Runs cinder_lite in one process: the Block Storage v3 API, the scheduler,
-the volume backends and a backup service (the embedded mode).  Without a config file it
-keeps its SQLite database and the files of its one "file" backend under
-state_path (~/.local/state/cinder-lite), uses an in-process message bus,
-migrates the database itself, and listens on 127.0.0.1:8776 (--listen
-and --port, or osapi_volume_listen and osapi_volume_listen_port); the
-dashboard is at /dashboard/; backups go to state_path/backup.  To add backends, name their config sections in
+Runs cinder_lite in one process: the Block Storage v3 API, the
+scheduler, the volume backends and a backup service (the embedded mode).
+Without a config file it keeps its SQLite database and the files of its
+one "file" backend under state_path (~/.local/state/cinder-lite), uses
+an in-process message bus, migrates the database itself, and listens on
+127.0.0.1:8776 (--listen and --port, or osapi_volume_listen and
+osapi_volume_listen_port); the dashboard is at /dashboard/; backups go
+to state_path/backup. To add backends, name their config sections in
 [DEFAULT] enabled_backends in a file given with --config-file (see
 etc/cinder-lite/cinder-lite.conf.sample); transport_url and [database]
 connection make it use RabbitMQ and MariaDB or PostgreSQL instead."""

@@ -31,9 +31,9 @@ from cinder_lite.common import exception
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import migration
+from cinder_lite.db import quota_limits as quota
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.volume import quota
 from cinder_lite.volume import quota_api
 from cinder_lite import version
 

@@ -9,7 +9,7 @@ always locked in the order of their keys.
 
 A usage row is made once, the first time a project uses a resource, by
 ``ensure`` in a transaction of its own (an insert that ignores a row
-another request made meanwhile; see ``cinder_lite.volume.quota``): two
+another request made meanwhile; see ``cinder_lite.db.quota_limits``): two
 first creates in a project then never fail on each other's insert.
 """
 import sqlalchemy as sa

@@ -435,3 +435,25 @@ def remove_if_down(session, service_id, down_time):
                sa.not_(up_clause(down_time)))
         .execution_options(synchronize_session=False))
     return result.rowcount == 1
+
+
+def check_backend_up(session, backend, binary, down_time):
+    """ServiceUnavailable (503, at once) when no service of ``backend``
+    (``node@backend`` or a cluster's) is up, BackendFrozen when it is
+    frozen: a request cast to it would wait for nobody."""
+    members = backend_members(session, backend, binary)
+    if not any(is_up(m.heartbeat_at, down_time) for m in members):
+        raise exception.ServiceUnavailable(
+            host=backend, reason='no volume service of it is up')
+    if backend_frozen(session, backend, binary):
+        raise exception.BackendFrozen(backend=backend)
+
+
+def check_any_up(session, binary, down_time, what):
+    """ServiceUnavailable (503) unless a service of ``binary`` is enabled
+    and up: work cast to its topic would wait for nobody."""
+    for row in liveness(session, binary):
+        if not row.disabled and is_up(row.heartbeat_at, down_time):
+            return
+    raise exception.ServiceUnavailable(
+        host=binary, reason='no %s is enabled and up' % what)

@@ -3,7 +3,7 @@
 Whatever changes what a volume counts against its project's quota (it is
 created or deleted, or its size, its pending extend or its type changes)
 changes the recorded usage in the same transaction, here: the usage is
-the volumes' by construction.  ``check`` (see ``cinder_lite.volume.quota``)
+the volumes' by construction.  ``check`` (see ``cinder_lite.db.quota_limits``)
 refuses growth beyond a limit, decided with the usage rows locked.
 """
 import datetime

@@ -18,12 +18,12 @@ from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import host_fences as db_host_fences
 from cinder_lite.db import models
 from cinder_lite.db import qos_specs as db_qos
+from cinder_lite.db import quota_limits as quota
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import attachment_api
-from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
 from cinder_lite.volume import rules
 from cinder_lite.volume import types as volume_types

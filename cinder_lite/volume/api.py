@@ -15,7 +15,6 @@ engines.
 import logging
 import uuid
 
-from cinder_lite.backup import api as backup_api
 from cinder_lite.common import capabilities
 from cinder_lite.common import constants
 from cinder_lite.common import exception
@@ -27,6 +26,7 @@ from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import backups as db_backups
 from cinder_lite.db import image_metadata as db_image_metadata
 from cinder_lite.db import models
+from cinder_lite.db import quota_limits as quota
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import services as db_services
 from cinder_lite.db import snapshot_image_metadata as \
@@ -40,7 +40,6 @@ from cinder_lite.scheduler import rpcapi as scheduler_rpcapi
 from cinder_lite.volume import admission
 from cinder_lite.volume import image as image_mod
 from cinder_lite.volume import image_api
-from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
 from cinder_lite.volume import rules
 from cinder_lite.volume import snapshot_api
@@ -338,7 +337,9 @@ class VolumeService:
                                     self._scope(context))
             policy.authorize(context, policy.BACKUP_RESTORE,
                              {'project_id': backup.project_id})
-            backup_api.check_backup_service_up(session, self.conf)
+            db_services.check_any_up(session, constants.BACKUP_BINARY,
+                                     self.conf.service_down_time,
+                                     'backup service')
         if backup.status != states.AVAILABLE:
             raise exception.InvalidBackup(
                 reason='Backup status must be available')

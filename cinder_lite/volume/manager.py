@@ -8,7 +8,6 @@ import threading
 from oslo_utils import importutils
 import oslo_messaging as messaging
 
-from cinder_lite.backup import records
 from cinder_lite.backup import rpcapi as backup_rpcapi
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import credentials
@@ -18,12 +17,13 @@ from cinder_lite.common import states
 from cinder_lite.conf import volume as volume_conf
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import backup_outcomes as records
 from cinder_lite.db import messages as db_messages
+from cinder_lite.db import quota_limits as quota
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite import service
 from cinder_lite.volume import nova
-from cinder_lite.volume import quota
 from cinder_lite.volume import flows
 from cinder_lite.volume.flows import connect as connect_flow
 from cinder_lite.volume.flows import create as create_flow

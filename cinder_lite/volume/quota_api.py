@@ -5,9 +5,9 @@ import logging
 from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
+from cinder_lite.db import quota_limits as quota
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import volume_types as db_types
-from cinder_lite.volume import quota
 
 LOG = logging.getLogger(__name__)
 

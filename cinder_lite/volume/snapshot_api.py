@@ -21,11 +21,11 @@ from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import models
+from cinder_lite.db import quota_limits as quota
 from cinder_lite.db import services as db_services
 from cinder_lite.db import snapshot_metadata as db_metadata
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.volume import quota
 from cinder_lite.volume import rpcapi as volume_rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -51,16 +51,9 @@ def payload(snapshot, status=None):
 def check_backend_up(session, volume, conf):
     """ServiceUnavailable (503, at once) when no service of the volume's
     backend is up: a request cast to it would wait for nobody."""
-    backend = volume_rpcapi.backend_host(volume.host)
-    members = db_services.backend_members(session, backend,
-                                          constants.VOLUME_BINARY)
-    if not any(db_services.is_up(m.heartbeat_at, conf.service_down_time)
-               for m in members):
-        raise exception.ServiceUnavailable(
-            host=backend, reason='no volume service of it is up')
-    if db_services.backend_frozen(session, backend,
-                                  constants.VOLUME_BINARY):
-        raise exception.BackendFrozen(backend=backend)
+    db_services.check_backend_up(
+        session, volume_rpcapi.backend_host(volume.host),
+        constants.VOLUME_BINARY, conf.service_down_time)
 
 
 class SnapshotService:

@@ -24,10 +24,10 @@ from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import quota_limits as quota
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import transfers as db_transfers
 from cinder_lite.db import volumes as db_volumes
-from cinder_lite.volume import quota
 
 LOG = logging.getLogger(__name__)
 

@@ -51,7 +51,7 @@ def test_retype_decides_sharing_on_the_type_under_the_lock(stack, api):
     from cinder_lite.db import attachments as db_attachments
     from cinder_lite.db import models
     from cinder_lite.db import volumes as db_volumes
-    from cinder_lite.volume import quota
+    from cinder_lite.db import quota_limits as quota
 
     api.create_type('plain')
     api.create_type('other')
