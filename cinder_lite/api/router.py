@@ -56,6 +56,7 @@ ROUTE_DECLARATIONS = (
                               'PUT': backups.update_backup,
                               'DELETE': backups.delete_backup}),
     ('/backups/{backup_id}/restore', {'POST': backups.restore_backup}),
+    ('/backups/{backup_id}/progress', {'GET': backups.show_progress}),
     ('/backups/{backup_id}/export_record', {
         'GET': backups.export_record}),
     ('/backups/{backup_id}/action', {'POST': backups.backup_action}),

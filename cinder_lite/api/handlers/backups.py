@@ -137,6 +137,23 @@ def show_backup(req):
                                                       metadata)})
 
 
+@wsgi.expected_errors(403, 404)
+def show_progress(req):
+    """cinder_lite's own: how far a backup or a restore of it has come
+    (the bytes of the volume read or written), for a person watching."""
+    backup = _service(req).get(req.context, req.urlvars['backup_id'])
+    total = (backup.size or 0) * 1024 ** 3
+    done = min(backup.progress_bytes or 0, total)
+    if backup.status == states.AVAILABLE and not backup.restore_volume_id:
+        done = total
+    return wsgi.json_response({'progress': {
+        'backup_id': backup.id, 'status': backup.status,
+        'restore_volume_id': backup.restore_volume_id,
+        'object_count': backup.object_count or 0,
+        'bytes_done': done, 'bytes_total': total,
+        'percent': round(100.0 * done / total, 1) if total else 0.0}})
+
+
 @wsgi.expected_errors(400, 403, 404)
 def update_backup(req):
     if req.version < UPDATE:
