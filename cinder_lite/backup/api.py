@@ -22,6 +22,7 @@ import json
 import logging
 import uuid
 
+from cinder_lite.backup import drivers
 from cinder_lite.backup import rpcapi as backup_rpcapi
 from cinder_lite.common import constants
 from cinder_lite.common import exception
@@ -45,24 +46,10 @@ from cinder_lite.volume import rpcapi as volume_rpcapi
 
 LOG = logging.getLogger(__name__)
 
-# Cinder's names of the stores, which export_record shows as the
-# backup's service (clients compare them)
-CINDER_DRIVERS = {
-    'cinder_lite.backup.drivers.posix.PosixBackupDriver':
-        'cinder.backup.drivers.posix.PosixBackupDriver',
-    'cinder_lite.backup.drivers.ceph.CephBackupDriver':
-        'cinder.backup.drivers.ceph.CephBackupDriver',
-}
 # what import_record needs of a record (Cinder's list)
 RECORD_KEYS = ('id', 'size', 'display_name', 'display_description',
                'container', 'service_metadata', 'object_count')
 NIL_VOLUME = '00000000-0000-0000-0000-000000000000'
-
-
-def service_name(driver):
-    """The name a backup's ``service`` shows for the driver class path
-    ``driver``: Cinder's for the stores Cinder has."""
-    return CINDER_DRIVERS.get(driver, driver)
 
 
 def check_backup_service_up(session, conf):
@@ -156,7 +143,7 @@ class BackupService:
             'object_count': 0,
             'progress_bytes': 0,
             'num_dependent_backups': 0,
-            'service': service_name(self.conf.backup_driver),
+            'service': drivers.service_name(self.conf.backup_driver),
             'deleted': False,
             'created_at': now,
             'data_timestamp': snapshot.created_at if snapshot else None,
@@ -418,8 +405,8 @@ class BackupService:
         a backup service to find it in the store."""
         policy.authorize(context, policy.BACKUP_IMPORT)
         record = decode_record(backup_url)
-        ours = service_name(self.conf.backup_driver)
-        if backup_service not in (ours, self.conf.backup_driver):
+        ours = drivers.service_name(self.conf.backup_driver)
+        if drivers.service_name(backup_service) != ours:
             raise exception.InvalidInput(
                 reason='The backup services of this cloud keep backups '
                        'with %s, not %s.' % (ours, backup_service))
@@ -453,9 +440,12 @@ class BackupService:
         def make():
             with db_api.writer() as session:
                 existing = session.get(models.Backup, record['id'])
-                if existing is not None:
+                if existing is not None and not existing.deleted:
                     raise exception.InvalidBackup(
                         reason='Backup already exists in database.')
+                if existing is not None:
+                    # as Cinder: a deleted backup's record comes back
+                    db_backups.purge_deleted(session, record['id'])
                 return db_backups.create(
                     session, values, quota.Checker(self.conf, session),
                     metadata=record.get('metadata') or None)

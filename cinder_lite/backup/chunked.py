@@ -36,6 +36,8 @@ import logging
 import re
 import zlib
 
+from oslo_utils import units
+
 from cinder_lite.backup.drivers import base
 from cinder_lite.common import exception
 
@@ -710,10 +712,15 @@ class ChunkedBackupDriver(base.BackupDriver):
         container = self.container_of(backup)
         prefix = prefix_of(backup)
         meta = self._metadata(container, prefix)
-        if meta.get('backup_id') != backup['id']:
+        # a record may be imported under a new id: its prefix names the
+        # objects of the backup it was exported from, whose size it has
+        size = backup.get('size')
+        if meta.get('backup_id') != backup['id'] and \
+                meta.get('size_bytes') != (size or 0) * units.Gi:
             raise exception.BackendError(
-                reason='the metadata of %s in container %s is of backup '
-                       '%s' % (prefix, container, meta.get('backup_id')))
+                reason='the objects of %s in container %s hold %s bytes, '
+                       'not the %d GiB of the record'
+                       % (prefix, container, meta.get('size_bytes'), size))
         found = self.list_objects(container, prefix)
         if sha_name(prefix) not in found:
             raise exception.BackendError(

@@ -16,6 +16,7 @@ by any backup service once this one has been down for
 leaves its volume ``error_restoring`` and the backup ``available``; the
 export is removed either way.
 """
+import collections
 import concurrent.futures
 import contextlib
 import datetime
@@ -27,6 +28,7 @@ import time
 from oslo_utils import importutils
 import oslo_messaging as messaging
 
+from cinder_lite.backup import drivers
 from cinder_lite.backup import rpcapi
 from cinder_lite.common import constants
 from cinder_lite.common import context as cl_context
@@ -81,6 +83,18 @@ def payload(backup, **changes):
     return out
 
 
+def _same_store(a, b):
+    """Whether backups ``a`` and ``b`` name the same objects: the same
+    container and service_metadata (the driver's names for them)."""
+    def meta(backup):
+        try:
+            return json.loads(backup.service_metadata or '{}')
+        except ValueError:
+            return backup.service_metadata
+    return a.container == b.container and bool(meta(a)) and \
+        meta(a) == meta(b)
+
+
 class BackupManager:
 
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
@@ -88,8 +102,9 @@ class BackupManager:
     def __init__(self, conf, host):
         self.conf = conf
         self.host = host
-        self.driver_name = conf.backup_driver
-        self.driver = importutils.import_class(conf.backup_driver)(conf)
+        self.driver_name = drivers.service_name(conf.backup_driver)
+        self.driver = importutils.import_class(
+            drivers.class_path(conf.backup_driver))(conf)
         self.volume_rpcapi = volume_rpcapi.VolumeAPI(conf)
         self.connector = connector_host.get_connector(
             host=host, ip=conf.backup_my_ip)
@@ -98,6 +113,9 @@ class BackupManager:
             thread_name_prefix='backup')
         # backups this process works on: reconciliation leaves them alone
         self._busy = set()
+        # backups whose work waits for a thread of the pool (count a
+        # backup id: a restore and a delete of it may both wait)
+        self._queued = collections.Counter()
         self._busy_lock = threading.Lock()
         self._stop = threading.Event()
         self._periodic = None
@@ -141,15 +159,28 @@ class BackupManager:
                         self.host, work.__name__)
             return
 
+        backup_id = args[1]
+        with self._busy_lock:
+            self._queued[backup_id] += 1
+
         def run():
             try:
                 work(*args)
             except Exception:
                 LOG.exception('%s%s failed', work.__name__, args[1:])
+            finally:
+                with self._busy_lock:
+                    self._queued[backup_id] -= 1
+                    if self._queued[backup_id] <= 0:
+                        del self._queued[backup_id]
         self._pool.submit(run)
 
     # -- endpoints (casts) --------------------------------------------------
     def create_backup(self, ctxt, backup_id):
+        # taken now, while the work may still wait for a thread: a backup
+        # no service has taken is one whose message was lost
+        with db_api.writer() as session:
+            db_backups.take(session, backup_id, self.host)
         self._submit(self._create, ctxt, backup_id)
 
     def restore_backup(self, ctxt, backup_id, volume_id):
@@ -212,6 +243,12 @@ class BackupManager:
                                             progress)
             finally:
                 device.close()
+            # the volume (or snapshot) is given back before the backup is
+            # available: whoever sees the backup done may use the volume
+            exported = False
+            self._unexport(ctxt, volume_host, backup_id, backup.volume_id,
+                           snapshot_id, temporary)
+            ended = self._end_reading(backup, ended)
             with db_api.writer() as session:
                 db_backups.transition(session, backup_id, 'created', values={
                     'container': result.get('container'),
@@ -245,10 +282,19 @@ class BackupManager:
             if exported:
                 self._unexport(ctxt, volume_host, backup_id,
                                backup.volume_id, snapshot_id, temporary)
-            if backup.snapshot_id:
-                records.end_snapshot_backup(backup.snapshot_id)
-            elif not ended:
-                records.end_backing_up(backup.volume_id)
+            self._end_reading(backup, ended)
+
+    @staticmethod
+    def _end_reading(backup, ended):
+        """The snapshot or volume ``backup`` read is what it was before
+        (once); True."""
+        if ended:
+            return True
+        if backup.snapshot_id:
+            records.end_snapshot_backup(backup.snapshot_id)
+        else:
+            records.end_backing_up(backup.volume_id)
+        return True
 
     def _export(self, ctxt, volume_host, backup_id, volume_id, snapshot_id,
                 temporary, mode):
@@ -361,9 +407,17 @@ class BackupManager:
                     break
             time.sleep(0.1)
         record = db_backups.record(backup)
+        with db_api.reader() as session:
+            sharers = [b.id for b in db_backups.others_in_container(
+                session, backup) if _same_store(b, backup)]
         try:
-            # also a backup cut short: the driver finds what it wrote
-            self.driver.delete(record)
+            if sharers:
+                LOG.info('backup %s: its objects stay, backup %s (imported '
+                         'from the same record) uses them', backup_id,
+                         sharers[0])
+            else:
+                # also a backup cut short: the driver finds what it wrote
+                self.driver.delete(record)
         except Exception as e:
             reason = getattr(e, 'message', None) or str(e)
             LOG.exception('backup %s: delete failed', backup_id)
@@ -427,7 +481,7 @@ class BackupManager:
                 if db_services.is_up(s.heartbeat_at,
                                      self.conf.service_down_time)}
         with self._busy_lock:
-            busy = set(self._busy)
+            busy = set(self._busy) | set(self._queued)
         changes = []
         for backup in found:
             if backup.id in busy:

@@ -111,6 +111,24 @@ def restoring_into(session, volume_id):
         B.status == states.RESTORING)).scalars().all()
 
 
+def take(session, backup_id, host):
+    """``host``'s backup service has the backup to make (it is
+    ``creating`` and no service had it)."""
+    session.execute(sa.update(B).where(
+        B.id == backup_id, B.status == states.CREATING,
+        B.host.is_(None)).values(host=host, updated_at=models.utcnow()))
+
+
+def others_in_container(session, backup):
+    """The other live backups whose objects ``backup``'s container holds
+    and that are not being deleted (a record imported under a new id
+    shares the store of the backup it was exported from)."""
+    return session.execute(sa.select(B).where(
+        B.container == backup.container, B.id != backup.id,
+        B.deleted == sa.false(),
+        B.status != states.DELETING)).scalars().all()
+
+
 def chain(session, backup):
     """The records from ``backup``'s full backup to it, oldest first."""
     found = [backup]
@@ -222,6 +240,15 @@ def update(session, backup_id, values):
         .values(**values).execution_options(synchronize_session=False))
     if result.rowcount != 1:
         raise exception.BackupNotFound(backup_id=backup_id)
+
+
+def purge_deleted(session, backup_id):
+    """Erase the row of a deleted backup (it counts nothing any more), so
+    that an import may record the backup again under its id."""
+    db_metadata.purge(session, backup_id)
+    session.execute(B.__table__.delete().where(
+        B.id == backup_id, B.deleted == sa.true()))
+    session.flush()
 
 
 def remove(session, backup_id):

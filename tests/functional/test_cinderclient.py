@@ -28,8 +28,8 @@ def test_cli_types_volumes_services_pools(stack):
     shown = props(cinder(stack, 'show', 'cl-v1'))
     assert shown['id'] == created['id']
     services = table(cinder(stack, 'service-list'))
-    assert sorted(r[0] for r in services[1:]) == ['cinder-scheduler',
-                                                  'cinder-volume']
+    assert sorted(r[0] for r in services[1:]) == [
+        'cinder-backup', 'cinder-scheduler', 'cinder-volume']
     assert {r[4] for r in services[1:]} == {'up'}
     pools = cinder(stack, 'get-pools', '--detail')
     assert 'testnode@file#file' in pools and 'multiattach' in pools

@@ -87,13 +87,14 @@ def test_hosts_list_and_show(two):
     hosts = api.get('/os-hosts').json()['hosts']
     assert sorted((h['host_name'], h['service'], h['zone'])
                   for h in hosts) == [
+        ('testnode', 'cinder-backup', 'nova'),
         ('testnode', 'cinder-scheduler', 'nova'),
         ('testnode@b', 'cinder-volume', 'nova'),
         ('testnode@file', 'cinder-volume', 'nova')]
     assert {(h['service-status'], h['service-state']) for h in hosts} == {
         ('available', 'enabled')}
     assert all(h['last-update'] for h in hosts)
-    assert len(api.get('/os-hosts?zone=nova').json()['hosts']) == 3
+    assert len(api.get('/os-hosts?zone=nova').json()['hosts']) == 4
     assert api.get('/os-hosts?zone=mars').json() == {'hosts': []}
     # what a volume service holds, per project and in total
     file_type = api.create_type('on-file', {'volume_backend_name': 'file'})

@@ -18,6 +18,7 @@ from cinder_lite.api import router
 from cinder_lite.db import api as db_api
 from cinder_lite.db import messages as db_messages
 from tests.harness.attach import connector
+from tests.harness import backups as bk
 from tests.harness import stack as stack_mod
 from tests.harness import util
 
@@ -64,7 +65,8 @@ def ADMIN(code, other=403):
 
 
 # another project's member takes a transfer into its project
-UNLIMITED = {'volumes': -1, 'gigabytes': -1, 'snapshots': -1}
+UNLIMITED = {'volumes': -1, 'gigabytes': -1, 'snapshots': -1,
+             'backups': -1, 'backup_gigabytes': -1}
 ACCEPT = _codes(403, 202, 202, 202, 403)
 
 Route = collections.namedtuple('Route', 'method path make expect')
@@ -94,6 +96,8 @@ class World:
         self.volume_host = [x['host'] for x in host
                             if x['binary'] == 'cinder-volume'][0]
         self.message = self.fresh_message()
+        self.backup = self.fresh_backup()
+        self.record = self.deleted_backup_record()
 
     def ok(self, resp, code=None):
         assert resp.status_code == (code or resp.status_code) and \
@@ -112,6 +116,17 @@ class World:
         self.ok(self.admin.put('/snapshots/%s/metadata' % snap['id'],
                                json={'metadata': {'k': 'v'}}))
         return snap['id']
+
+    def fresh_backup(self):
+        return bk.backup(self.admin, self.fresh_volume())['id']
+
+    def deleted_backup_record(self):
+        """The export of a backup since deleted: importable once."""
+        bid = self.fresh_backup()
+        record = self.ok(self.admin.get('/backups/%s/export_record' % bid))
+        self.ok(self.admin.delete('/backups/%s' % bid))
+        bk.wait_gone(self.admin, bid)
+        return record
 
     def fresh_attachment(self):
         return self.ok(self.admin.post('/attachments', json={'attachment': {
@@ -147,7 +162,7 @@ class World:
     def project_ids(self):
         """Ids of the project's resources another project must not see."""
         return (self.volume, self.snapshot, self.attachment, self.transfer,
-                self.message)
+                self.message, self.backup)
 
 
 def _path(template, **kw):
@@ -250,6 +265,33 @@ ROUTES = [
         WRITE(200)),
     Route('DELETE', '/snapshots/{snapshot_id}/metadata/{key}', _with(
         '/snapshots/{w.snapshot}/metadata/gone', None), WRITE(404)),
+    # backups
+    Route('GET', '/backups', _path('/backups'), LIST),
+    Route('POST', '/backups', lambda w: ('/backups', {
+        'backup': {'volume_id': w.fresh_volume()}}), WRITE(202)),
+    Route('GET', '/backups/detail', _path('/backups/detail'), LIST),
+    Route('POST', '/backups/import_record', lambda w: (
+        '/backups/import_record', {'backup-record': w.record[
+            'backup-record']}), ADMIN(201)),
+    Route('GET', '/backups/{backup_id}', _path('/backups/{w.backup}'),
+          READ),
+    Route('PUT', '/backups/{backup_id}', _with(
+        '/backups/{w.backup}', {'backup': {'description': 'seen'}}),
+        WRITE(200)),
+    Route('DELETE', '/backups/{backup_id}', _fresh('/backups/{id}',
+                                                   'backup'), WRITE(202)),
+    Route('POST', '/backups/{backup_id}/restore', _fresh(
+        '/backups/{id}/restore', 'backup', {'restore': {}}), WRITE(202)),
+    Route('GET', '/backups/{backup_id}/progress',
+          _path('/backups/{w.backup}/progress'), READ),
+    Route('GET', '/backups/{backup_id}/export_record',
+          _path('/backups/{w.backup}/export_record'), ADMIN(200, 404)),
+    Route('POST', '/backups/{backup_id}/action', _with(
+        '/backups/{w.backup}/action',
+        {'os-reset_status': {'status': 'available'}}), ADMIN(202, 404)),
+    Route('POST', '/backups/{backup_id}/action', _fresh(
+        '/backups/{id}/action', 'backup', {'os-force_delete': None}),
+        ADMIN(202, 404)),
     # attachments
     Route('GET', '/attachments', _path('/attachments'), LIST),
     Route('POST', '/attachments', lambda w: ('/attachments', {

@@ -168,7 +168,7 @@ def test_services_view_and_bad_input(two):
     api = two.client()
     services = api.get('/os-services').json()['services']
     binaries = sorted(s['binary'] for s in services)
-    assert binaries == ['cinder-scheduler', 'cinder-volume',
+    assert binaries == ['cinder-backup', 'cinder-scheduler', 'cinder-volume',
                         'cinder-volume']
     vol_svc = [s for s in services if s['binary'] == 'cinder-volume'][0]
     assert vol_svc['backend_state'] == 'up' and vol_svc['zone'] == 'nova'

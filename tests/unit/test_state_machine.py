@@ -14,7 +14,7 @@ from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
 
-MACHINES = [states.VOLUME, states.ATTACHMENT, states.SNAPSHOT]
+MACHINES = [states.VOLUME, states.ATTACHMENT, states.SNAPSHOT, states.BACKUP]
 
 R, AT, OK, DE, GONE, EA, ED = (
     states.ATTACH_RESERVED, states.ATTACH_ATTACHING, states.ATTACHED,
@@ -57,7 +57,8 @@ VOLUME_EVENTS = {
     'download_interrupted': {V.DOWNLOADING: V.ERROR},
     'delete': {s: V.DELETING for s in (V.AVAILABLE, V.ERROR,
                                        V.ERROR_DELETING,
-                                       V.ERROR_EXTENDING)},
+                                       V.ERROR_EXTENDING,
+                                       V.ERROR_RESTORING)},
     'force_delete': {s: V.DELETING
                      for s in V.VOLUME_STATUSES - {V.DELETED}},
     'deleted': {V.DELETING: V.DELETED},
@@ -71,11 +72,18 @@ VOLUME_EVENTS = {
     'offer': {V.AVAILABLE: V.AWAITING_TRANSFER},
     'transfer_ended': {V.AWAITING_TRANSFER: V.AVAILABLE},
     'begin_detaching': {V.IN_USE: V.DETACHING},
+    'backup': {V.AVAILABLE: V.BACKING_UP},
+    'force_backup': {s: V.BACKING_UP for s in V.VOLUME_COPY_STATUSES},
+    'restore': {V.AVAILABLE: V.RESTORING_BACKUP},
+    'restore_on_create': {V.CREATING: V.RESTORING_BACKUP},
+    'restored': {V.RESTORING_BACKUP: V.AVAILABLE},
+    'restore_failed': {V.RESTORING_BACKUP: V.ERROR_RESTORING},
 }
 # events whose target the caller names: event -> (sources, targets)
 DERIVED = (V.AVAILABLE, V.IN_USE, V.ATTACHING, V.DETACHING, V.RESERVED)
 VOLUME_CHOSEN = {
     'upload_ended': ({V.UPLOADING}, DERIVED),
+    'backup_ended': ({V.BACKING_UP}, DERIVED),
     'force_detached': ({V.ERROR}, DERIVED),
     'reset_status': (V.VOLUME_STATUSES - {V.DELETED},
                      V.VOLUME_RESET_STATUSES),
@@ -91,6 +99,8 @@ SNAPSHOT_EVENTS = {
                      for s in V.SNAPSHOT_FORCE_DELETE_STATUSES},
     'deleted': {V.DELETING: V.DELETED},
     'delete_failed': {V.DELETING: V.ERROR_DELETING},
+    'backup': {V.AVAILABLE: 'backing-up'},
+    'backup_ended': {'backing-up': V.AVAILABLE},
 }
 SNAPSHOT_CHOSEN = {
     'reset_status': (set(V.SNAPSHOT_FORCE_DELETE_STATUSES)
@@ -122,6 +132,28 @@ def _check_every_pair(machine, events, chosen):
 
 def test_every_attachment_status_and_event():
     _check_every_pair(states.ATTACHMENT, ATTACHMENT_EVENTS, {})
+
+
+BACKUP_EVENTS = {
+    'created': {V.CREATING: V.AVAILABLE},
+    'create_failed': {V.CREATING: V.ERROR},
+    'create_interrupted': {V.CREATING: V.ERROR},
+    'restore': {V.AVAILABLE: V.RESTORING},
+    'restored': {V.RESTORING: V.AVAILABLE},
+    'restore_failed': {V.RESTORING: V.AVAILABLE},
+    'delete': {V.AVAILABLE: V.DELETING, V.ERROR: V.DELETING,
+               V.ERROR_DELETING: V.DELETING},
+    'force_delete': {s: V.DELETING
+                     for s in V.BACKUP_STATUSES - {V.DELETED}},
+    'deleted': {V.DELETING: V.DELETED},
+    'delete_failed': {V.DELETING: V.ERROR_DELETING},
+}
+
+
+def test_every_backup_status_and_event():
+    _check_every_pair(states.BACKUP, BACKUP_EVENTS, {
+        'reset_status': (V.BACKUP_STATUSES - {V.DELETED},
+                         V.BACKUP_RESET_STATUSES)})
 
 
 def test_every_volume_status_and_event():

@@ -24,6 +24,9 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 BUFFER = 1024 * 1024
 TMP_MARK = '.tmp-'
+# what a path that names nothing raises: nothing there, or a part of it
+# that is a file (a container that could never be made holds nothing)
+ABSENT = (FileNotFoundError, NotADirectoryError)
 
 
 class _FileWriter:
@@ -151,7 +154,7 @@ class PosixBackupDriver(chunked.ChunkedBackupDriver):
         path = os.path.join(self.container_path(container), name)
         try:
             return open(path, 'rb')
-        except FileNotFoundError:
+        except ABSENT:
             raise exception.BackendError(
                 reason='backup file %s is missing from container %s'
                 % (name, container))
@@ -160,7 +163,7 @@ class PosixBackupDriver(chunked.ChunkedBackupDriver):
         directory = self.container_path(container)
         try:
             os.unlink(os.path.join(directory, name))
-        except FileNotFoundError:
+        except ABSENT:
             return
         _fsync_dir(directory)
 
@@ -168,7 +171,7 @@ class PosixBackupDriver(chunked.ChunkedBackupDriver):
         found = {}
         try:
             entries = os.scandir(self.container_path(container))
-        except FileNotFoundError:
+        except ABSENT:
             return found
         with entries:
             for entry in entries:
@@ -183,7 +186,7 @@ class PosixBackupDriver(chunked.ChunkedBackupDriver):
         directory = self.container_path(container)
         try:
             names = os.listdir(directory)
-        except FileNotFoundError:
+        except ABSENT:
             return
         for name in names:
             if not name.startswith('.') or TMP_MARK not in name:
@@ -204,7 +207,7 @@ class PosixBackupDriver(chunked.ChunkedBackupDriver):
         while path != root and path.startswith(root + os.sep):
             try:
                 os.rmdir(path)
-            except FileNotFoundError:
+            except ABSENT:
                 pass
             except OSError as e:
                 if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
