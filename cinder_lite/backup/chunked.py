@@ -249,6 +249,18 @@ def block_states(data, block_size, first, old_hashes=None):
         yield start, end, h, state
 
 
+def hole_states(length, block_size, first, old_hashes=None):
+    """What ``block_states`` gives for ``length`` bytes of zeros, without
+    the zeros."""
+    for i, (start, end) in enumerate(blocks(0, length, block_size), first):
+        h = zero_hash(end - start)
+        if (old_hashes is not None and i < len(old_hashes) and
+                old_hashes[i] == h):
+            yield start, end, h, UNCHANGED
+        else:
+            yield start, end, h, ZEROS
+
+
 # -- cutting a volume into objects --------------------------------------------
 
 class Layout:
@@ -548,12 +560,20 @@ class ChunkedBackupDriver(base.BackupDriver):
         step = max(block_size, READ_BYTES // block_size * block_size)
         hashes = []
         offset = 0
+        holds_data = getattr(device, 'holds_data', None)
         while offset < size:
             length = min(step, size - offset)
-            data = _read_device(device, offset, length)
+            if holds_data is None or holds_data(offset, length):
+                data = _read_device(device, offset, length)
+                states = block_states(data, block_size, len(hashes),
+                                      old_hashes)
+            else:
+                # a hole: zeros, not read
+                data = b''
+                states = hole_states(length, block_size, len(hashes),
+                                     old_hashes)
             view = memoryview(data)
-            for start, end, h, state in block_states(
-                    data, block_size, len(hashes), old_hashes):
+            for start, end, h, state in states:
                 hashes.append(h)
                 if state == UNCHANGED:
                     layout.unchanged()

@@ -1,6 +1,11 @@
 """Turn a connection_info into something a process reads and writes:
 ``connect(info)`` returns a device with ``read``, ``write``, ``flush``,
-``size`` and ``close``."""
+``size`` and ``close``.  A device that knows where its data is (a
+sparse file, an RBD image) also has ``holds_data(offset, length)``:
+False when the range reads as zeros without being stored, so that a
+reader of the whole volume (a backup) need not read its holes."""
+import bisect
+import errno
 import os
 import time
 
@@ -22,6 +27,15 @@ class LocalDevice:
 
     def read(self, offset, length):
         return os.pread(self._fd, length, offset)
+
+    def holds_data(self, offset, length):
+        try:
+            found = os.lseek(self._fd, offset, os.SEEK_DATA)
+        except OSError as e:
+            # ENXIO: no data from offset to the end; anything else (a
+            # file system without SEEK_DATA): read it to know
+            return e.errno != errno.ENXIO
+        return found < offset + length
 
     def write(self, offset, data):
         if os.pwrite(self._fd, data, offset) != len(data):
@@ -196,7 +210,29 @@ class RbdDevice:
         """The image's size now (it grows when the volume is extended in
         use: librbd rereads the header it watches), kept in ``size``."""
         self.size = self._image.size()
+        self._extents = None
         return self.size
+
+    _extents = None
+
+    def holds_data(self, offset, length):
+        """From the image's allocated extents, asked of Ceph once (by
+        object; read-only devices: a snapshot or a read-only export do
+        not change under the reader)."""
+        if not self.read_only:
+            return True
+        if self._extents is None:
+            found = []
+            self._image.diff_iterate(
+                0, self.size, None,
+                lambda off, n, exists: found.append((off, off + n))
+                if exists else None)
+            found.sort()
+            self._extents = ([a for a, _ in found], [b for _, b in found])
+        starts, ends = self._extents
+        # the last extent that begins before the range ends
+        i = bisect.bisect_left(starts, offset + length) - 1
+        return i >= 0 and ends[i] > offset
 
     def read(self, offset, length):
         return self._image.read(offset, length)

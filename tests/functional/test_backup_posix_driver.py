@@ -547,3 +547,67 @@ def test_setup_fails_clearly_when_the_store_cannot_be_written(tmp_path):
     posix.PosixBackupDriver(make_conf(fresh)).check_for_setup_error()
     assert stat.S_IMODE(os.stat(fresh).st_mode) == 0o700
     assert os.listdir(fresh) == []
+
+
+class _Counting:
+    """A device that counts the bytes read from it, and whose holes are
+    known (``holes``) or not."""
+
+    def __init__(self, path, holes):
+        self._dev = devices.LocalDevice({'device_path': path,
+                                         'access_mode': 'ro'})
+        self.size = self._dev.size
+        self.read_bytes = 0
+        if holes:
+            self.holds_data = self._dev.holds_data
+
+    def read(self, offset, length):
+        data = self._dev.read(offset, length)
+        self.read_bytes += len(data)
+        return data
+
+    def close(self):
+        self._dev.close()
+
+
+def test_the_holes_of_a_sparse_volume_are_not_read(driver, store,
+                                                   tmp_path):
+    src = sparse_gib(tmp_path / 'vol')
+    made = {}
+    for holes in (True, False):
+        rec = record()
+        dev = _Counting(src, holes)
+        try:
+            result = driver.backup(rec, dev, None, None)
+        finally:
+            dev.close()
+        rec.update(container=result['container'],
+                   service_metadata=result['service_metadata'])
+        meta = metadata(store, rec)
+        made[holes] = (dev.read_bytes, meta['objects'], meta['zero_extents'],
+                       rec)
+    # the data is read (the five 4 MiB reads that hold some), the holes
+    # not
+    assert made[True][0] == 5 * chunked.READ_BYTES
+    assert made[False][0] == GiB
+    # and the backup is the same either way
+    strip = [{k: v for k, v in o.items() if k != 'name'}
+             for o in made[True][1]]
+    assert strip == [{k: v for k, v in o.items() if k != 'name'}
+                     for o in made[False][1]]
+    assert made[True][2] == made[False][2]
+    dst = volume(tmp_path / 'restored', GiB)
+    run_restore(driver, [made[True][3]], dst)
+    assert same_bytes(src, dst)
+
+
+def test_a_local_device_knows_its_holes(tmp_path):
+    path = volume(tmp_path / 'vol', 64 * MiB, [(40 * MiB, b'x' * 4096)])
+    dev = devices.LocalDevice({'device_path': path, 'access_mode': 'ro'})
+    try:
+        assert not dev.holds_data(0, 32 * MiB)
+        assert dev.holds_data(36 * MiB, 8 * MiB)
+        assert dev.holds_data(40 * MiB, 1)
+        assert not dev.holds_data(48 * MiB, 16 * MiB)
+    finally:
+        dev.close()
