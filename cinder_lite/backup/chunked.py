@@ -688,9 +688,11 @@ class ChunkedBackupDriver(base.BackupDriver):
         its data)."""
         step = READ_BYTES
         zeros = bytes(step)
+        holds_data = getattr(device, 'holds_data', None)
         for offset in range(start, end, step):
             n = min(step, end - offset)
-            if _read_device(device, offset, n) != zeros[:n]:
+            if (holds_data is None or holds_data(offset, n)) and \
+                    _read_device(device, offset, n) != zeros[:n]:
                 device.write(offset, zeros[:n])
             advance(n)
 

@@ -1,0 +1,209 @@
+#!/usr/bin/env python
+"""Backup and restore through the API with the POSIX store, next to the
+floor measured in the same run on the same filesystem.
+
+For each compression (``--compressions``, default ``none,zlib``) the
+embedded stack of the functional tests (SQLite, in-process bus, the file
+backend, a backup service with its store under ``--dir``) is started,
+and a volume of ``--size`` GiB gets ``--fill`` GiB of data (random 64
+MiB chunks spread over it: data that does not compress, the worst case
+for time and space).  Then, timed from the request until the API shows
+the result ``available``:
+
+* full: ``POST /backups``;
+* incremental after ``--changes`` (default 10 and 1) per cent of the
+  data was rewritten: ``POST /backups`` with ``incremental``;
+* restore: ``POST /backups/{id}/restore`` of the last incremental into a
+  new volume (the whole chain is read);
+
+and the floor, the least any copy of the same data costs here:
+
+* ``cp --sparse=always`` of the volume's file into the store's
+  filesystem, synced (what a backup of the data without hashing,
+  compressing or any API would cost), and the copy back;
+* the compressor alone over the data in memory (one core), for the
+  compressed runs: no backup can beat it on one thread.
+
+MiB/s are of the data (``--fill``), not of the volume's size: holes are
+skipped.  CPU is the process's (API, volume and backup services are one
+process here) during the operation, in ms per GiB of data.
+
+    .venv/bin/python bench/backup.py --size 1 --fill 0.5
+    .venv/bin/python bench/backup.py --size 4 --fill 1 --compressions zlib
+"""
+import argparse
+import bz2
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+from tests.harness import backups as bk  # noqa: E402
+from tests.harness import stack as stack_mod  # noqa: E402
+
+GiB = 1024 ** 3
+MiB = 1024 ** 2
+CHUNK = 64 * MiB
+
+
+def chunk_offsets(size_gib, fill_gib):
+    chunks = max(1, int(fill_gib * GiB // CHUNK))
+    stride = size_gib * GiB // chunks
+    return [i * stride for i in range(chunks)]
+
+
+def write_chunks(path, offsets):
+    data = os.urandom(CHUNK)
+    with open(path, 'r+b') as f:
+        for offset in offsets:
+            f.seek(offset)
+            f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def rewrite(path, offsets, percent):
+    """Rewrite ``percent`` per cent of the data: whole 1 MiB pieces of
+    the chunks, spread, with fresh random bytes."""
+    pieces = [o + i * MiB for o in offsets for i in range(CHUNK // MiB)]
+    chosen = random.Random(percent).sample(
+        pieces, max(1, len(pieces) * percent // 100))
+    with open(path, 'r+b') as f:
+        for offset in sorted(chosen):
+            f.seek(offset)
+            f.write(os.urandom(MiB))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def measured(fn):
+    """(seconds, CPU seconds of this process) of ``fn()``."""
+    cpu = time.process_time()
+    started = time.monotonic()
+    fn()
+    return time.monotonic() - started, time.process_time() - cpu
+
+
+def children_cpu():
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def cp(src, dst):
+    subprocess.run(['cp', '--sparse=always', src, dst], check=True)
+    with open(dst, 'rb') as f:
+        os.fsync(f.fileno())
+
+
+def compressor(name):
+    if name == 'zlib':
+        return lambda b: zlib.compress(b, 6)
+    if name == 'bz2':
+        return bz2.compress
+    if name == 'zstd':
+        import zstandard
+        return zstandard.ZstdCompressor().compress
+    return None
+
+
+def run(workdir, size, fill, compression, changes):
+    state = os.path.join(workdir, 'state-%s' % compression)
+    s = stack_mod.Stack(state, extra={
+        'backup_compression_algorithm': compression}).start()
+    rows = []
+    try:
+        api = s.client()
+        api.put('/os-quota-sets/%s' % api.project, json={'quota_set': {
+            'gigabytes': -1, 'backup_gigabytes': -1, 'backups': -1,
+            'volumes': -1}})
+        vol = api.create_volume(size=size)
+        path = os.path.join(s.state_path, 'volumes', 'file',
+                            'volume-%s' % vol['id'])
+        offsets = chunk_offsets(size, fill)
+        write_chunks(path, offsets)
+        data_gib = len(offsets) * CHUNK / GiB
+        made = []
+
+        def backup(**extra):
+            made.append(bk.backup(api, vol['id'], **extra)['id'])
+        t, c = measured(backup)
+        rows.append(('full', t, c, data_gib))
+        for percent in changes:
+            rewrite(path, offsets, percent)
+            t, c = measured(lambda: backup(incremental=True))
+            rows.append(('incremental %d %%' % percent, t, c,
+                         data_gib * percent / 100))
+        t, c = measured(lambda: bk.restored(api, made[-1]))
+        rows.append(('restore', t, c, data_gib))
+        # the floor: the same file copied into the store's filesystem
+        # and back, then the compressor alone
+        floor_dir = os.path.join(s.state_path, 'backup', 'floor')
+        os.makedirs(floor_dir, exist_ok=True)
+        copy = os.path.join(floor_dir, 'copy')
+        back = os.path.join(workdir, 'back')
+        before = children_cpu()
+        t, _ = measured(lambda: cp(path, copy))
+        rows.append(('floor: cp to the store', t, children_cpu() - before,
+                     data_gib))
+        before = children_cpu()
+        t, _ = measured(lambda: cp(copy, back))
+        rows.append(('floor: cp back', t, children_cpu() - before,
+                     data_gib))
+        os.unlink(copy)
+        os.unlink(back)
+        squeeze = compressor(compression)
+        if squeeze is not None:
+            block = os.urandom(CHUNK)
+
+            def compress_all():
+                for _ in offsets:
+                    squeeze(block)
+            t, c = measured(compress_all)
+            rows.append(('floor: %s alone' % compression, t, c, data_gib))
+    finally:
+        s.stop()
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--size', type=int, default=1, help='volume GiB')
+    ap.add_argument('--fill', type=float, default=0.5,
+                    help='GiB of data written into it')
+    ap.add_argument('--compressions', default='none,zlib')
+    ap.add_argument('--changes', default='10,1',
+                    help='per cent of the data rewritten before each '
+                         'incremental backup')
+    ap.add_argument('--dir', default=None,
+                    help='work directory (default: a temporary one in '
+                         '/var/tmp)')
+    args = ap.parse_args()
+    workdir = args.dir or tempfile.mkdtemp(prefix='cl-bench-backup-',
+                                           dir='/var/tmp')
+    changes = [int(c) for c in args.changes.split(',') if c]
+    try:
+        print('volume %d GiB, data %.2f GiB; one run, this machine'
+              % (args.size, args.fill))
+        print('%-11s %-24s %9s %9s %11s' % (
+            'compression', 'operation', 'seconds', 'MiB/s', 'CPU ms/GiB'))
+        for compression in args.compressions.split(','):
+            for name, t, c, gib in run(workdir, args.size, args.fill,
+                                       compression, changes):
+                print('%-11s %-24s %9.2f %9.0f %11.0f' % (
+                    compression, name, t, gib * 1024 / t if t else 0,
+                    c * 1000 / gib if gib else 0))
+            sys.stdout.flush()
+    finally:
+        if not args.dir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    main()
