@@ -133,6 +133,8 @@ class _PartWriter:
         try:
             self._driver._remove_parts(self._ioctx, self.name, self._parts)
             self._driver._unindex(self._ioctx, self.name)
+            self._driver._drop_index_if_empty(
+                self._ioctx, prefix_of_object(self.name))
         except exception.CinderLiteError as e:
             # the begun entry stays: the backup's delete removes it
             LOG.warning('cannot remove the unfinished backup object %s: %s',
