@@ -7,7 +7,8 @@ A backup named ``backup_<id>`` (its *prefix*) is, in its container:
 
 ``backup_<id>-00001``, ``-00002``...
     the objects: each a run of consecutive blocks of the volume, at most
-    ``backup_file_size`` bytes of it, compressed as one stream with
+    ``backup_file_size`` bytes of it (the POSIX store's option; the Ceph
+    store's is ``backup_ceph_chunk_size``), compressed as one stream with
     ``backup_compression_algorithm`` (a run of zeros shorter than
     ZERO_GAP between blocks of data stays in the object).
 ``backup_<id>_sha256file``
@@ -486,6 +487,14 @@ class ChunkedBackupDriver(base.BackupDriver):
     def block_size(self):
         return self.conf.backup_sha_block_size_bytes
 
+    # the option that bounds an object (before compression): each store
+    # has its own, as in Cinder
+    object_size_option = 'backup_file_size'
+
+    @property
+    def object_size(self):
+        return getattr(self.conf, self.object_size_option)
+
     @property
     def algorithm(self):
         return canonical_compression(self.conf.backup_compression_algorithm)
@@ -496,11 +505,12 @@ class ChunkedBackupDriver(base.BackupDriver):
 
     def check_for_setup_error(self):
         canonical_compression(self.conf.backup_compression_algorithm)
-        if self.conf.backup_file_size % self.block_size:
+        if self.object_size % self.block_size:
             raise exception.InvalidInput(
-                reason='backup_file_size (%d) is no multiple of '
+                reason='%s (%d) is no multiple of '
                        'backup_sha_block_size_bytes (%d)'
-                       % (self.conf.backup_file_size, self.block_size))
+                       % (self.object_size_option, self.object_size,
+                          self.block_size))
         if self.algorithm == 'zstd':
             _zstandard()
 
@@ -521,7 +531,7 @@ class ChunkedBackupDriver(base.BackupDriver):
             old_hashes = self._hashes(self.container_of(parent),
                                       prefix_of(parent), block_size)
         limit = max(block_size,
-                    self.conf.backup_file_size // block_size * block_size)
+                    self.object_size // block_size * block_size)
         layout = Layout(lambda name: self.open_object(container, name),
                         prefix, self.algorithm, limit)
         try:

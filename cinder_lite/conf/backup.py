@@ -68,22 +68,29 @@ posix_opts = [
 ceph_opts = [
     cfg.StrOpt('backup_ceph_conf', default='/etc/ceph/ceph.conf',
                help='Ceph configuration file of the cluster backups go '
-                    'to.'),
+                    'to (its monitors, and the keyring of '
+                    'backup_ceph_user through its "keyring" setting).'),
     cfg.StrOpt('backup_ceph_user', default='cinder-backup',
-               help='Ceph user the backup service connects as (its '
-                    'keyring is found through backup_ceph_conf).'),
+               help='Ceph user the backup service connects as; it needs '
+                    'the monitor cap "allow r" and the OSD cap "allow rw '
+                    'pool=<backup_ceph_pool>" only (doc/rbd.rst).'),
     cfg.StrOpt('backup_ceph_pool', default='backups',
-               help='Pool backups are kept in.'),
+               help='Pool backups are kept in (RADOS objects; a backup\'s '
+                    'container is a namespace of this pool, by default '
+                    'the namespace named as the pool).'),
     cfg.IntOpt('backup_ceph_chunk_size', default=128 * 1024 * 1024,
                min=4096,
-               help='Bytes copied at once between a volume and a backup '
-                    'image.'),
+               help='Largest object, in bytes before compression, the Ceph '
+                    'driver cuts a volume into (the unit a restore reads '
+                    'and checks); each is kept as RADOS objects of at most '
+                    '4 MiB. A multiple of backup_sha_block_size_bytes.'),
     cfg.IntOpt('backup_ceph_stripe_unit', default=0, min=0,
-               help='RBD stripe unit of backup images; 0 is the '
-                    'default.'),
+               help='Accepted so that Cinder\'s configuration files load: '
+                    'Cinder stripes the RBD images its Ceph driver makes; '
+                    'this driver makes no images, and ignores it.'),
     cfg.IntOpt('backup_ceph_stripe_count', default=0, min=0,
-               help='RBD stripe count of backup images; 0 is the '
-                    'default.'),
+               help='Accepted so that Cinder\'s configuration files load; '
+                    'ignored (see backup_ceph_stripe_unit).'),
     cfg.BoolOpt('restore_discard_excess_bytes', default=True,
                 help='When a restore goes to a volume larger than the '
                      'backup, make the bytes past the backup read as '

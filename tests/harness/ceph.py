@@ -33,6 +33,11 @@ import time
 import uuid
 
 POOL = 'volumes'
+BACKUP_POOL = 'backups'
+BACKUP_USER = 'cinder-lite-backup'
+# the application tag of the backup pool (a pool with none makes the
+# cluster warn POOL_APP_NOT_ENABLED)
+BACKUP_APPLICATION = 'cinder-backup'
 PROGRAMS = ('ceph-mon', 'ceph-mgr', 'ceph-osd', 'ceph', 'rbd', 'monmaptool',
             'ceph-authtool')
 # 4 GiB of sparse file per OSD: enough for the tests' volumes (thin)
@@ -261,6 +266,32 @@ class CephCluster:
         os.chmod(path, 0o600)
         return path
 
+    def client_conf(self, name, keyring, tag=''):
+        """A ceph.conf of this cluster whose ``client.<name>`` finds its
+        key in ``keyring`` (as an operator's /etc/ceph/ceph.conf does for
+        a service that names only the conf file and the user); its path
+        (``tag`` tells apart two confs of one user)."""
+        with open(self.conf) as f:
+            text = f.read()
+        path = os.path.join(self.path, 'client.%s%s.conf' % (
+            name, '-' + tag if tag else ''))
+        tmp = '%s.tmp-%d' % (path, os.getpid())
+        with open(tmp, 'w') as f:
+            f.write(text.rstrip('\n') + '\n\n[client.%s]\nkeyring = %s\n'
+                    % (name, keyring))
+        os.rename(tmp, path)
+        return path
+
+    def make_backup_user(self, pool=BACKUP_POOL, name=BACKUP_USER):
+        """The backup pool (made when missing) and the backup service's
+        user with backup_caps on it: ``(conf, keyring)`` paths, the conf
+        naming the keyring for that user."""
+        self.ceph('osd', 'pool', 'create', pool, '8')
+        self.ceph('osd', 'pool', 'application', 'enable', pool,
+                  BACKUP_APPLICATION)
+        keyring = self.make_key(name, backup_caps(pool))
+        return self.client_conf(name, keyring), keyring
+
     def stop(self):
         """OSDs first, then the manager, then the monitor."""
         order = sorted(self.procs, key=lambda n: (
@@ -299,6 +330,14 @@ def service_caps(pool, prefix=ATTACHMENT_PREFIX):
             ('mgr', 'profile rbd pool=%s' % pool)]
 
 
+def backup_caps(pool):
+    """The caps of the backup service's Ceph user that doc/rbd.rst tells
+    operators to grant: a read of the cluster maps, and reads and writes
+    (omap included) of the objects of the backup pool, nothing else; the
+    tests' backup services connect with these."""
+    return [('mon', 'allow r'), ('osd', 'allow rw pool=%s' % pool)]
+
+
 def start_for_tests(path):
     """A started cluster with the volume service's user made."""
     cluster = CephCluster(path)
@@ -328,6 +367,8 @@ class Described:
     run = CephCluster.run
     env = CephCluster.env
     make_key = CephCluster.make_key
+    client_conf = CephCluster.client_conf
+    make_backup_user = CephCluster.make_backup_user
 
 
 def wait_described(path, timeout=240):
