@@ -687,6 +687,9 @@ class ChunkedBackupDriver(base.BackupDriver):
                 device, self.container_of(chain[index]), entries[key],
                 pieces[key], block_size, hashes[index], advance)
             advance(0, 1)
+        if device.size > size and self.conf.restore_discard_excess_bytes:
+            # (not counted: the progress is of the backup's bytes)
+            self._restore_zeros(device, size, device.size, lambda n: None)
         device.flush()
         LOG.info('restored backup %s (%d in its chain): %d objects read, '
                  '%d bytes written or checked', chain[-1]['id'], len(chain),
