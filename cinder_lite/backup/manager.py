@@ -134,9 +134,12 @@ class BackupManager:
 
     def cleanup(self):
         self._stop.set()
+        # queued copies are not started; one under way fails when the
+        # driver lets go of its store, and reconciliation settles it
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._periodic is not None:
             self._periodic.join(timeout=30)
+        self.driver.close()
 
     @contextlib.contextmanager
     def _working_on(self, backup_id):

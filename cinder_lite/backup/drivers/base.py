@@ -29,6 +29,10 @@ class BackupDriver(metaclass=abc.ABCMeta):
         """Raise CinderLiteError when the store cannot keep backups
         (the service then does not start)."""
 
+    def close(self):
+        """Let go of what the driver holds open (connections); the
+        service is stopping and its copies have ended."""
+
     @abc.abstractmethod
     def backup(self, backup, device, parent=None, progress=None):
         """Copy ``device`` into the store as ``backup``; ``parent``: the

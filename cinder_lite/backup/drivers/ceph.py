@@ -202,6 +202,12 @@ class CephBackupDriver(chunked.ChunkedBackupDriver):
 
     # -- the cluster ---------------------------------------------------------
 
+    def close(self):
+        with self._lock:
+            cluster, self._cluster = self._cluster, None
+        if cluster is not None:
+            cluster.shutdown()
+
     def _connected(self):
         with self._lock:
             if self._cluster is None:
