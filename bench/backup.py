@@ -24,8 +24,14 @@ and the floor, the least any copy of the same data costs here:
 * the compressor alone over the data in memory (one core), for the
   compressed runs: no backup can beat it on one thread.
 
+``--drivers posix,ceph`` runs the same with the Ceph store on a
+single-node cluster the bench starts (the volume stays on the file
+backend, so the floor is the same ``cp``; Ceph's CPU is its daemons'
+and is not in the table).
+
 MiB/s are of the data (``--fill``), not of the volume's size: holes are
-skipped.  CPU is the process's (API, volume and backup services are one
+skipped; an incremental backup reads and hashes all of it again, so its
+rate is of all of it too.  CPU is the process's (API, volume and backup services are one
 process here) during the operation, in ms per GiB of data.
 
     .venv/bin/python bench/backup.py --size 1 --fill 0.5
@@ -46,11 +52,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
 from tests.harness import backups as bk  # noqa: E402
+from tests.harness import ceph as ceph_mod  # noqa: E402
 from tests.harness import stack as stack_mod  # noqa: E402
 
 GiB = 1024 ** 3
 MiB = 1024 ** 2
 CHUNK = 64 * MiB
+CEPH_DRIVER = 'cinder_lite.backup.drivers.ceph.CephBackupDriver'
 
 
 def chunk_offsets(size_gib, fill_gib):
@@ -113,10 +121,16 @@ def compressor(name):
     return None
 
 
-def run(workdir, size, fill, compression, changes):
-    state = os.path.join(workdir, 'state-%s' % compression)
-    s = stack_mod.Stack(state, extra={
-        'backup_compression_algorithm': compression}).start()
+def run(workdir, size, fill, compression, changes, driver='posix',
+        ceph=None):
+    state = os.path.join(workdir, 'state-%s-%s' % (driver, compression))
+    extra = {'backup_compression_algorithm': compression}
+    if driver == 'ceph':
+        conf_path, _keyring = ceph.cluster.make_backup_user()
+        extra.update(backup_driver=CEPH_DRIVER, backup_ceph_conf=conf_path,
+                     backup_ceph_user=ceph_mod.BACKUP_USER,
+                     backup_ceph_pool=ceph_mod.BACKUP_POOL)
+    s = stack_mod.Stack(state, extra=extra).start()
     rows = []
     try:
         api = s.client()
@@ -138,8 +152,8 @@ def run(workdir, size, fill, compression, changes):
         for percent in changes:
             rewrite(path, offsets, percent)
             t, c = measured(lambda: backup(incremental=True))
-            rows.append(('incremental %d %%' % percent, t, c,
-                         data_gib * percent / 100))
+            # (all the data is read and hashed again: the rate is of it)
+            rows.append(('incremental %d %%' % percent, t, c, data_gib))
         t, c = measured(lambda: bk.restored(api, made[-1]))
         rows.append(('restore', t, c, data_gib))
         # the floor: the same file copied into the store's filesystem
@@ -178,6 +192,9 @@ def main():
     ap.add_argument('--fill', type=float, default=0.5,
                     help='GiB of data written into it')
     ap.add_argument('--compressions', default='none,zlib')
+    ap.add_argument('--drivers', default='posix',
+                    help='posix, ceph (a single-node Ceph cluster of the '
+                         'run, its backup pool on the same disk)')
     ap.add_argument('--changes', default='10,1',
                     help='per cent of the data rewritten before each '
                          'incremental backup')
@@ -188,19 +205,33 @@ def main():
     workdir = args.dir or tempfile.mkdtemp(prefix='cl-bench-backup-',
                                            dir='/var/tmp')
     changes = [int(c) for c in args.changes.split(',') if c]
+    drivers = [d for d in args.drivers.split(',') if d]
+    for d in drivers:
+        if d not in ('posix', 'ceph'):
+            ap.error('unknown driver %r (posix, ceph)' % d)
+    ceph = None
     try:
+        if 'ceph' in drivers:
+            from bench import ceph_cluster
+            ceph = ceph_cluster.Cluster()
         print('volume %d GiB, data %.2f GiB; one run, this machine'
               % (args.size, args.fill))
-        print('%-11s %-24s %9s %9s %11s' % (
-            'compression', 'operation', 'seconds', 'MiB/s', 'CPU ms/GiB'))
-        for compression in args.compressions.split(','):
-            for name, t, c, gib in run(workdir, args.size, args.fill,
-                                       compression, changes):
-                print('%-11s %-24s %9.2f %9.0f %11.0f' % (
-                    compression, name, t, gib * 1024 / t if t else 0,
-                    c * 1000 / gib if gib else 0))
-            sys.stdout.flush()
+        print('%-6s %-11s %-24s %9s %9s %11s' % (
+            'driver', 'compression', 'operation', 'seconds', 'MiB/s',
+            'CPU ms/GiB'))
+        for driver in drivers:
+            for compression in args.compressions.split(','):
+                for name, t, c, gib in run(workdir, args.size, args.fill,
+                                           compression, changes, driver,
+                                           ceph):
+                    print('%-6s %-11s %-24s %9.2f %9.0f %11.0f' % (
+                        driver, compression, name, t,
+                        gib * 1024 / t if t else 0,
+                        c * 1000 / gib if gib else 0))
+                sys.stdout.flush()
     finally:
+        if ceph is not None:
+            ceph.stop()
         if not args.dir:
             shutil.rmtree(workdir, ignore_errors=True)
 
