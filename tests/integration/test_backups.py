@@ -27,7 +27,6 @@ holds, and the recorded quota usage is exact (``cinder-lite-manage quota
 check``, and the usage the API shows is what the test made).
 """
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -354,3 +353,283 @@ def test_full_then_incremental_restore_each_point(backups, api, tmp_path):
     assert stored_files(cluster, full['id']) == []
     assert stored_files(cluster, incr['id']) == []
     delete_volumes(api, vol['id'], *[v['id'] for v in new.values()])
+
+
+# -- 2. a multiattach volume written by two hosts all along a backup ----------
+SLOTS = 128      # blocks each writer cycles through
+
+
+def block(tag, i):
+    head = b'%s%09d' % (tag, i)
+    return (head * (BLOCK // len(head) + 1))[:BLOCK]
+
+
+class Writer(threading.Thread):
+    """Writes block i of its own (slot i % SLOTS of its region) one after
+    the other, recording when each write was issued and acknowledged."""
+
+    def __init__(self, dev, tag, region):
+        super().__init__(daemon=True)
+        self.dev, self.tag, self.region = dev, tag, region
+        self.log = []          # (i, issued, acknowledged), monotonic
+        self.stop = threading.Event()
+        self.error = None
+
+    def run(self):
+        i = 0
+        try:
+            while not self.stop.is_set():
+                issued = time.monotonic()
+                self.dev.write(self.region + (i % SLOTS) * BLOCK,
+                               block(self.tag, i))
+                self.log.append((i, issued, time.monotonic()))
+                i += 1
+                time.sleep(0.005)
+        except Exception as e:      # reported by the test
+            self.error = e
+
+    def acked_before(self, t):
+        return sum(1 for _i, _issued, acked in self.log if acked < t)
+
+    def first_issued_after(self, t):
+        return next((i for i, issued, _acked in self.log if issued > t),
+                    None)
+
+    def instant(self, data):
+        """The number of this writer's writes ``data`` (its region as a
+        copy holds it) shows, checking that it is exactly the state after
+        that many writes: the last write of each slot up to that point,
+        none after."""
+        found = {}
+        for slot in range(SLOTS):
+            piece = data[slot * BLOCK:(slot + 1) * BLOCK]
+            if piece == bytes(BLOCK):
+                continue
+            i = int(piece[1:10])
+            assert piece == block(self.tag, i) and i % SLOTS == slot, \
+                (self.tag, slot, piece[:20])
+            found[slot] = i
+        count = max(found.values()) + 1 if found else 0
+        expected = {s: s + (count - 1 - s) // SLOTS * SLOTS
+                    for s in range(min(SLOTS, count))}
+        assert found == expected, (self.tag, count)
+        return count
+
+
+def test_forced_backup_of_a_volume_two_hosts_write(backups, api):
+    cluster = backups
+    vol = api.create_volume(size=1, volume_type='nbd-ma-shared')
+    assert vol['multiattach']
+    hosts = {n: attacher(cluster, n) for n in HOSTS}
+    atts, devs, writers = {}, {}, {}
+    for n, host in hosts.items():
+        atts[n], devs[n] = host.attach_device(vol['id'], str(uuid.uuid4()),
+                                              mode='rw')
+        assert atts[n]['connection_info']['driver_volume_type'] == 'nbd'
+    regions = {'a': 16 * MiB, 'b': 600 * MiB}
+    for n in HOSTS:
+        writers[n] = Writer(devs[n], n.encode(), regions[n])
+    assert volume(api, vol['id'])['status'] == 'in-use'
+    # without force an in-use volume is refused, and nothing changes
+    resp = api.post('/backups', json={'backup': {'volume_id': vol['id']}})
+    assert resp.status_code == 400, resp.text
+    for w in writers.values():
+        w.start()
+    try:
+        util.wait_for(lambda: all(len(w.log) > 2 * SLOTS
+                                  for w in writers.values()), timeout=60,
+                      what='both hosts writing')
+        asked = time.monotonic()
+        created = bk.create(api, vol['id'], force=True)
+        # the volume is backing-up until its temporary snapshot exists;
+        # from the moment it is in use again nothing written is in it
+        util.wait_for(lambda: volume(api, vol['id'])['status'] == 'in-use',
+                      timeout=60, interval=0.02, what='the volume given back')
+        given_back = time.monotonic()
+        at_snapshot = {n: len(w.log) for n, w in writers.items()}
+        made = bk.wait_backup(api, created['id'])
+        done = time.monotonic()
+        during = {n: len(w.log) - at_snapshot[n] for n, w in writers.items()}
+    finally:
+        for w in writers.values():
+            w.stop.set()
+            w.join(30)
+    assert {n: w.error for n, w in writers.items()} == {'a': None,
+                                                        'b': None}
+    # the hosts kept writing while the backup was made
+    assert all(count > 10 for count in during.values()), (during, done)
+    assert made['volume_id'] == vol['id'] and not made['snapshot_id']
+    # the temporary snapshot was a reflink: one instant of the volume
+    assert re.search(r'made snapshot %s of volume %s \(1 GiB\) by reflink'
+                     % (made['id'], vol['id']),
+                     cluster.processes['ma'].read_log())
+    # no temporary snapshot, no backup export left; the hosts' stay
+    assert not os.path.exists(volume_path(cluster, made['id'], 'snapshot'))
+    assert nbdkits(cluster, 'backup-%s' % made['id']) == []
+    assert sorted(nbd_records(cluster)) == sorted(a['id']
+                                                  for a in atts.values())
+    new = restored(api, made['id'])
+    with open(volume_path(cluster, new['id']), 'rb') as f:
+        for n, w in writers.items():
+            f.seek(regions[n])
+            count = w.instant(f.read(SLOTS * BLOCK))
+            # every write acknowledged before the request is in it, none
+            # issued after the volume was given back
+            assert count >= w.acked_before(asked), (n, count)
+            late = w.first_issued_after(given_back)
+            assert late is None or count <= late, (n, count, late)
+    # the hosts' volume has their last writes
+    last = {n: w.log[-1][0] for n, w in writers.items()}
+    for n in HOSTS:
+        other = 'b' if n == 'a' else 'a'
+        assert devs[n].read(regions[other] + last[other] % SLOTS * BLOCK,
+                            BLOCK) == block(other.encode(), last[other])
+    for n, host in hosts.items():
+        host.detach(atts[n]['id'], devs[n])
+    api.wait_volume(vol['id'], 'available')
+    delete_backups(api, made['id'])
+    assert stored_files(cluster, made['id']) == []
+    delete_volumes(api, vol['id'], new['id'])
+
+
+# -- 3. the backup service killed mid-backup, mid-restore ---------------------
+RANDOM_BYTES = 256 * MiB
+
+
+def restoring(api, bid, vid, least):
+    now = progress(api, bid)
+    return now['status'] == 'restoring' and \
+        now['restore_volume_id'] == vid and \
+        least <= now['bytes_done'] < now['bytes_total']
+
+
+def restart_backup(cluster, name='backup'):
+    cluster.kill(name)
+    cluster.processes[name].expected_dead = False
+    del cluster.processes[name]
+    cluster.ensure_running(name, 'cinder-backup', BACKUPS[name])
+
+
+def test_backup_service_killed_mid_backup_and_mid_restore(backups, api):
+    cluster = backups
+    vol = api.create_volume(size=1, volume_type='nbd-ma')
+    # a few hundred MiB that do not compress: a backup of some seconds
+    path = volume_path(cluster, vol['id'])
+    with open(path, 'r+b') as f:
+        for offset in range(0, RANDOM_BYTES, 16 * MiB):
+            f.seek(offset)
+            f.write(os.urandom(16 * MiB))
+        os.fsync(f.fileno())
+    image = keep_copy(cluster, vol['id'], 'killed-%s' % vol['id'])
+    good = bk.backup(api, vol['id'], name='good')
+    # in use by a host: the backup reads a temporary snapshot
+    host = attacher(cluster, 'a')
+    att, dev = host.attach_device(vol['id'], str(uuid.uuid4()), mode='rw')
+    doomed = bk.create(api, vol['id'], force=True, name='doomed')
+    util.wait_for(lambda: progress(api, doomed['id'])['object_count'] >= 2,
+                  timeout=bk.TIMEOUT, interval=0.1,
+                  what='backup %s under way' % doomed['id'])
+    assert progress(api, doomed['id'])['status'] == 'creating'
+    restart_backup(cluster)
+    failed = bk.wait_backup(api, doomed['id'], 'error')
+    assert failed['fail_reason'] == (
+        'interrupted: the backup service node-bk1 stopped while it made '
+        'the backup')
+    assert volume(api, vol['id'])['status'] == 'in-use'
+    assert not os.path.exists(volume_path(cluster, doomed['id'],
+                                          'snapshot'))
+    assert nbdkits(cluster, 'backup-%s' % doomed['id']) == []
+    assert nbd_records(cluster) == [att['id']]
+    # the host's attachment went on working
+    dev.write(0, b'still attached')
+    dev.flush()
+    host.detach(att['id'], dev)
+    # the owner is told why
+    messages = api.get('/messages').json()['messages']
+    assert [m['event_id'] for m in messages
+            if m['resource_uuid'] == doomed['id']] == [
+        'VOLUME_VOLUME_BACKUP_013_020']
+    # what the cut-short backup wrote is in the store until its delete
+    partial = stored_files(cluster, doomed['id'])
+    assert partial, 'the killed backup wrote nothing'
+    delete_backups(api, doomed['id'])
+    assert stored_files(cluster, doomed['id']) == []
+    # killed mid-restore
+    answer = bk.restore(api, good['id'])
+    target = answer['volume_id']
+    # (until the service starts it, the progress of a restore is the
+    # backup's own: 100 %)
+    util.wait_for(lambda: restoring(api, good['id'], target, 64 * MiB),
+                  timeout=bk.TIMEOUT, interval=0.1,
+                  what='restore of %s under way' % good['id'])
+    assert progress(api, good['id'])['status'] == 'restoring'
+    restart_backup(cluster)
+    api.wait_volume(target, 'error_restoring')
+    again = bk.wait_backup(api, good['id'])
+    assert again['status'] == 'available'
+    assert nbd_records(cluster) == []
+    assert nbdkits(cluster) == []
+    messages = api.get('/messages').json()['messages']
+    assert [m['event_id'] for m in messages
+            if m['resource_uuid'] == good['id']] == [
+        'VOLUME_VOLUME_BACKUP_015_026']
+    # the backup restores whole once the service is back
+    whole = restored(api, good['id'])
+    assert identical(volume_path(cluster, whole['id']), image)
+    delete_backups(api, good['id'])
+    assert stored_files(cluster, good['id']) == []
+    delete_volumes(api, vol['id'], target, whole['id'])
+
+
+# -- 4. two backup services ---------------------------------------------------
+def made_by(cluster, bid):
+    """The backup services whose log says they made backup ``bid``."""
+    return {name for name in BACKUPS if name in cluster.processes and
+            re.search(r'backup %s of volume \S+: creating -> available'
+                      % bid, cluster.processes[name].read_log())}
+
+
+def test_two_backup_services_share_the_work(backups, api):
+    cluster = backups
+    cluster.ensure_running('backup2', 'cinder-backup', 'node-bk2')
+    vols = [api.create_volume(size=1, volume_type='nbd-ma')
+            for _ in range(3)]
+    for n, v in enumerate(vols):
+        write_file(volume_path(cluster, v['id']), n * MiB,
+                   b'volume %d' % n)
+    created = [bk.create(api, v['id']) for v in vols]
+    made = [bk.wait_backup(api, b['id']) for b in created]
+    makers = {b['id']: made_by(cluster, b['id']) for b in made}
+    # each made once; both services took some
+    assert all(len(m) == 1 for m in makers.values()), makers
+    assert set().union(*makers.values()) == set(BACKUPS), makers
+    # each service restores and deletes what the other made: stop the
+    # maker of the first backup, the other serves its restore and delete
+    first = made[0]['id']
+    (maker,) = makers[first]
+    other = 'backup2' if maker == 'backup' else 'backup'
+    assert cluster.processes[maker].stop() == 0
+    services = api.get('/os-services?binary=cinder-backup').json()[
+        'services']
+    assert {s['host'] for s in services} == set(BACKUPS.values())
+    util.wait_for(lambda: {s['host']: s['state'] for s in api.get(
+        '/os-services?binary=cinder-backup').json()['services']} == {
+        BACKUPS[maker]: 'down', BACKUPS[other]: 'up'}, timeout=30,
+        what='%s down, %s up' % (maker, other))
+    new = restored(api, first)
+    with open(volume_path(cluster, new['id']), 'rb') as f:
+        assert f.read(8) == b'volume 0'
+    log = cluster.processes[other].read_log()
+    assert re.search(r'restored backup %s ' % first, log)
+    delete_backups(api, *[b['id'] for b in made])
+    for b in made:
+        assert stored_files(cluster, b['id']) == []
+    assert re.search(r'deleted backup %s ' % first,
+                     cluster.processes[other].read_log())
+    # a new backup is made by the one left
+    last = bk.backup(api, vols[1]['id'])
+    assert made_by(cluster, last['id']) == {other}
+    delete_backups(api, last['id'])
+    # the stopped one comes back (the module's later tests want node-bk1)
+    del cluster.processes[maker]
+    delete_volumes(api, new['id'], *[v['id'] for v in vols])
