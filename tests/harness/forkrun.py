@@ -46,7 +46,8 @@ import time
 # what the commands import: loaded once in the server
 PRELOAD = ('cinder_lite.cmd.manage', 'cinder_lite.cmd.status',
            'cinder_lite.cmd.all', 'cinder_lite.cmd.api',
-           'cinder_lite.cmd.scheduler', 'cinder_lite.cmd.volume')
+           'cinder_lite.cmd.scheduler', 'cinder_lite.cmd.volume',
+           'cinder_lite.cmd.backup')
 
 _lock = threading.Lock()
 _servers = {}    # 'run' / 'spawn' -> _Server

@@ -58,7 +58,13 @@ def cluster(request):
     takes its database server or broker away sets ``PRIVATE_SERVERS``
     (``'database'``, ``'broker'``): the cluster then runs on servers of
     its own (tests/harness/servers.py), ``cluster.db_server`` and
-    ``cluster.broker``, and the machine's stay up for everyone else."""
+    ``cluster.broker``, and the machine's stay up for everyone else.  A
+    module that needs something made before the cluster starts (a
+    filesystem its volumes live on) sets ``CLUSTER_CONTEXT``: a callable
+    returning a context manager, entered before the cluster is made and
+    left once it is stopped, that yields more ``Cluster`` keyword
+    arguments (merged over ``CLUSTER_OPTIONS``, a dict one level
+    deep)."""
     kind = request.param
     cluster_mod.require_services(kind)
     keep = os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1'
@@ -77,6 +83,11 @@ def cluster(request):
             broker = servers.RabbitMQ(where)
             own.callback(broker.destroy)
             options['rabbit_url'] = broker.start().url
+        context = getattr(request.module, 'CLUSTER_CONTEXT', None)
+        if context is not None:
+            for key, value in own.enter_context(context()).items():
+                options[key] = dict(options.get(key) or {}, **value) \
+                    if isinstance(value, dict) else value
         c = cluster_mod.Cluster(kind, keep_workdir=keep, **options)
         c.db_server, c.broker = db_server, broker
         try:
