@@ -556,6 +556,9 @@ class Cluster:
         # cluster); they start with the others
         self.nodes = dict(NODES)
         self.nodes.update(extra_nodes or {})
+        # backup services started with the others (name -> host; each a
+        # 'backup…' process whose options come from process_sections)
+        self.backups = {}
         # 'cinder-lite-api', or 'gunicorn' serving cinder_lite.wsgi.api
         # with GUNICORN_WORKERS workers
         self.api_server = api_server
@@ -705,8 +708,8 @@ class Cluster:
                              self.process_conf(name))
         elif name.startswith('backup'):
             # a backup service ('backup', 'backup2' …), started by the
-            # tests that want one (ensure_running); its host and store
-            # come from process_sections
+            # tests that want one (ensure_running) or with the others
+            # (``backups``); its host and store come from process_sections
             argv = self.argv('cinder_lite.cmd.backup',
                              self.process_conf(name))
         else:
@@ -743,7 +746,7 @@ class Cluster:
             self.port = util.free_port(self.api_host)
             self._write_configs()
             self.sync_database()
-            for name in ('scheduler', *self.nodes, 'api'):
+            for name in ('scheduler', *self.nodes, *self.backups, 'api'):
                 self.start_process(name)
             self.wait_ready(timeout)
         except BaseException:
@@ -799,6 +802,8 @@ class Cluster:
         hosts = {('cinder-scheduler', 'node-ctl')}
         for host, section, _opts in self.nodes.values():
             hosts.add(('cinder-volume', '%s@%s' % (host, section)))
+        for host in self.backups.values():
+            hosts.add(('cinder-backup', host))
         return hosts
 
     def admin_auth(self):

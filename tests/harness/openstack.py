@@ -18,9 +18,10 @@ Glance, Placement and Nova on this machine, for integration tests, for
 * cinder_lite (a ``Cluster`` on MariaDB: API, scheduler, volume nodes
   ``ma`` and ``mb``, both multiattach file backends, and, given
   ``rbd_backend`` (the options of an RBD backend section), a third node
-  ``rbd`` with backend RBD_BACKEND on that Ceph pool) with
-  ``auth_strategy = keystone``, registered in the catalog as ``volumev3``
-  and ``block-storage``.
+  ``rbd`` with backend RBD_BACKEND on that Ceph pool, and a backup
+  service, host BACKUP_HOST, with the POSIX store under
+  ``<workdir>/cinder-lite/backup``) with ``auth_strategy = keystone``,
+  registered in the catalog as ``volumev3`` and ``block-storage``.
 
 Nova also needs a ``network`` endpoint: ``no_network.py`` answers there
 that this cloud has no ports (see its docstring).
@@ -70,6 +71,10 @@ ERROR_LINES = 120      # per log, in a failed test's report
 # omap object of the pool named after its section
 RBD_BACKEND = 'rbd-os'
 RBD_HOST = 'node-rbd-os'
+# cinder_lite's backup service: the POSIX store in a directory of the
+# deployment's work directory
+BACKUP_HOST = 'node-backup-os'
+BACKUP_DRIVER = 'cinder_lite.backup.drivers.posix.PosixBackupDriver'
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -265,6 +270,14 @@ class CinderLite(cluster_mod.Cluster):
         if rbd_backend is not None:
             self.rbd_backend = RBD_BACKEND
             self.nodes['rbd'] = (RBD_HOST, RBD_BACKEND, dict(rbd_backend))
+        # a backup service (cinder-lite-backup), started with the others:
+        # the common config gives it the database, the message bus and
+        # the credential key file the API and the volume services use;
+        # its backups go to the POSIX store under <workdir>/backup
+        self.backups = {'backup': BACKUP_HOST}
+        self.process_sections['backup'] = {'DEFAULT': {
+            'host': BACKUP_HOST, 'backup_driver': BACKUP_DRIVER,
+            'backup_posix_path': '{workdir}/backup'}}
 
     def admin_auth(self):
         token, body = self.identity.token('admin', ADMIN_PASSWORD, 'admin')

@@ -12,8 +12,9 @@ tempest.log, the stestr repository) and ``results.json``.
 
 Selections (any number, one run): ``--interop`` (the interop guideline's
 volume tests, tools/tempest-interop-volume.txt), ``--compute-attach``
-(tempest.api.compute.volumes.test_attach_volume), ``--volume`` (the whole
-tempest.api.volume tree) and regular expressions.  Tests matching
+(tempest.api.compute.volumes.test_attach_volume), ``--backup`` (the
+volume tests of backups, their quotas and limits), ``--volume`` (the
+whole tempest.api.volume tree) and regular expressions.  Tests matching
 tools/tempest-exclude.txt are not run (and are counted as excluded).
 
 A test whose class setup failed is not run by Tempest: it is counted as
@@ -45,8 +46,24 @@ RESULTS_READER = os.path.join(ROOT, 'tests', 'harness',
                               'tempest_results.py')
 INTEROP_GUIDELINE = 'interop 2020.06 volume tests'
 SELECTIONS = {
-    'compute-attach': r'^tempest\.api\.compute\.volumes\.test_attach_volume\.',
-    'volume': r'^tempest\.api\.volume\.',
+    'compute-attach': [
+        r'^tempest\.api\.compute\.volumes\.test_attach_volume\.'],
+    'volume': [r'^tempest\.api\.volume\.'],
+    # the volume tests of backups: those Tempest skips without
+    # [volume-feature-enabled] backup, and those whose quota sets,
+    # quota classes or limits carry the backup counts and limits (the
+    # negative quota tests set backups and backup_gigabytes back)
+    'backup': [
+        r'^tempest\.api\.volume\.test_volumes_backup\.',
+        r'^tempest\.api\.volume\.admin\.test_volumes_backup\.',
+        r'^tempest\.api\.volume\.test_volumes_snapshots\.'
+        r'VolumesSnapshotTestJSON\.test_snapshot_backup\b',
+        r'^tempest\.api\.volume\.admin\.test_volume_quotas\.',
+        r'^tempest\.api\.volume\.admin\.test_volume_quotas_negative\.',
+        r'^tempest\.api\.volume\.admin\.'
+        r'test_volume_snapshot_quotas_negative\.',
+        r'^tempest\.api\.volume\.admin\.test_volume_quota_classes\.',
+        r'^tempest\.api\.volume\.test_volume_absolute_limits\.'],
 }
 TEST_LINE = re.compile(r'^\{\d+\} ')
 CLASS_FIXTURE = re.compile(r'^(setUpClass|tearDownClass) \((\S+)\)$')
@@ -83,9 +100,9 @@ def selections(args):
     chosen = {}
     if args.interop:
         chosen['interop'] = [exact(t) for t in read_list(INTEROP_LIST)]
-    for name in ('compute-attach', 'volume'):
+    for name in ('compute-attach', 'backup', 'volume'):
         if getattr(args, name.replace('-', '_')):
-            chosen[name] = [SELECTIONS[name]]
+            chosen[name] = list(SELECTIONS[name])
     for regex in args.regex:
         re.compile(regex)
         chosen[regex] = [regex]
@@ -301,6 +318,9 @@ def parse_args(argv=None):
                         help='the interop 2020.06 volume tests')
     parser.add_argument('--compute-attach', action='store_true',
                         help='tempest.api.compute.volumes.test_attach_volume')
+    parser.add_argument('--backup', action='store_true',
+                        help='the volume tests of backups (backups, their '
+                             'quotas and limits)')
     parser.add_argument('--volume', action='store_true',
                         help='the whole tempest.api.volume tree')
     parser.add_argument('regex', nargs='*',
@@ -316,10 +336,10 @@ def parse_args(argv=None):
     parser.add_argument('--list', action='store_true',
                         help='only list the tests that would run')
     args = parser.parse_args(argv)
-    if not (args.interop or args.compute_attach or args.volume or
-            args.regex):
+    if not (args.interop or args.compute_attach or args.backup or
+            args.volume or args.regex):
         parser.error('nothing selected: give --interop, --compute-attach, '
-                     '--volume or a regex')
+                     '--backup, --volume or a regex')
     return args
 
 

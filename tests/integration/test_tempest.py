@@ -2,10 +2,12 @@
 with a real Keystone, Glance and Nova (the session's deployment,
 tests/harness/openstack.py, shared with test_nova.py).
 
-Two selections must pass on every run: the volume tests of the interop
-guideline 2020.06 (tools/tempest-interop-volume.txt, the bar for
-"OpenStack Powered") and Nova's volume attach tests
-(tempest.api.compute.volumes.test_attach_volume).  A test may be skipped
+Three selections must pass on every run: the volume tests of the
+interop guideline 2020.06 (tools/tempest-interop-volume.txt, the bar for
+"OpenStack Powered"), Nova's volume attach tests
+(tempest.api.compute.volumes.test_attach_volume) and the backup tests
+(``tools/tempest --backup``: backups, their quotas and limits, against
+the deployment's backup service and its POSIX store).  A test may be skipped
 only by the options tempest.conf sets for features cinder_lite does not
 offer (tests/harness/tempest_conf.py) or by the commented exclude list
 (tools/tempest-exclude.txt); doc/tempest.rst lists both.  The whole
@@ -19,6 +21,9 @@ test_nova.py and test_images.py keep the file backends ``ma`` and
 ``mb``.  ``test_tempest_volumes_were_on_rbd`` checks from cinder_lite's
 database and the RBD volume service's log that every volume of the run
 was an RBD image and that Nova's attachments were exported as Ceph users.
+The exception: a volume a restore makes (Tempest restores without a
+target volume) has the default type, as in Cinder, and lands wherever
+the scheduler sends that type; it is counted apart.
 
 Needs the pinned Tempest of tools/tempest-venv: skipped without it,
 failed instead under CINDER_LITE_REQUIRE_SERVICES=1, as in CI.
@@ -69,24 +74,27 @@ def database_now(cloud):
 
 
 def volumes_made_since(cloud, since):
-    """{volume id: host} of the volumes made since ``since`` (the
-    database's clock), deleted ones too (they are kept, marked)."""
+    """{volume id: (host, backup id)} of the volumes made since
+    ``since`` (the database's clock), deleted ones too (they are kept,
+    marked); the backup id of a volume a restore made, else None."""
     engine = db_api.create_engine(cloud.cinder.db_url)
     try:
         with engine.connect() as conn:
-            return dict(conn.execute(sa.text(
-                'SELECT id, host FROM volumes WHERE created_at >= :since'),
-                {'since': since}).all())
+            return {row[0]: (row[1], row[2]) for row in conn.execute(
+                sa.text('SELECT id, host, backup_id FROM volumes '
+                        'WHERE created_at >= :since'),
+                {'since': since}).all()}
     finally:
         engine.dispose()
 
 
 @pytest.fixture(scope='module')
 def tempest_done(workspace, openstack_cloud):
-    """Both selections in one ``tempest run`` (one start of Tempest and
-    one discovery): what the selections and the RBD check read."""
+    """The three selections in one ``tempest run`` (one start of
+    Tempest and one discovery): what the selections and the RBD check
+    read."""
     chosen = tempest_run.selections(tempest_run.parse_args(
-        ['--interop', '--compute-attach']))
+        ['--interop', '--compute-attach', '--backup']))
     selected, excluded, missing = tempest_run.select(
         workspace, chosen, tempest_run.EXCLUDE_LIST)
     assert selected, chosen
@@ -143,11 +151,26 @@ def test_nova_volume_attach_tests_pass(results):
     assert passed, report
 
 
+def test_backup_tests_pass(results):
+    report, failed, passed = results('backup')
+    assert failed == {}, report
+    assert passed, report
+
+
 def test_tempest_volumes_were_on_rbd(tempest_done):
     """Every volume the run made was placed on the RBD backend and made
     there as an RBD image (created, or cloned copy-on-write), and the
-    attachments of the compute tests were exported as Ceph users."""
-    volumes = tempest_done['volumes']
+    attachments of the compute tests were exported as Ceph users.  The
+    volumes restores made (default type: no backend named) are left
+    out, and must be there: the backup tests restore."""
+    made_by = tempest_done['volumes']
+    restored = {v: host for v, (host, backup) in made_by.items() if backup}
+    print('volumes restores made, by backend: %s' % dict(
+        collections.Counter((host or 'none').split('#')[0]
+                            for host in restored.values())))
+    assert restored, 'no volume was made by a restore'
+    volumes = {v: host for v, (host, backup) in made_by.items()
+               if not backup}
     log = tempest_done['rbd_log']
     by_backend = collections.Counter(
         (host or 'none').split('#')[0] for host in volumes.values())
