@@ -5,13 +5,16 @@ mandatory.  Screenshots go to the test's directory, and also to
 $CINDER_LITE_SCREENSHOTS when that is set (how doc/images/ was made)."""
 import itertools
 import os
+import re
 import shutil
 import uuid
 
 import pytest
 import requests
 
+from tests.harness import backups as bk
 from tests.harness import stack as stack_mod
+from tests.harness.volumes import write
 
 P = stack_mod.PROJECT
 OTHER = stack_mod.OTHER_PROJECT
@@ -104,7 +107,7 @@ def test_served_as_static_files(stack):
     page = requests.get(stack.url + '/dashboard/')
     assert page.status_code == 200
     assert page.headers['Content-Type'].startswith('text/html')
-    for script in ('snapshots.js', 'app.js'):
+    for script in ('snapshots.js', 'backups.js', 'app.js'):
         assert '<script src="%s"' % script in page.text
         assert requests.get(stack.url + '/dashboard/' + script).headers[
             'Content-Type'].startswith('text/javascript')
@@ -736,7 +739,144 @@ def test_the_page_may_not_be_framed(stack):
     assert "frame-ancestors 'none'" in page.headers[
         'Content-Security-Policy']
     assert page.headers['X-Frame-Options'] == 'DENY'
-    for name in ('app.js', 'snapshots.js', 'style.css'):
+    for name in ('app.js', 'snapshots.js', 'backups.js', 'style.css'):
         resp = requests.get(stack.url + '/dashboard/' + name)
         assert "frame-ancestors 'none'" in resp.headers[
             'Content-Security-Policy'], name
+
+
+def backup_row(page, bid):
+    return page.locator('#backups tbody tr[data-backup="%s"]' % bid)
+
+
+def percent_shown(page, selector):
+    """The percent the bar under ``selector`` shows, once it shows more
+    than 0 (the backup service writes its progress every second)."""
+    page.wait_for_function(
+        '(sel) => { const p = document.querySelector(sel);'
+        ' return p && Number(p.dataset.percent) > 0; }',
+        arg=selector + ' .progress', timeout=WAIT_MS)
+    return float(page.locator(selector + ' .progress').get_attribute(
+        'data-percent'))
+
+
+# what a bar's words look like: "42.5% · 435.2 MiB of 1.0 GiB"
+PROGRESS_TEXT = re.compile(r'^\d+\.\d% · \d+\.\d (MiB|GiB) of 1\.0 GiB$')
+
+
+def test_backups_through_the_page(browser, tmp_path):
+    # one copy at a time (backup_max_operations = 1): a restore asked for
+    # while a long backup runs waits in ``restoring`` until it is done
+    stack = stack_mod.Stack(tmp_path / 'state', extra={
+        'backup_max_operations': '1'}).start()
+    try:
+        _backups_through_the_page(stack, browser, tmp_path)
+    finally:
+        stack.stop()
+
+
+def _backups_through_the_page(stack, browser, tmp_path):
+    from playwright.sync_api import expect
+    api = stack.client()
+    vol = api.create_volume(name='db-data', size=1)
+    write(stack, vol['id'], 0, b'the first block')
+    full = bk.backup(api, vol['id'], name='nightly',
+                     description='the whole volume')
+    write(stack, vol['id'], 1 << 20, b'a change')
+    # a name with markup: shown as text, never parsed
+    crafted = '<img src=x onerror="window.pwned=1">weekly & <b>bold</b>'
+    inc = bk.backup(api, vol['id'], name=crafted, incremental=True)
+    page = browser.new_page(viewport=DESKTOP)
+    sign_in(page, stack.url, 'admin', P, 'admin')
+    page.goto(stack.url + '/dashboard/#/volume/%s' % vol['id'])
+    rows = page.locator('#backups tbody tr')
+    expect(rows).to_have_count(2, timeout=WAIT_MS)
+    # in the API's order (the newest first), each as the API says
+    listed = api.get('/backups/detail?volume_id=%s' % vol['id']).json()[
+        'backups']
+    assert [b['id'] for b in listed] == [inc['id'], full['id']]
+    assert [r.get_attribute('data-backup') for r in rows.all()] == [
+        inc['id'], full['id']]
+    for b, kind in ((full, 'full'), (inc, 'incremental')):
+        shown = bk.show(api, b['id'])
+        row = backup_row(page, b['id'])
+        expect(row.locator('td.backup-status')).to_have_text('available')
+        expect(row.locator('td.size')).to_have_text('1 GiB')
+        expect(row.locator('td.kind')).to_have_text(kind)
+        expect(row.locator('td.objects')).to_have_text(
+            str(shown['object_count']))
+        expect(row.locator('td').nth(4)).to_have_text(
+            shown['created_at'].replace('T', ' ')[:19])
+        expect(row.locator('.progress')).to_have_count(0)
+    expect(backup_row(page, full['id']).locator('.description')
+           ).to_have_text('the whole volume')
+    name = backup_row(page, inc['id']).locator('td.name')
+    expect(name).to_have_text(crafted)
+    expect(page.locator('#backups img, #backups b')).to_have_count(0)
+    assert page.evaluate('window.pwned') is None
+
+    # a backup under way: data that does not compress makes it last
+    # (about 20 s here), and its bar moves
+    for offset in range(4 << 20, 324 << 20, 16 << 20):
+        write(stack, vol['id'], offset, os.urandom(16 << 20))
+    big = bk.create(api, vol['id'], name='before-upgrade')
+    row = backup_row(page, big['id'])
+    expect(row.locator('td.backup-status')).to_contain_text(
+        'creating', timeout=WAIT_MS)
+    expect(row.locator('.progress progress')).to_be_visible()
+    selector = '#backups tr[data-backup="%s"]' % big['id']
+    first = percent_shown(page, selector)
+    # the API's answer is as far or further than what the page shows
+    now = api.get('/backups/%s/progress' % big['id']).json()['progress']
+    assert now['status'] == 'creating', now
+    assert 0 < first <= now['percent'] < 100, (first, now)
+    assert now['bytes_total'] == 1024 ** 3
+    # the bar and its words say the same
+    shown = row.locator('.progress').evaluate(
+        'e => [Number(e.dataset.percent), e.querySelector("progress").value,'
+        ' e.querySelector(".progress-text").textContent]')
+    assert shown[0] == shown[1] >= first, shown
+    assert PROGRESS_TEXT.match(shown[2]), shown
+    assert shown[2].startswith('%.1f%%' % shown[0]), shown
+    shoot(page, tmp_path, 'dashboard-backups.png')
+
+    # a restore into a new volume, behind that backup: the new volume's
+    # page shows it, with the backup's volume
+    answer = bk.restore(api, full['id'], name='db-copy')
+    page.goto(stack.url + '/dashboard/#/volume/%s' % answer['volume_id'])
+    panel = page.locator('.restore-into[data-backup="%s"]' % full['id'])
+    expect(panel.locator('progress')).to_be_visible(timeout=WAIT_MS)
+    expect(panel).to_contain_text('Restoring from backup nightly')
+    expect(panel.locator('a[href="#/volume/%s"]' % vol['id'])
+           ).to_have_count(1)
+    text = panel.locator('.progress-text').inner_text()
+    assert PROGRESS_TEXT.match(text), text
+    assert bk.show(api, big['id'])['status'] == 'creating'
+    shoot(page, tmp_path, 'volume-restoring.png', doc=False)
+    expect(page.locator('#live dl.facts')).to_contain_text(
+        'available', timeout=bk.TIMEOUT * 1000)
+    expect(panel).to_have_count(0)
+    expect(page.locator('#backups')).to_contain_text('No backups.')
+
+    # done: the bar goes, and the row says what the API says
+    page.goto(stack.url + '/dashboard/#/volume/%s' % vol['id'])
+    expect(row.locator('td.backup-status')).to_have_text(
+        'available', timeout=bk.TIMEOUT * 1000)
+    expect(row.locator('.progress')).to_have_count(0)
+    done = bk.show(api, big['id'])
+    expect(row.locator('td.objects')).to_have_text(
+        str(done['object_count']))
+    expect(rows).to_have_count(3)
+
+    # a member of the project sees the same rows; at a phone's width the
+    # page is no wider than the screen
+    phone = browser.new_page(viewport=PHONE)
+    sign_in(phone, stack.url, 'm', P, 'member')
+    phone.goto(stack.url + '/dashboard/#/volume/%s' % vol['id'])
+    expect(phone.locator('#backups tbody tr')).to_have_count(
+        3, timeout=WAIT_MS)
+    expect(backup_row(phone, inc['id']).locator('td.name')).to_have_text(
+        crafted)
+    shoot(phone, tmp_path, 'volume-backups-phone.png', doc=False)
+    width = phone.evaluate('document.documentElement.scrollWidth')
+    assert width <= PHONE['width'], width

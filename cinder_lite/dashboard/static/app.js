@@ -1,6 +1,7 @@
 // cinder_lite dashboard: a client of the public v3 API, nothing else.
 // Views: #/volumes, #/volume/<id>, #/snapshots, #/snapshot/<id> (in
-// snapshots.js, loaded first), #/backends.  The live part of a view is
+// snapshots.js, loaded first), #/backends.  A volume's backups are drawn
+// by backups.js (also loaded first).  The live part of a view is
 // read again every few seconds while the tab is visible, and drawn again
 // only when what the API said changed.
 'use strict';
@@ -569,8 +570,9 @@ async function volumeLoad(r) {
     events = (await api('GET', '/os-attachment-events' +
                         query({volume_id: r.id}))).attachment_events;
   }
+  const backups = await volumeBackupsLoad(volume);
   return {volume, attachments, snapshots: snaps.snapshots, snapshotsPartial,
-          events, admin: isAdmin};
+          backups, events, admin: isAdmin};
 }
 
 // the volume's circle, and the largest box of three lines inside it
@@ -684,6 +686,8 @@ function volumeDraw(r, data) {
         class: 'muted'}, 'Not attached.'))))),
     h('h2', {}, 'Snapshots'),
     snapshotTable(data.snapshots, data.snapshotsPartial),
+    h('h2', {}, 'Backups'),
+    backupTable(data.backups, v.id),
     h('h2', {}, 'Audit trail'),
     h('div', {class: 'card'}, trail),
   ];
