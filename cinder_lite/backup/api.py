@@ -334,7 +334,8 @@ class BackupService:
                     reason='Volume to be restored to must be available')
             db_volumes.transition(session, volume_id, 'restore')
             db_backups.transition(session, backup.id, 'restore',
-                                  values={'restore_volume_id': volume_id})
+                                  values={'restore_volume_id': volume_id,
+                                          'progress_bytes': 0})
             host = _backup_host(session, backup, self.conf)
         LOG.info('backup %s: restoring into volume %s', backup.id,
                  volume_id)

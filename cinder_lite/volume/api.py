@@ -111,7 +111,8 @@ def record_volume(context, request, volume_type, availability_zone, conf,
                         reason='Backup status must be available')
                 db_backups.transition(session, backup.id, 'restore',
                                       values={'restore_volume_id':
-                                              values['id']})
+                                              values['id'],
+                                              'progress_bytes': 0})
             # a type deleted since it was resolved answers 404; one being
             # deleted now waits for this volume and is then refused as in
             # use

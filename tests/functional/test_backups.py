@@ -487,6 +487,18 @@ def test_progress(api, stack, vol):
         'bytes_done': GiB, 'bytes_total': GiB, 'percent': 100.0}
     assert stack.client(project=OTHER, user='o1', roles='member').get(
         '/backups/%s/progress' % backup['id']).status_code == 404
+    # a restore starts from nothing, not from the backup's own bytes
+    # (into a new volume and into an existing one)
+    target = api.create_volume(size=1)
+    for body in ({}, {'volume_id': target['id']}):
+        answer = bk.restore(api, backup['id'], **body)
+        now = api.get('/backups/%s/progress' % backup['id']).json()[
+            'progress']
+        assert now['status'] == 'available' or (
+            now['bytes_done'] < now['bytes_total'] and
+            now['restore_volume_id'] == answer['volume_id']), now
+        bk.wait_backup(api, backup['id'])
+        api.wait_volume(answer['volume_id'], 'available')
 
 
 def test_backups_reconciled_after_a_stop(api, stack, vol):
