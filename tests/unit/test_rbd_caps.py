@@ -29,7 +29,7 @@ def test_the_data_of_an_image_whose_id_extends_this_one_is_not_reached():
 def test_a_reader_may_write_nothing_and_call_no_writing_method():
     grants = _grants(rbd.key_caps('abc', 'volume-1', 'ro', False))
     assert grants['rbd_data.abc.'] == 'allow r'
-    assert grants['rbd_object_map.abc'] == 'allow r'
+    assert grants['rbd_object_map.abc'] == 'allow r class-read'
     assert grants['rbd_header.abc'] == 'allow r class-read'
     assert not any('w' in g.split()[1] or 'x' in g.split()[1]
                    for g in grants.values())

@@ -97,7 +97,10 @@ def key_caps(image_id, name, mode, header_watch, ancestors=()):
     caps = ['%s object_prefix rbd_data.%s.' % (data, image_id),
             '%s object_prefix rbd_header.%s' % (header, image_id),
             # the object map of a single-writer image, kept by its writer
-            '%s object_prefix rbd_object_map.%s' % (data, image_id),
+            # (read through the rbd class: an open at a snapshot loads the
+            # snapshot's map, which a backup service's read-only key does)
+            '%s object_prefix rbd_object_map.%s' % (
+                data if mode == 'rw' else 'allow r class-read', image_id),
             'allow r class-read object_prefix rbd_id.%s' % name,
             'allow r class-read object_prefix rbd_info']
     for parent in ancestors:
