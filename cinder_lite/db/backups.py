@@ -193,31 +193,9 @@ def transition(session, backup_id, event, target=None, values=None):
     compare-and-swap; InvalidTransition when no row changed.  Reaching
     ``deleted`` releases its quota, its metadata and its place among its
     parent's dependents."""
-    target, allowed = states.BACKUP.resolve(event, target)
-    values = dict(values or {})
-    values['status'] = target
-    values['updated_at'] = models.utcnow()
-    counted = None
-    if target == states.DELETED:
-        values.update(deleted=True, deleted_at=values['updated_at'])
-        counted = session.execute(_live(sa.select(B).where(
-            B.id == backup_id)).with_for_update()).scalar_one_or_none()
-    result = session.execute(
-        sa.update(B)
-        .where(B.id == backup_id, B.deleted.is_(False),
-               B.status.in_(allowed))
-        .values(**values)
-        .execution_options(synchronize_session=False))
-    if result.rowcount != 1:
-        current = session.execute(
-            sa.select(B.status).where(B.id == backup_id,
-                                      B.deleted.is_(False))
-        ).scalar_one_or_none()
-        if current is None:
-            raise exception.BackupNotFound(backup_id=backup_id)
-        raise exception.InvalidTransition(
-            resource='backup', id=backup_id, target=target,
-            actual=current, allowed=', '.join(allowed))
+    counted = query.transition(
+        session, B, states.BACKUP, backup_id, event, target, values,
+        lambda: exception.BackupNotFound(backup_id=backup_id))
     if counted is not None:
         db_metadata.purge(session, backup_id)
         if counted.parent_id:

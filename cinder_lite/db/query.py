@@ -7,6 +7,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 from cinder_lite.common import exception
+from cinder_lite.db import models
 
 _BUILT = {}
 
@@ -210,6 +211,48 @@ def _beyond(col, direction, value):
         return sa.false() if value is None else sa.or_(col < value,
                                                        col.is_(None))
     return col.is_not(None) if value is None else col > value
+
+
+def transition(session, model, machine, row_id, event, target, values,
+               not_found):
+    """Apply ``event`` of state machine ``machine`` to the live row
+    ``row_id`` of ``model`` by compare-and-swap: to the event's target
+    (the one named, for an event that leads to several) only from a
+    status the event leads there from, with ``values`` set too.
+    ``not_found()`` is raised when there is no such row, InvalidTransition
+    when its status is another.  Returns the row as it was, locked, when
+    the event ends it (``deleted``: the caller releases what it counted),
+    else None."""
+    target, allowed = machine.resolve(event, target)
+    values = dict(values or {})
+    values['status'] = target
+    values['updated_at'] = models.utcnow()
+    ended = None
+    if target == 'deleted':
+        values.update(deleted=True, deleted_at=values['updated_at'])
+        ended = session.execute(
+            sa.select(model).where(model.id == row_id,
+                                   model.deleted.is_(False))
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        ).scalar_one_or_none()
+    result = session.execute(
+        sa.update(model)
+        .where(model.id == row_id, model.deleted.is_(False),
+               model.status.in_(allowed))
+        .values(**values)
+        .execution_options(synchronize_session=False))
+    if result.rowcount != 1:
+        current = session.execute(
+            sa.select(model.status).where(model.id == row_id,
+                                          model.deleted.is_(False))
+        ).scalar_one_or_none()
+        if current is None:
+            raise not_found()
+        raise exception.InvalidTransition(
+            resource=machine.resource, id=row_id, target=target,
+            actual=current, allowed=', '.join(allowed))
+    return ended
 
 
 def parse_sort(sort=None, sort_key=None, sort_dir=None, allowed=()):

@@ -146,31 +146,9 @@ def transition(session, snapshot_id, event, target=None, values=None):
     only from a status the event leads there from; InvalidTransition when
     no row changed.
     Reaching ``deleted`` releases what it counted."""
-    target, allowed = states.SNAPSHOT.resolve(event, target)
-    values = dict(values or {})
-    values['status'] = target
-    values['updated_at'] = models.utcnow()
-    counted = None
-    if target == states.DELETED:
-        values.update(deleted=True, deleted_at=values['updated_at'])
-        counted = session.execute(_live(sa.select(S).where(
-            S.id == snapshot_id)).with_for_update()).scalar_one_or_none()
-    result = session.execute(
-        sa.update(S)
-        .where(S.id == snapshot_id, S.deleted.is_(False),
-               S.status.in_(allowed))
-        .values(**values)
-        .execution_options(synchronize_session=False))
-    if result.rowcount != 1:
-        current = session.execute(
-            sa.select(S.status).where(S.id == snapshot_id,
-                                      S.deleted.is_(False))
-        ).scalar_one_or_none()
-        if current is None:
-            raise exception.SnapshotNotFound(snapshot_id=snapshot_id)
-        raise exception.InvalidTransition(
-            resource='snapshot', id=snapshot_id, target=target,
-            actual=current, allowed=', '.join(allowed))
+    counted = query.transition(
+        session, S, states.SNAPSHOT, snapshot_id, event, target, values,
+        lambda: exception.SnapshotNotFound(snapshot_id=snapshot_id))
     if counted is not None:
         db_metadata.purge(session, snapshot_id)
         db_image_metadata.purge(session, snapshot_id)
