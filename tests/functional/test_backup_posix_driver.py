@@ -252,8 +252,11 @@ def test_a_chain_of_three_incrementals_restores_each_point_in_time(
     assert same_bytes(points[1], dst, os.path.getsize(points[1]))
 
 
+@pytest.mark.parametrize('discard', [True, False])
 def test_restore_over_other_data_makes_the_volume_the_backup(
-        driver, tmp_path):
+        store, tmp_path, discard):
+    driver = posix.PosixBackupDriver(make_conf(
+        store, restore_discard_excess_bytes=discard))
     src = volume(tmp_path / 'vol', 32 * MiB, [
         (3 * MiB, os.urandom(5 * MiB)), (20 * MiB, b'x' * 100)])
     rec = record()
@@ -262,10 +265,12 @@ def test_restore_over_other_data_makes_the_volume_the_backup(
     dst = volume(tmp_path / 'dst', 48 * MiB, [(0, junk)])
     run_restore(driver, [rec], dst)
     assert same_bytes(src, dst, 32 * MiB)
-    # the bytes past the backup's size are left alone
+    # the bytes past the backup's size read as zeros, as in Cinder, or
+    # are left alone when restore_discard_excess_bytes is off
     with open(dst, 'rb') as f:
         f.seek(32 * MiB)
-        assert f.read() == junk[32 * MiB:]
+        assert f.read() == (bytes(16 * MiB) if discard
+                            else junk[32 * MiB:])
 
 
 def test_restore_refuses_a_smaller_volume(driver, tmp_path):
