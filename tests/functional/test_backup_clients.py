@@ -27,6 +27,7 @@ from tests.harness.clients import table
 from tests.harness.snapshots import usage
 from tests.harness.snapshots import wait_snapshot
 from tests.harness import stack as stack_mod
+from tests.harness.volumes import data_extents
 from tests.harness.volumes import read
 from tests.harness.volumes import volume_file
 from tests.harness.volumes import write
@@ -49,16 +50,11 @@ def image(stack, vid):
     data (its holes read as zeros): two volumes of one size hold the
     same bytes exactly when their images are equal."""
     found = {}
-    with open(volume_file(stack, vid), 'rb') as f:
-        fd, end, pos = f.fileno(), os.fstat(f.fileno()).st_size, 0
-        while pos < end:
-            try:
-                start = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError:         # ENXIO: only a hole after pos
-                break
-            pos = os.lseek(fd, start, os.SEEK_HOLE)
+    path = volume_file(stack, vid)
+    with open(path, 'rb') as f:
+        for start, end in data_extents(path):
             offset = start - start % CHUNK
-            while offset < pos:
+            while offset < end:
                 f.seek(offset)
                 data = f.read(CHUNK)
                 if data.strip(b'\0'):

@@ -16,6 +16,7 @@ import pytest
 
 from cinder_lite.volume import quota_api
 from tests.harness import attach as attach_mod
+from tests.harness import notifications
 from tests.harness import backups as bk
 from tests.harness.snapshots import snapshot
 from tests.harness.snapshots import usage
@@ -523,21 +524,8 @@ def test_backups_reconciled_after_a_stop(api, stack, vol):
 
 
 def test_notifications(tmp_path):
-    from oslo_config import cfg
-    import oslo_messaging as messaging
-
-    from tests.functional.test_snapshots import _Collector
-    sections = {'oslo_messaging_notifications': {
-        'driver': 'messagingv2', 'topics': 'cl_backups'}}
-    s = stack_mod.Stack(tmp_path / 'state', sections=sections).start()
-    transport = messaging.get_notification_transport(cfg.CONF)
-    found = _Collector()
-    listener = messaging.get_notification_listener(
-        transport, [messaging.Target(topic='cl_backups',
-                                     exchange=cfg.CONF.control_exchange)],
-        [found], executor='threading')
-    listener.start()
-    try:
+    with notifications.listening(tmp_path / 'state', 'cl_backups') as (
+            s, found):
         api = s.client()
         vol = api.create_volume()
         backup = bk.backup(api, vol['id'], name='n')
@@ -547,14 +535,8 @@ def test_notifications(tmp_path):
         found.wait_for('backup.create.start', 'backup.create.end',
                        'backup.restore.start', 'backup.restore.end',
                        'backup.delete.start', 'backup.delete.end')
-        payloads = {e: p for e, p in found.events
-                    if e.startswith('backup.')}
+        payloads = found.payloads('backup.')
         assert payloads['backup.create.end']['status'] == 'available'
         assert payloads['backup.create.start']['display_name'] == 'n'
         assert payloads['backup.delete.end']['backup_id'] == backup['id']
         assert payloads['backup.create.end']['tenant_id'] == P
-    finally:
-        listener.stop()
-        listener.wait()
-        transport.cleanup()
-        s.stop()

@@ -13,6 +13,7 @@ import pytest
 
 from cinder_lite.volume import quota_api
 from tests.harness import attach as attach_mod
+from tests.harness import notifications
 from tests.harness.snapshots import create
 from tests.harness.snapshots import snapshot
 from tests.harness.snapshots import usage
@@ -391,42 +392,9 @@ def test_backend_down_is_503_and_records_nothing(api, stack, vol):
     exact()
 
 
-class _Collector:
-    def __init__(self):
-        import threading
-        self.events = []
-        self.changed = threading.Condition()
-
-    def info(self, ctxt, publisher_id, event_type, payload, metadata):
-        with self.changed:
-            self.events.append((event_type, payload))
-            self.changed.notify_all()
-
-    def wait_for(self, *wanted):
-        def seen():
-            got = [e for e, _ in self.events]
-            return all(w in got for w in wanted)
-        with self.changed:
-            self.changed.wait_for(seen, 20)
-        assert seen(), [e for e, _ in self.events]
-
-
 def test_notifications(tmp_path):
-    from oslo_config import cfg
-    import oslo_messaging as messaging
-
-    s = stack_mod.Stack(tmp_path / 'state', sections={
-        'oslo_messaging_notifications': {'driver': 'messagingv2',
-                                         'topics': 'cl_snapshots'}}
-    ).start()
-    transport = messaging.get_notification_transport(cfg.CONF)
-    found = _Collector()
-    listener = messaging.get_notification_listener(
-        transport, [messaging.Target(topic='cl_snapshots',
-                                     exchange=cfg.CONF.control_exchange)],
-        [found], executor='threading')
-    listener.start()
-    try:
+    with notifications.listening(tmp_path / 'state', 'cl_snapshots') as (
+            s, found):
         api = s.client()
         vol = api.create_volume()
         snap = snapshot(api, vol['id'], name='n')
@@ -434,18 +402,12 @@ def test_notifications(tmp_path):
         wait_gone(api, snap['id'])
         found.wait_for('snapshot.create.start', 'snapshot.create.end',
                        'snapshot.delete.start', 'snapshot.delete.end')
-        payloads = {e: p for e, p in found.events
-                    if e.startswith('snapshot.')}
+        payloads = found.payloads('snapshot.')
         assert payloads['snapshot.create.end']['status'] == 'available'
         assert payloads['snapshot.create.start']['display_name'] == 'n'
         assert payloads['snapshot.delete.end']['snapshot_id'] == snap['id']
         assert payloads['snapshot.delete.end']['volume_id'] == vol['id']
         assert payloads['snapshot.delete.end']['tenant_id'] == P
-    finally:
-        listener.stop()
-        listener.wait()
-        transport.cleanup()
-        s.stop()
 
 
 def test_os_hosts_counts_snapshots(api, vol):

@@ -43,6 +43,7 @@ from cinder_lite.connector import host as host_connector
 from tests.harness import backups as bk
 from tests.harness import cluster as cluster_mod
 from tests.harness import util
+from tests.harness.volumes import data_extents
 
 CLUSTER_KINDS = ['mysql', 'postgresql']
 MiB = 1024 ** 2
@@ -144,26 +145,12 @@ def stored_files(cluster, backup_id):
     return sorted(found)
 
 
-def extents(path):
-    found = []
-    with open(path, 'rb') as f:
-        fd, end, pos = f.fileno(), os.fstat(f.fileno()).st_size, 0
-        while pos < end:
-            try:
-                start = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError:
-                break
-            pos = os.lseek(fd, start, os.SEEK_HOLE)
-            found.append((start, pos))
-    return found
-
-
 def identical(a, b):
     """Files ``a`` and ``b`` are the same size and hold the same bytes
     (read where either has data: the rest are holes in both)."""
     assert os.path.getsize(a) == os.path.getsize(b), (a, b)
     with open(a, 'rb') as fa, open(b, 'rb') as fb:
-        for start, end in sorted(extents(a) + extents(b)):
+        for start, end in sorted(data_extents(a) + data_extents(b)):
             fa.seek(start)
             fb.seek(start)
             while start < end:
