@@ -276,6 +276,13 @@ def transition(session, volume_id, event, target=None, values=None,
                 allowed='extending to %d GiB' % extending_to)
         if target != states.EXTENDING:
             values['pending_size'] = None
+        elif counted is not None and counted.pending_size is not None:
+            # still growing from when it was in use (``begin_grow``)
+            raise exception.InvalidTransition(
+                resource='volume', id=volume_id, target=target,
+                actual='%s (extending to %s GiB)' % (
+                    counted.status, counted.pending_size),
+                allowed=', '.join(allowed))
         elif counted is not None and \
                 values.get('pending_size', counted.size + 1) <= counted.size:
             # an extend that finished since the caller read the size
@@ -326,21 +333,49 @@ def update(session, volume_id, values):
         raise exception.VolumeNotFound(volume_id=volume_id)
 
 
-def swap_size(session, volume_id, old_size, new_size, check=None):
-    """Compare-and-swap of the size of a volume that is not extending;
-    True when it changed."""
+def begin_grow(session, volume_id, old_size, new_size, check=None):
+    """Start growing an in-use volume (3.42), which keeps its status:
+    compare-and-swap from ``old_size`` to the same size with
+    ``pending_size`` = ``new_size``, charging the growth (``check``
+    asked).  ``pending_size`` is what a delete and another extend find
+    (both refused) until ``end_grow``.  None when it started, else why
+    not: the volume is gone, not in use, of another size, or growing."""
     counted = _lock_counted(session, volume_id)
-    if counted is None or counted.size != old_size or \
-            counted.pending_size is not None:
-        return False
+    if counted is None:
+        raise exception.VolumeNotFound(volume_id=volume_id)
+    if counted.status != states.IN_USE:
+        return 'it is %s now' % counted.status
+    if counted.size != old_size or counted.pending_size is not None:
+        return 'it changed size meanwhile'
     session.execute(
         sa.update(models.Volume)
         .where(models.Volume.id == volume_id)
-        .values(size=new_size, updated_at=models.utcnow())
+        .values(pending_size=new_size, updated_at=models.utcnow())
         .execution_options(synchronize_session=False))
     db_quotas.change(session, counted.project_id, db_quotas.difference(
-        _counts(counted),
-        db_quotas.footprint(counted.volume_type_id, new_size)), check)
+        _counts(counted), db_quotas.footprint(
+            counted.volume_type_id, counted.size, new_size)), check)
+    return None
+
+
+def end_grow(session, volume_id, new_size, done):
+    """End the growth ``begin_grow`` started: the size becomes
+    ``new_size`` when the storage grew (``done``), else the charge for
+    the growth is released.  False when it is no longer this growth
+    (reconciliation ended it, the volume is gone)."""
+    counted = _lock_counted(session, volume_id)
+    if counted is None or counted.status == states.EXTENDING or \
+            counted.pending_size != new_size:
+        return False
+    size = new_size if done else counted.size
+    session.execute(
+        sa.update(models.Volume)
+        .where(models.Volume.id == volume_id)
+        .values(size=size, pending_size=None, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))
+    db_quotas.change(session, counted.project_id, db_quotas.difference(
+        _counts(counted), db_quotas.footprint(counted.volume_type_id,
+                                              size)))
     return True
 
 
@@ -439,18 +474,19 @@ def unscheduled(session, max_age):
 
 def stale(session, backend, cutoff):
     """Volumes of ``backend`` (the volume service, or its cluster) in a
-    transition (creating, deleting, extending, downloading, uploading)
-    unchanged since
-    ``cutoff``."""
+    transition (creating, deleting, extending, downloading, uploading,
+    growing in use) unchanged since ``cutoff``."""
     V = models.Volume
     on_backend = V.host.startswith(backend + '#', autoescape=True)
     return session.execute(
         sa.select(V).where(
             on_backend, V.deleted.is_(False),
             sa.func.coalesce(V.updated_at, V.created_at) <= cutoff,
-            V.status.in_((states.CREATING, states.DELETING,
-                          states.EXTENDING, states.DOWNLOADING,
-                          states.UPLOADING)))).scalars().all()
+            sa.or_(V.status.in_((states.CREATING, states.DELETING,
+                                 states.EXTENDING, states.DOWNLOADING,
+                                 states.UPLOADING)),
+                   # growing while in use (``begin_grow``)
+                   V.pending_size.is_not(None)))).scalars().all()
 
 
 def join_cluster(session, service_host, cluster_name):

@@ -496,6 +496,14 @@ class VolumeService:
                                    '%s %s' % (a.id, a.attach_status)
                                    for a in live)))
                 current = db_volumes.get(session, volume_id)
+                if current.pending_size is not None and \
+                        current.status != states.EXTENDING:
+                    # extended while in use and detached since: the
+                    # storage grows under the volume service now
+                    raise exception.InvalidVolume(
+                        reason='Volume %s is being extended to %d GiB; '
+                               'delete it once the extend has finished.'
+                        % (volume_id, current.pending_size))
                 self._check_not_frozen(session, current)
                 self._mark_snapshots(session, context, volume_id, force,
                                      cascade)

@@ -681,29 +681,43 @@ class VolumeManager:
                  new_size)
 
     def extend_attached_volume(self, ctxt, volume_id, old_size, new_size):
-        """Grow a volume that is in use (3.42): no status change.  The size
-        moves first by compare-and-swap from the size the API checked, so
-        two extends racing cannot both pass (nor shrink the volume)."""
+        """Grow a volume that is in use (3.42): no status change.  The
+        growth starts by compare-and-swap from the size the API checked
+        (``db_volumes.begin_grow``), so two extends racing cannot both
+        pass (nor shrink the volume), and a delete after a detach is
+        refused until the storage has grown and the size is recorded."""
 
-        def grow():
-            # the quota is charged (and checked) with the size
+        def begin():
+            # the quota is charged (and checked) with the growth
             with db_api.writer() as session:
-                if not db_volumes.swap_size(
-                        session, volume_id, old_size, new_size,
-                        quota.Checker(self.conf, session,
-                                      size=new_size)):
+                why = db_volumes.begin_grow(
+                    session, volume_id, old_size, new_size,
+                    quota.Checker(self.conf, session, size=new_size))
+                if why:
                     raise exception.InvalidVolume(
-                        reason='volume %s changed size meanwhile'
-                        % volume_id)
+                        reason='Volume %s cannot be extended in use: %s.'
+                        % (volume_id, why))
                 return volume_dict(db_volumes.get(session, volume_id))
-        volume = quota.ensuring_rows(grow)
+        volume = quota.ensuring_rows(begin)
         try:
-            self.driver.extend_volume(volume, new_size)
+            with self.working_on(volume_id):
+                self.driver.extend_volume(volume, new_size)
         except Exception as e:
             LOG.exception('volume %s: extend in use failed', volume_id)
             with db_api.writer() as session:
-                db_volumes.swap_size(session, volume_id, new_size, old_size)
+                db_volumes.end_grow(session, volume_id, new_size, False)
             raise exception.BackendError(reason=str(e))
+        with db_api.writer() as session:
+            recorded = db_volumes.end_grow(session, volume_id, new_size,
+                                           True)
+        if not recorded:
+            # reconciliation ended the growth meanwhile: the record keeps
+            # its size; the storage is larger
+            LOG.warning('volume %s: extend in use to %d GiB done on the '
+                        'backend but not recorded', volume_id, new_size)
+            raise exception.InvalidVolume(
+                reason='Volume %s: the extend to %d GiB was given up '
+                       'meanwhile; extend again.' % (volume_id, new_size))
         with db_api.reader() as session:
             servers = [a.instance_uuid for a in
                        db_attachments.live_for_volume(session, volume_id)

@@ -48,6 +48,9 @@ volume ``deleting``         the delete is rolled forward: ``deleted``, or
 volume ``extending``        the extend was interrupted: the recorded size
                             stands, the volume is ``available`` again and
                             the owner gets a message
+volume growing in use       an extend in use (3.42) was interrupted: the
+(``pending_size`` set)      recorded size stands, the status stays, the
+                            owner gets a message
 snapshot ``creating``       the copy is made again (a partial one is
                             removed first): ``available``, or ``error``
                             with a message
@@ -130,7 +133,9 @@ def run(backend, max_age, busy=()):
             id=a.id, attach_status=a.attach_status,
             connection_info=a.connection_info),
             db_volumes.summary(v)) for a, v in attachments]
-        volumes = [(db_volumes.summary(v), v.updated_at) for v in volumes]
+        volumes = [(dict(db_volumes.summary(v),
+                         pending_size=v.pending_size), v.updated_at)
+                   for v in volumes]
     changes = []
     for attachment, volume in attachments:
         attachment_id, status = attachment.id, attachment.attach_status
@@ -353,6 +358,9 @@ def _volume(backend, volume):
         before = status
         after = _upload_interrupted(volume)
         why = 'upload to an image interrupted'
+    elif status != states.EXTENDING:
+        # growing while in use (``begin_grow``): the status stays
+        return _grow_interrupted(volume)
     else:
         before = status
         after = _extend_interrupted(volume)
@@ -398,6 +406,25 @@ def _upload_interrupted(volume):
             'and upload again', resource_type='VOLUME',
             resource_uuid=volume['id'])
     return after
+
+
+def _grow_interrupted(volume):
+    """An extend in use (3.42) stopped with the service: the recorded
+    size stands (the storage may be larger, as after an interrupted
+    extend) and a delete is no longer refused."""
+    with db_api.writer() as session:
+        if not db_volumes.end_grow(session, volume['id'],
+                                   volume['pending_size'], False):
+            return None
+        db_messages.create(
+            session, volume['project_id'], EVENT_EXTEND_INTERRUPTED,
+            'extend volume: interrupted by a restart of the volume '
+            'service; the size stays %d GiB, extend again' % volume['size'],
+            resource_type='VOLUME', resource_uuid=volume['id'])
+    why = ('extend in use to %d GiB interrupted; size stays %d GiB'
+           % (volume['pending_size'], volume['size']))
+    LOG.warning('reconcile: volume %s: %s', volume['id'], why)
+    return 'volume %s: %s (%s)' % (volume['id'], volume['status'], why)
 
 
 def _extend_interrupted(volume):

@@ -14,6 +14,7 @@ from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
 from cinder_lite.db import volumes as db_volumes
 from tests.harness import dataplane as dp
+from tests.harness import stack
 from tests.harness import util
 
 
@@ -196,3 +197,65 @@ def test_interrupted_snapshot_work_converges(nbd_stack):
                                            % deleting))
     assert api.get('/snapshots/%s' % deleting).status_code == 404
     assert manager.reconcile_now(max_age=0) == []
+
+
+def test_an_extend_in_use_holds_off_a_delete_until_it_ends(nbd_stack):
+    """An extend of an in-use volume (3.42) keeps its status; while the
+    storage grows, the volume records the size it grows to, and a delete
+    after a detach (or an extend of the then available volume) is
+    refused until the growth ends, so no delete removes the storage from
+    under it.  A growth the service never ended (it was killed) is ended
+    by reconciliation: the size stays, the owner gets a message, and the
+    delete goes ahead."""
+    api = nbd_stack.client()
+    vol = api.create_volume()
+    host = dp.attacher(nbd_stack, 'a')
+    att = host.attach(vol['id'], str(uuid.uuid4()))
+    # what the volume service records before its driver grows the file
+    with db_api.writer() as session:
+        assert db_volumes.begin_grow(session, vol['id'], 1, 3) is None
+        # a second one meanwhile is refused
+        assert db_volumes.begin_grow(session, vol['id'], 1, 4) == \
+            'it changed size meanwhile'
+    v342 = {'OpenStack-API-Version': 'volume 3.42'}
+    refused = api.post('/volumes/%s/action' % vol['id'], headers=v342,
+                       json={'os-extend': {'new_size': 2}})
+    assert refused.status_code == 400
+    assert 'changed size meanwhile' in refused.json()[
+        'badRequest']['message']
+    host.detach(att['id'])
+    api.wait_volume(vol['id'], 'available')
+    before = api.get('/os-quota-sets/%s?usage=true' % stack.PROJECT).json()
+    # the growth is reserved while it runs
+    assert before['quota_set']['gigabytes'] == dict(
+        before['quota_set']['gigabytes'], in_use=1, reserved=2)
+    refused = api.delete('/volumes/%s' % vol['id'])
+    assert refused.status_code == 400
+    assert refused.json()['badRequest']['message'] == (
+        'Invalid volume: Volume %s is being extended to 3 GiB; delete it '
+        'once the extend has finished.' % vol['id'])
+    refused = api.post('/volumes/%s/action' % vol['id'],
+                       json={'os-extend': {'new_size': 5}})
+    assert refused.status_code == 400, refused.text
+    assert 'extending to 3 GiB' in refused.json()['badRequest']['message']
+    path = dp.volume_path(nbd_stack, vol['id'])
+    assert os.path.exists(path)
+
+    manager = _manager(nbd_stack)
+    assert manager.reconcile_now() == []
+    assert manager.reconcile_now(max_age=0) == [
+        'volume %s: available (extend in use to 3 GiB interrupted; size '
+        'stays 1 GiB)' % vol['id']]
+    shown = api.get('/volumes/%s' % vol['id']).json()['volume']
+    assert (shown['size'], shown['status']) == (1, 'available')
+    after = api.get('/os-quota-sets/%s?usage=true' % stack.PROJECT).json()
+    assert after['quota_set']['gigabytes'] == dict(
+        after['quota_set']['gigabytes'], in_use=1, reserved=0)
+    messages = [m for m in api.get('/messages').json()['messages']
+                if m['resource_uuid'] == vol['id']]
+    assert len(messages) == 1 and 'interrupted' in messages[0][
+        'user_message'], messages
+    assert manager.reconcile_now(max_age=0) == []
+    assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+    api.wait_deleted(vol['id'])
+    assert not os.path.exists(path)
