@@ -181,6 +181,15 @@ def report_table(runs):
     rows = [[name] + ['%s / %s' % (ms(pct(r[name], 50)),
                                    ms(pct(r[name], 99)))
                       for _, r in runs] for name in names]
+    if len(runs) > 1:
+        # what grows with the cloud: the p50 at the most backends over
+        # the p50 at the fewest (the API's check, 631ac61: x18)
+        headers.append('p50 x (%s / %s)' % ('{:,}'.format(counts[-1]),
+                                              '{:,}'.format(counts[0])))
+        for row, name in zip(rows, names):
+            first, last = pct(runs[0][1][name], 50), pct(runs[-1][1][name],
+                                                         50)
+            row.append('%.1f' % (last / first) if first else '-')
     widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
     line = ' | '.join('%%-%ds' % widths[0] if i == 0 else '%%%ds' % w
                       for i, w in enumerate(widths))

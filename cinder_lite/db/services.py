@@ -405,24 +405,28 @@ def freshest(services):
                datetime.datetime.min)
 
 
+def up_cutoff(down_time, now=None):
+    """The oldest heartbeat of a service that is up at ``now`` (default:
+    the clock): ``is_up`` against one cutoff, for a caller that asks it
+    of many services at once."""
+    now = models.utcnow() if now is None else now
+    return now - datetime.timedelta(seconds=down_time)
+
+
 def is_up(heard_at, down_time, now=None):
     """What "up" means, everywhere: a service is up while the last time
     it was heard of (its heartbeat; for the scheduler, the newer of a
     backend's report and its heartbeat) is at most ``down_time`` seconds
-    before ``now`` (default: the clock).  ``up_clause`` is the same test
-    in SQL; whether a service is disabled is a separate question."""
-    if heard_at is None:
-        return False
-    now = models.utcnow() if now is None else now
-    return now - heard_at <= datetime.timedelta(seconds=down_time)
+    before ``now`` (default: the clock), that is, not older than
+    ``up_cutoff``.  ``up_clause`` is the same test in SQL; whether a
+    service is disabled is a separate question."""
+    return heard_at is not None and heard_at >= up_cutoff(down_time, now)
 
 
 def up_clause(down_time, now=None):
     """``is_up`` of a services row, in SQL."""
-    now = models.utcnow() if now is None else now
-    cutoff = now - datetime.timedelta(seconds=down_time)
     return sa.and_(models.Service.heartbeat_at.isnot(None),
-                   models.Service.heartbeat_at >= cutoff)
+                   models.Service.heartbeat_at >= up_cutoff(down_time, now))
 
 
 def remove_if_down(session, service_id, down_time):
