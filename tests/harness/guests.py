@@ -1,0 +1,452 @@
+"""Real guests: QEMU virtual machines with a Debian kernel, whose disks are
+the volumes cinder_lite attaches, opened by QEMU's own block drivers from
+the connection_info an attachment returns.
+
+The guest is as small as a Linux that reads and writes block devices can
+be: Debian's kernel (``linux-image-*-amd64``, fetched with ``apt-get
+download`` once and kept under ``~/.cache/cinder_lite/guest``) and an
+initramfs holding busybox-static, the virtio modules and a role script.
+``/init`` loads the modules, runs the role (an ash script handed in by
+the test) and powers the machine off.  What a role prints goes to the
+serial console, which the harness reads line by line with the time each
+line arrived.
+
+Acceleration: TCG, always.  The machines of this kind expose ``/dev/kvm``
+through nested PVM, under which stock kernels crash or stall, so a test
+that trusted ``/dev/kvm`` would hang; TCG boots the guest to its role in
+about 7 s.  ``-cpu host`` is never used.
+
+Everything a guest is started with is on its command line but the
+secrets: TLS-PSK keys go to a key file and iSCSI CHAP passwords to a
+secret file, both 0600 in the guest's own directory.
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import threading
+import time
+
+from cinder_lite import nbd
+from tests.harness import util
+
+CACHE = os.path.join(os.path.expanduser('~'), '.cache', 'cinder_lite',
+                     'guest')
+# what /init loads, in order (each needs the ones before it)
+MODULES = ('virtio/virtio_ring.ko', 'virtio/virtio.ko',
+           'virtio/virtio_pci_modern_dev.ko',
+           'virtio/virtio_pci_legacy_dev.ko', 'virtio/virtio_pci.ko',
+           'block/virtio_blk.ko')
+INIT = '''#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in %s; do insmod /modules/$m || echo "GUEST insmod $m failed"; done
+n=0
+while [ ! -b /dev/vda ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n+1)); done
+echo GUEST READY
+sh /role
+echo "GUEST DONE $?"
+poweroff -f
+''' % ' '.join(os.path.basename(m) for m in MODULES)
+
+
+def available():
+    """Why guests cannot run here, or None."""
+    for program in ('qemu-system-x86_64', 'apt-get', 'dpkg-deb'):
+        if shutil.which(program) is None:
+            return '%s is not installed' % program
+    if not os.path.exists('/bin/busybox') or not _static('/bin/busybox'):
+        return 'busybox-static is not installed'
+    return None
+
+
+def _static(path):
+    done = subprocess.run(['file', '-L', path], capture_output=True,
+                          text=True) if shutil.which('file') else None
+    if done is None:
+        # no file(1): a dynamic busybox has an interpreter section
+        with open(path, 'rb') as f:
+            return b'/lib64/ld-linux' not in f.read()
+    return 'statically linked' in done.stdout or 'static-pie' in done.stdout
+
+
+def kernel_package():
+    """The kernel image package ``linux-image-amd64`` depends on now."""
+    done = subprocess.run(['apt-cache', 'depends', 'linux-image-amd64'],
+                          capture_output=True, text=True, check=True)
+    for line in done.stdout.splitlines():
+        line = line.strip()
+        if line.startswith('Depends: linux-image-'):
+            return line.split()[1]
+    raise RuntimeError('no kernel package behind linux-image-amd64:\n%s'
+                       % done.stdout)
+
+
+_BUILD_LOCK = threading.Lock()
+
+
+def boot_files():
+    """(kernel, base initramfs): built once a machine, from Debian's
+    kernel package, under CACHE."""
+    with _BUILD_LOCK:
+        os.makedirs(CACHE, exist_ok=True)
+        kernel = os.path.join(CACHE, 'vmlinuz')
+        base = os.path.join(CACHE, 'base.cpio')
+        if os.path.exists(kernel) and os.path.exists(base):
+            return kernel, base
+        work = os.path.join(CACHE, 'build.%d' % os.getpid())
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        try:
+            package = kernel_package()
+            subprocess.run(['apt-get', 'download', '-qq', package],
+                           cwd=work, check=True, capture_output=True)
+            deb, = glob.glob(os.path.join(work, '*.deb'))
+            tree = os.path.join(work, 'x')
+            subprocess.run(['dpkg-deb', '-x', deb, tree], check=True)
+            vmlinuz, = glob.glob(os.path.join(tree, 'boot', 'vmlinuz-*'))
+            drivers, = glob.glob(os.path.join(tree, 'lib', 'modules', '*',
+                                              'kernel', 'drivers'))
+            entries = [('bin', None, 0o755), ('proc', None, 0o755),
+                       ('sys', None, 0o755), ('dev', None, 0o755),
+                       ('tmp', None, 0o1777), ('modules', None, 0o755)]
+            with open('/bin/busybox', 'rb') as f:
+                entries.append(('bin/busybox', f.read(), 0o755))
+            entries.append(('init', INIT.encode(), 0o755))
+            for module in MODULES:
+                with open(os.path.join(drivers, module), 'rb') as f:
+                    entries.append(('modules/' + os.path.basename(module),
+                                    f.read(), 0o644))
+            with open(base + '.tmp', 'wb') as f:
+                f.write(cpio(entries))
+            shutil.copyfile(vmlinuz, kernel + '.tmp')
+            os.replace(base + '.tmp', base)
+            os.replace(kernel + '.tmp', kernel)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return kernel, base
+
+
+def cpio(entries, trailer=True):
+    """A "newc" cpio archive of ``entries`` (path, data or None for a
+    directory, mode); the kernel unpacks archives laid end to end, so a
+    guest's role is one more archive after the base."""
+    out = bytearray()
+    ino = 1
+
+    def pad():
+        out.extend(b'\0' * (-len(out) % 4))
+
+    def header(name, mode, size):
+        nonlocal ino
+        fields = (ino, mode, 0, 0, 1, 0, size, 0, 0, 0, 0,
+                  len(name) + 1, 0)
+        ino += 1
+        out.extend(b'070701' + b''.join(b'%08x' % v for v in fields))
+        out.extend(name.encode() + b'\0')
+        pad()
+    for name, data, mode in entries:
+        kind = stat.S_IFDIR if data is None else stat.S_IFREG
+        header(name, kind | mode, 0 if data is None else len(data))
+        if data:
+            out.extend(data)
+            pad()
+    if trailer:
+        header('TRAILER!!!', 0, 0)
+    return bytes(out)
+
+
+class Guest:
+    """One QEMU guest: ``role`` is the ash script it runs; ``disks`` the
+    volumes it has, each a ``Disk``.  ``lines`` holds (time, line) of its
+    console as they arrive."""
+
+    def __init__(self, name, workdir, role, disks, memory=256):
+        self.name = name
+        self.dir = os.path.join(workdir, 'guest-' + name)
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        self.role = role
+        self.disks = disks
+        self.memory = memory
+        self.console = os.path.join(self.dir, 'console.log')
+        self.qmp_path = os.path.join(self.dir, 'qmp.sock')
+        self.proc = None
+        self.lines = []
+        self._reader = None
+        self._stop = threading.Event()
+
+    def argv(self):
+        kernel, base = boot_files()
+        initrd = os.path.join(self.dir, 'initrd.cpio')
+        with open(base, 'rb') as f:
+            image = f.read()
+        with open(initrd, 'wb') as f:
+            f.write(image + cpio([('role', self.role.encode(), 0o755)]))
+        argv = ['qemu-system-x86_64', '-accel', 'tcg', '-nodefaults',
+                '-no-user-config', '-display', 'none', '-no-reboot',
+                '-m', str(self.memory), '-smp', '1',
+                '-kernel', kernel, '-initrd', initrd,
+                '-append', 'console=ttyS0 quiet panic=-1 rdinit=/init',
+                '-serial', 'file:%s' % self.console,
+                '-qmp', 'unix:%s,server=on,wait=off' % self.qmp_path]
+        for i, disk in enumerate(self.disks):
+            argv += disk.qemu_args(self.dir, 'disk%d' % i)
+        return argv
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            self.argv(), stdin=subprocess.DEVNULL,
+            stdout=open(os.path.join(self.dir, 'qemu.log'), 'wb'),
+            stderr=subprocess.STDOUT)
+        self._reader = threading.Thread(target=self._read_console,
+                                        name='console-' + self.name,
+                                        daemon=True)
+        self._reader.start()
+        return self
+
+    def _read_console(self):
+        offset, pending = 0, b''
+        while not self._stop.is_set():
+            try:
+                with open(self.console, 'rb') as f:
+                    f.seek(offset)
+                    chunk = f.read()
+            except FileNotFoundError:
+                chunk = b''
+            if chunk:
+                offset += len(chunk)
+                pending += chunk
+                *complete, pending = pending.split(b'\n')
+                now = time.monotonic()
+                for line in complete:
+                    self.lines.append(
+                        (now, line.decode(errors='replace').rstrip('\r')))
+            elif self.proc.poll() is not None:
+                return
+            else:
+                time.sleep(0.02)
+
+    def qemu_log(self):
+        with open(os.path.join(self.dir, 'qemu.log'), errors='replace') as f:
+            return f.read()
+
+    def text(self):
+        return '\n'.join(line for _, line in self.lines)
+
+    def wait_line(self, prefix, timeout=120.0):
+        """The first console line starting with ``prefix`` (time, line)."""
+        def found():
+            for entry in list(self.lines):
+                if entry[1].startswith(prefix):
+                    return entry
+            if self.proc.poll() is not None and not self._reader.is_alive():
+                raise AssertionError(
+                    'guest %s ended (rc %s) before %r:\n%s\n%s' % (
+                        self.name, self.proc.returncode, prefix,
+                        self.text()[-3000:], self.qemu_log()[-2000:]))
+            return None
+        return util.wait_for(found, timeout, interval=0.05,
+                             what='guest %s: %r' % (self.name, prefix))
+
+    def wait_done(self, timeout=120.0):
+        """The role's exit status, once the guest has powered off."""
+        _when, line = self.wait_line('GUEST DONE', timeout)
+        self.proc.wait(timeout=30)
+        return int(line.split()[2])
+
+    def pause(self):
+        """The guest stops dead (as a hung host): SIGSTOP to its QEMU."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self):
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def qmp(self, command, **arguments):
+        """One QMP command; its ``return``, or RuntimeError with the
+        error QEMU answered."""
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(30)
+        s.connect(self.qmp_path)
+        f = s.makefile('rw')
+        try:
+            json.loads(f.readline())
+            for cmd, args in (('qmp_capabilities', {}), (command,
+                                                        arguments)):
+                f.write(json.dumps({'execute': cmd, 'arguments': args})
+                        + '\n')
+                f.flush()
+                while True:
+                    answer = json.loads(f.readline())
+                    if 'event' not in answer:
+                        break
+                if 'error' in answer:
+                    raise RuntimeError('%s: %s' % (cmd, answer['error']))
+            return answer.get('return')
+        finally:
+            f.close()
+            s.close()
+
+    def stop(self):
+        self._stop.set()
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+
+class NbdDisk:
+    """A volume attached over NBD, opened by QEMU's nbd driver with the
+    attachment's TLS-PSK key; ``read_only`` as QEMU should open it."""
+
+    def __init__(self, info, read_only=False):
+        self.info = info
+        self.read_only = read_only
+
+    def qemu_args(self, guest_dir, node):
+        info = self.info
+        keydir = os.path.join(guest_dir, 'keys-' + node)
+        os.makedirs(keydir, mode=0o700, exist_ok=True)
+        keyfile = os.path.join(keydir, 'keys.psk')
+        fd = os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, 'w') as f:
+            f.write(nbd.psk_line(info['tls_psk_identity'],
+                                 info['tls_psk_key']))
+        blockdev = {
+            'driver': 'raw', 'node-name': node,
+            'read-only': self.read_only,
+            'file': {'driver': 'nbd', 'export': info['export_name'],
+                     'tls-creds': 'tls-' + node,
+                     'server': {'type': 'inet', 'host': info['host'],
+                                'port': str(info['port'])}}}
+        return ['-object', 'tls-creds-psk,id=tls-%s,dir=%s,username=%s,'
+                'endpoint=client' % (node, keydir,
+                                     info['tls_psk_identity']),
+                '-blockdev', json.dumps(blockdev),
+                '-device', 'virtio-blk-pci,drive=%s' % node]
+
+
+# -- roles -----------------------------------------------------------------
+
+def writer_role(tag, count, interval=0.1, first=1, device='/dev/vda'):
+    """Write records ``<tag> <n>`` to sectors first..first+count-1 of
+    ``device`` with direct I/O, one every ``interval`` s; print ``ACK
+    <tag> <n>`` after each write the disk acknowledged and ``FAIL <tag>
+    <n>`` after each it refused.  ``first``: a number, or a shell
+    expression the role evaluates when it gets there."""
+    return '''
+i=%(first)s
+end=$((i + %(count)d))
+while [ $i -lt $end ]; do
+  printf '%(tag)s %%010d\\n' $i > /tmp/record
+  if dd if=/tmp/record of=%(device)s bs=512 seek=$i count=1 \\
+       conv=sync,notrunc oflag=direct 2>/tmp/err; then
+    echo "ACK %(tag)s $i"
+  else
+    echo "FAIL %(tag)s $i $(tail -n 1 /tmp/err)"
+  fi
+  i=$((i + 1))
+  sleep %(interval)s
+done
+''' % {'tag': tag, 'count': count, 'interval': interval, 'first': first,
+       'device': device}
+
+
+def last_record(sectors, device='/dev/vda'):
+    """Shell: ``$last`` := the last record on sectors 1..``sectors`` of
+    ``device`` (direct I/O), ``$next`` := the sector after it."""
+    return '''
+dd if=%(device)s of=/tmp/disk bs=512 skip=1 count=%(sectors)d \\
+   iflag=direct 2>/dev/null
+last=$(tr -d '\\000' < /tmp/disk | tail -n 1)
+n=$(echo "$last" | sed 's/^[A-Z] 0*//')
+next=$(( ${n:-0} + 1 ))
+''' % {'sectors': sectors, 'device': device}
+
+
+def passive_role(sectors, count, interval=0.1):
+    """The passive node: watch /dev/vda (read-only) and print ``SEEN
+    <record>`` until a second disk, the read-write one a takeover gives,
+    is plugged in; then print ``TOOK OVER <last record>`` and write
+    ``count`` records ``B <n>`` on it after the last one found."""
+    return '''
+while [ ! -b /dev/vdb ]; do
+%(watch)s
+  echo "SEEN $last"
+  sleep %(interval)s
+done
+%(found)s
+echo "TOOK OVER $last"
+%(write)s
+''' % {'watch': last_record(sectors), 'interval': interval,
+       'found': last_record(sectors, '/dev/vdb'),
+       'write': writer_role('B', count, interval, first='$next',
+                            device='/dev/vdb')}
+
+
+def reader_role(sectors, until=None, rounds=600, interval=0.1):
+    """Read sectors 1..``sectors`` of /dev/vda with direct I/O and print
+    the last record found as ``SEEN <record>``, once a round, until a
+    record equal to ``until`` appears (or ``rounds`` rounds); then
+    ``FOUND yes`` or ``FOUND no``, and the role goes on with what
+    follows."""
+    return '''
+r=0
+found=no
+while [ $r -lt %(rounds)d ]; do
+  dd if=/dev/vda of=/tmp/disk bs=512 skip=1 count=%(sectors)d \\
+     iflag=direct 2>/dev/null
+  last=$(tr -d '\\000' < /tmp/disk | tail -n 1)
+  echo "SEEN $last"
+  if [ -n "%(until)s" ] && [ "$last" = "%(until)s" ]; then
+    found=yes
+    break
+  fi
+  r=$((r + 1))
+  sleep %(interval)s
+done
+echo "FOUND $found"
+''' % {'sectors': sectors, 'until': until or '', 'rounds': rounds,
+       'interval': interval}
+
+
+def acknowledged(guest, tag):
+    """(time, n) of each write of ``tag`` the guest's disk acknowledged."""
+    out = []
+    for when, line in list(guest.lines):
+        parts = line.split()
+        if len(parts) >= 3 and parts[0] == 'ACK' and parts[1] == tag:
+            out.append((when, int(parts[2])))
+    return out
+
+
+def refused(guest, tag):
+    """(time, n, reason) of each write of ``tag`` the disk refused."""
+    out = []
+    for when, line in list(guest.lines):
+        parts = line.split(None, 3)
+        if len(parts) >= 3 and parts[0] == 'FAIL' and parts[1] == tag:
+            out.append((when, int(parts[2]),
+                        parts[3] if len(parts) > 3 else ''))
+    return out
+
+
+def records(path, sectors):
+    """The records on sectors 1..``sectors`` of the volume file at
+    ``path``: {sector: record}."""
+    found = {}
+    with open(path, 'rb') as f:
+        for sector in range(1, sectors + 1):
+            f.seek(sector * 512)
+            data = f.read(512).rstrip(b'\0').decode(errors='replace')
+            if data.strip():
+                found[sector] = data.strip()
+    return found
