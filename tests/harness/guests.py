@@ -251,8 +251,12 @@ class Guest:
                         self.name, self.proc.returncode, prefix,
                         self.text()[-3000:], self.qemu_log()[-2000:]))
             return None
-        return util.wait_for(found, timeout, interval=0.05,
-                             what='guest %s: %r' % (self.name, prefix))
+        try:
+            return util.wait_for(found, timeout, interval=0.05,
+                                 what='guest %s: %r' % (self.name, prefix))
+        except AssertionError as e:
+            raise AssertionError('%s\nconsole:\n%s\nqemu:\n%s' % (
+                e, self.text()[-2000:], self.qemu_log()[-2000:])) from None
 
     def wait_done(self, timeout=120.0):
         """The role's exit status, once the guest has powered off."""
@@ -276,8 +280,8 @@ class Guest:
         f = s.makefile('rw')
         try:
             json.loads(f.readline())
-            for cmd, args in (('qmp_capabilities', {}), (command,
-                                                        arguments)):
+            steps = (('qmp_capabilities', {}), (command, arguments))
+            for cmd, args in steps:
                 f.write(json.dumps({'execute': cmd, 'arguments': args})
                         + '\n')
                 f.flush()
@@ -311,7 +315,8 @@ class NbdDisk:
         self.info = info
         self.read_only = read_only
 
-    def qemu_args(self, guest_dir, node):
+    def _parts(self, guest_dir, node):
+        """(tls-creds object properties, blockdev) of this disk."""
         info = self.info
         keydir = os.path.join(guest_dir, 'keys-' + node)
         os.makedirs(keydir, mode=0o700, exist_ok=True)
@@ -320,6 +325,9 @@ class NbdDisk:
         with os.fdopen(fd, 'w') as f:
             f.write(nbd.psk_line(info['tls_psk_identity'],
                                  info['tls_psk_key']))
+        creds = {'id': 'tls-' + node, 'dir': keydir,
+                 'username': info['tls_psk_identity'],
+                 'endpoint': 'client'}
         blockdev = {
             'driver': 'raw', 'node-name': node,
             'read-only': self.read_only,
@@ -327,11 +335,79 @@ class NbdDisk:
                      'tls-creds': 'tls-' + node,
                      'server': {'type': 'inet', 'host': info['host'],
                                 'port': str(info['port'])}}}
-        return ['-object', 'tls-creds-psk,id=tls-%s,dir=%s,username=%s,'
-                'endpoint=client' % (node, keydir,
-                                     info['tls_psk_identity']),
+        return creds, blockdev
+
+    def qemu_args(self, guest_dir, node):
+        creds, blockdev = self._parts(guest_dir, node)
+        creds = ','.join('%s=%s' % kv for kv in creds.items())
+        return ['-object', 'tls-creds-psk,' + creds,
                 '-blockdev', json.dumps(blockdev),
                 '-device', 'virtio-blk-pci,drive=%s' % node]
+
+    def plug(self, guest, node):
+        """Plug this disk into the running ``guest`` (QMP), as a
+        hypervisor hot-plugs a volume: the guest's kernel finds a new
+        virtio disk."""
+        creds, blockdev = self._parts(guest.dir, node)
+        guest.qmp('object-add', **{'qom-type': 'tls-creds-psk'}, **creds)
+        guest.qmp('blockdev-add', **blockdev)
+        guest.qmp('device_add', driver='virtio-blk-pci', drive=node,
+                  id='dev-' + node)
+
+
+class IscsiDisk:
+    """A volume attached over iSCSI, opened by QEMU's iscsi driver
+    (libiscsi) as the attachment's initiator with its CHAP account; the
+    password goes to a secret file."""
+
+    def __init__(self, info, initiator, read_only=False):
+        self.info = info
+        self.initiator = initiator
+        self.read_only = read_only
+
+    def _parts(self, guest_dir, node):
+        info = self.info
+        path = os.path.join(guest_dir, 'chap-' + node)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, 'w') as f:
+            f.write(info['auth_password'])
+        secret = {'id': 'sec-' + node, 'file': path}
+        blockdev = {
+            'driver': 'raw', 'node-name': node,
+            'read-only': self.read_only,
+            'file': {'driver': 'iscsi', 'transport': 'tcp',
+                     'portal': info['target_portal'],
+                     'target': info['target_iqn'],
+                     'lun': info['target_lun'],
+                     'user': info['auth_username'],
+                     'password-secret': 'sec-' + node,
+                     'initiator-name': self.initiator}}
+        return secret, blockdev
+
+    def qemu_args(self, guest_dir, node):
+        secret, blockdev = self._parts(guest_dir, node)
+        secret = ','.join('%s=%s' % kv for kv in secret.items())
+        return ['-object', 'secret,' + secret,
+                '-blockdev', json.dumps(blockdev),
+                '-device', 'virtio-blk-pci,drive=%s' % node]
+
+    def plug(self, guest, node):
+        secret, blockdev = self._parts(guest.dir, node)
+        guest.qmp('object-add', **{'qom-type': 'secret'}, **secret)
+        guest.qmp('blockdev-add', **blockdev)
+        guest.qmp('device_add', driver='virtio-blk-pci', drive=node,
+                  id='dev-' + node)
+
+
+def disk(info, connector, read_only=False):
+    """The Disk for an attachment's ``info`` (its driver_volume_type),
+    as the host of ``connector`` would open it."""
+    kind = info.get('driver_volume_type', 'nbd')
+    if kind == 'iscsi':
+        return IscsiDisk(info, connector['initiator'], read_only)
+    if kind == 'nbd':
+        return NbdDisk(info, read_only)
+    raise ValueError('guests open nbd and iscsi volumes, not %s' % kind)
 
 
 # -- roles -----------------------------------------------------------------
@@ -377,10 +453,19 @@ def passive_role(sectors, count, interval=0.1):
     <record>`` until a second disk, the read-write one a takeover gives,
     is plugged in; then print ``TOOK OVER <last record>`` and write
     ``count`` records ``B <n>`` on it after the last one found."""
+    # each look at the read-only disk runs in the background: a takeover
+    # ends that disk's session, and a read on it may then wait for good
+    # (an initiator logging in again to a target that is gone)
     return '''
+pid=
 while [ ! -b /dev/vdb ]; do
+  if [ -z "$pid" ] || ! kill -0 $pid 2>/dev/null; then
+    (
 %(watch)s
-  echo "SEEN $last"
+    echo "SEEN $last"
+    ) &
+    pid=$!
+  fi
   sleep %(interval)s
 done
 %(found)s
