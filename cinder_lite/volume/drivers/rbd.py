@@ -2,8 +2,11 @@
 ``rbd_pool`` of a Ceph cluster, each snapshot an RBD snapshot
 ``snapshot-<id>`` of it (protected, so volumes can be cloned from it),
 volumes from snapshots and clones of volumes copy-on-write clones
-(flattened past ``rbd_max_clone_depth``).  Nothing lives on the volume
-node: several volume services of one cluster serve the same pool, and a
+(flattened past ``rbd_max_clone_depth``).  A snapshot of a single-writer
+image whose exclusive lock another client holds is a snapshot of a group
+of the image's own, made by the volume service over the holder's lock
+(the holder's key may not allocate snapshot ids; doc/rbd.rst); volumes
+from it are copies.  Nothing lives on the volume node: several volume services of one cluster serve the same pool, and a
 node's death loses nothing.
 
 Every attachment connects as a cephx user of its own,
