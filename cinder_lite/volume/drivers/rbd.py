@@ -6,8 +6,9 @@ volumes from snapshots and clones of volumes copy-on-write clones
 image whose exclusive lock another client holds is a snapshot of a group
 of the image's own, made by the volume service over the holder's lock
 (the holder's key may not allocate snapshot ids; doc/rbd.rst); volumes
-from it are copies.  Nothing lives on the volume node: several volume services of one cluster serve the same pool, and a
-node's death loses nothing.
+from it are copies.  Nothing lives on the volume node: several volume
+services of one cluster serve the same pool, and a node's death loses
+nothing.
 
 Every attachment connects as a cephx user of its own,
 ``client.<rbd_attachment_user_prefix>.<attachment id>``, made at connect
