@@ -9,6 +9,7 @@ issued after its answer, and no write of the host fails; the
 attachment's key still cannot make or remove a snapshot of any image
 (raw librbd and librados calls with it)."""
 import struct
+import subprocess
 import threading
 import time
 
@@ -17,6 +18,7 @@ import pytest
 from tests.harness import backups as bk
 from tests.harness import dataplane as dp
 from tests.harness import snapshots as snaps
+from tests.harness import util
 from tests.rbd.test_rbd import _as_attachment
 from tests.rbd.test_rbd import _image
 from tests.rbd.test_rbd import api  # noqa: F401 (a fixture)
@@ -217,3 +219,82 @@ def _key_reaches_no_snapshot(ceph, api, att, vol):  # noqa: F811
     snaps.wait_gone(api, other_snap['id'])
     assert api.delete('/volumes/%s' % other['id']).status_code == 202
     api.wait_deleted(other['id'])
+
+
+def _qemu_target(info):
+    """qemu's legacy ``rbd:`` name of an attachment's image, connecting
+    with its key (the way a hypervisor given this connection_info
+    would)."""
+    from cinder_lite.common import credentials
+    pairs = zip(info['hosts'], info['ports'])
+    mons = '\\;'.join('%s\\:%s' % hp for hp in pairs)
+    return 'rbd:%s:id=%s:key=%s:mon_host=%s:auth_supported=cephx' % (
+        info['name'], info['auth_username'],
+        credentials.cephx_key_of(info['keyring']), mons)
+
+
+QEMU_WRITES = 2000
+
+
+def test_a_snapshot_while_qemu_writes_a_single_writer_volume(
+        rbd_stack, ceph, api):  # noqa: F811
+    """QEMU's librbd client hands its lock over as this connector's
+    does: qemu-io writes slot after slot through the attachment's key
+    while the snapshot is made; none of its writes fails, and a volume
+    from the snapshot holds a prefix of them that ends mid-run."""
+    util.need('qemu-io')
+    vol = api.create_volume(size=1)
+    host = dp.attacher(rbd_stack, 'a')
+    att = host.attach(vol['id'])
+    script = []
+    for seq in range(QEMU_WRITES):
+        script += ['-c', 'write -q -P %d %d %d' % (
+            seq % 255 + 1, seq * STRIDE, BLOCK)]
+    qemu = subprocess.Popen(
+        ['qemu-io', '-f', 'raw', '-t', 'none',
+         _qemu_target(att['connection_info'])] + script,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rbd, ioctx = _rbd(ceph)
+    name = 'volume-%s' % vol['id']
+    try:
+        # once qemu has written 100 slots (read past its lock)
+        with rbd.Image(ioctx, name, read_only=True) as image:
+            util.wait_for(lambda: image.read(100 * STRIDE, 1) != b'\0',
+                          timeout=60, what='qemu-io writing')
+        snap = snaps.create(api, vol['id'], force=True)
+        snaps.wait_snapshot(api, snap['id'])
+        running = qemu.poll() is None
+        out, err = qemu.communicate(timeout=300)
+    finally:
+        if qemu.poll() is None:
+            qemu.kill()
+            qemu.wait()
+    assert qemu.returncode == 0 and 'fail' not in (out + err).lower(), (
+        out, err)
+    assert running, 'qemu-io ended before the snapshot was made'
+    # qemu held the lock: the volume service took it over for the
+    # snapshot (a group snapshot)
+    assert [s['group']['snap_name'] for s in _group_snaps(ioctx, name)] == [
+        'snapshot-%s' % snap['id']]
+    reader = dp.attacher(rbd_stack, 'b')
+    from_snap = api.create_volume(size=1, snapshot_id=snap['id'])
+    ratt, dev = reader.attach_device(from_snap['id'], mode='ro')
+    try:
+        held = [seq for seq in range(QEMU_WRITES)
+                if dev.read(seq * STRIDE, BLOCK) ==
+                bytes([seq % 255 + 1]) * BLOCK]
+    finally:
+        reader.detach(ratt['id'], dev)
+    assert held == list(range(len(held)))
+    assert 100 < len(held) < QEMU_WRITES
+    host.detach(att['id'])
+    api.wait_volume(vol['id'], 'available')
+    for v in (from_snap, vol):
+        if v is vol:
+            assert api.delete('/snapshots/%s' % snap['id']).status_code == \
+                202
+            snaps.wait_gone(api, snap['id'])
+        assert api.delete('/volumes/%s' % v['id']).status_code == 202
+        api.wait_deleted(v['id'])
+    while _rbd.clients:
+        _rbd.clients.pop().shutdown()
