@@ -298,3 +298,54 @@ def test_a_snapshot_while_qemu_writes_a_single_writer_volume(
         api.wait_deleted(v['id'])
     while _rbd.clients:
         _rbd.clients.pop().shutdown()
+
+
+def test_the_right_to_make_snapshot_ids_is_the_right_to_remove_any(ceph):
+    """Why an attachment's key is not given the right to make snapshot
+    ids (doc/rbd.rst): the monitors grant it to any key that may write
+    somewhere in the pool, an image's own namespace included, and the
+    same right releases any id of the pool, which trims another image's
+    snapshot.  (Should Ceph ever scope it, this fails and the design may
+    be revisited.)"""
+    rbd, admin = _rbd(ceph)
+    name = 'cinder-lite-test-snapids'
+    rbd.RBD().create(admin, name, 4 * MiB, old_format=False,
+                     features=rbd.RBD_FEATURE_LAYERING)
+    try:
+        with rbd.Image(admin, name) as image:
+            image.write(b'A' * BLOCK, 0)
+            image.create_snap('s')
+            image.write(b'B' * BLOCK, 0)
+            (snap_id,) = [s['id'] for s in image.list_snaps()]
+        keyring = ceph.make_key('cinder-lite-test-namespace', [
+            ('mon', 'allow r'),
+            ('osd', 'allow rwx pool=%s namespace=only-this' % ceph.pool)])
+        rados_mod = __import__('rados')
+        cluster = rados_mod.Rados(
+            rados_id='cinder-lite-test-namespace', conffile=ceph.conf,
+            conf={'keyring': keyring})
+        cluster.connect(timeout=20)
+        try:
+            ioctx = cluster.open_ioctx(ceph.pool)
+            with pytest.raises(rbd.PermissionError):
+                rbd.Image(ioctx, name)
+            made = ioctx.create_self_managed_snap()
+            ioctx.remove_self_managed_snap(made)
+            ioctx.remove_self_managed_snap(snap_id)
+            ioctx.close()
+        finally:
+            cluster.shutdown()
+
+        def trimmed():
+            with rbd.Image(admin, name, snapshot='s',
+                           read_only=True) as snap:
+                return snap.read(0, BLOCK) == b'\0' * BLOCK
+        util.wait_for(trimmed, timeout=60, what='the snapshot trimmed')
+    finally:
+        with rbd.Image(admin, name) as image:
+            for snap in list(image.list_snaps()):
+                image.remove_snap(snap['name'])
+        rbd.RBD().remove(admin, name)
+        ceph.ceph('auth', 'del', 'client.cinder-lite-test-namespace')
+        while _rbd.clients:
+            _rbd.clients.pop().shutdown()
