@@ -199,12 +199,35 @@ class RbdDevice:
         try:
             self._cluster.connect(timeout=self.CONNECT_TIMEOUT)
             self._ioctx = self._cluster.open_ioctx(pool)
-            self._image = rbd.Image(self._ioctx, image, snapshot=snapshot,
-                                    read_only=self.read_only)
+            try:
+                self._image = rbd.Image(self._ioctx, image,
+                                        snapshot=snapshot,
+                                        read_only=self.read_only)
+            except rbd.ImageNotFound:
+                if not snapshot:
+                    raise
+                # not a user snapshot: an image's snapshot of a group
+                # snapshot (the RBD driver's snapshots of an image another
+                # client held the lock of) is found by its name here
+                self._image = self._open_snapshot_by_id(rbd, image, snapshot)
         except Exception:
             self.close()
             raise
         self.size = self._image.size()
+
+    def _open_snapshot_by_id(self, rbd, image, snapshot):
+        opened = rbd.Image(self._ioctx, image, read_only=True)
+        try:
+            found = [s['id'] for s in opened.list_snaps()
+                     if s['name'] == snapshot]
+            if not found:
+                raise exception.InvalidInput(
+                    reason='image %s has no snapshot %s' % (image, snapshot))
+            opened.set_snap_by_id(found[0])
+        except Exception:
+            opened.close()
+            raise
+        return opened
 
     def refresh(self):
         """The image's size now (it grows when the volume is extended in

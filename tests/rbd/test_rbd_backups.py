@@ -59,9 +59,8 @@ def test_backups_of_an_rbd_volume_available_in_use_and_of_a_snapshot(
     api.put('/os-quota-sets/%s' % api.project, json={'quota_set': {
         'volumes': -1, 'gigabytes': -1, 'backups': -1,
         'backup_gigabytes': -1}})
-    # a shared volume (no exclusive lock: each host writes; a writer that
-    # holds an image's exclusive lock is asked to make its snapshots
-    # itself, and an attachment's key may not)
+    # a shared volume (no exclusive lock: each host writes; a
+    # single-writer volume in use is in test_rbd_snapshot_in_use.py)
     vol = api.create_volume(size=1, volume_type='shared')
     writer = dp.attacher(rbd_stack, 'a')
     att, dev = writer.attach_device(vol['id'])

@@ -2,9 +2,13 @@
 ``rbd_pool`` of a Ceph cluster, each snapshot an RBD snapshot
 ``snapshot-<id>`` of it (protected, so volumes can be cloned from it),
 volumes from snapshots and clones of volumes copy-on-write clones
-(flattened past ``rbd_max_clone_depth``).  Nothing lives on the volume
-node: several volume services of one cluster serve the same pool, and a
-node's death loses nothing.
+(flattened past ``rbd_max_clone_depth``).  A snapshot of a single-writer
+image whose exclusive lock another client holds is a snapshot of a group
+of the image's own, made by the volume service over the holder's lock
+(the holder's key may not allocate snapshot ids; doc/rbd.rst); volumes
+from it are copies.  Nothing lives on the volume node: several volume
+services of one cluster serve the same pool, and a node's death loses
+nothing.
 
 Every attachment connects as a cephx user of its own,
 ``client.<rbd_attachment_user_prefix>.<attachment id>``, made at connect
@@ -56,6 +60,9 @@ GiB = 1024 ** 3
 BARRIER_NAMESPACE = 'cinder-lite-fence-barrier'
 # one RBD snapshot per clone of a volume, on the source
 CLONE_SNAP = 'clone-%s'
+# the snapshots deleted while a client held their image's lock: {snapshot
+# id: image name}, removed from the image when that client is cut off
+DEFERRED = 'cinder_lite.snapshots.deferred'
 ENOENT = 2
 
 
@@ -271,16 +278,26 @@ class RBDDriver(base.VolumeDriver):
             # it) left its name in the pool's directory: librbd's remove
             # finishes that
             self._remove_image(name)
+            self._remove_group(name)
             return
         try:
             parent = self._parent_of(image)
+            self._leave_group(image)
             # what was cloned from it becomes independent first: a volume
             # is deleted whatever was made from it
             for snap in list(image.list_snaps()):
-                self._remove_snap(image, snap['name'])
+                kind = snap.get('namespace', rbd.RBD_SNAP_NAMESPACE_TYPE_USER)
+                if kind == rbd.RBD_SNAP_NAMESPACE_TYPE_USER:
+                    self._remove_snap(image, snap['name'])
+                elif kind != rbd.RBD_SNAP_NAMESPACE_TYPE_GROUP:
+                    # in librbd's trash (a removal that failed half-way)
+                    image.remove_snap_by_id(snap['id'])
         finally:
             image.close()
         self._remove_image(name)
+        self._remove_omap(DEFERRED, [
+            sid for sid, value in self._omap(DEFERRED).items()
+            if json.loads(value)['image'] == name])
         if parent is not None and parent[1] == CLONE_SNAP % volume['id']:
             self._drop_clone_snap(parent[0], parent[1])
         LOG.info('deleted %s from pool %s', name, self.pool)
@@ -415,39 +432,206 @@ class RBDDriver(base.VolumeDriver):
         self._set_omap('cinder_lite.snapshots', {snapshot['id']: name})
         image = self._image(name)
         try:
-            try:
-                image.create_snap(snap)
-            except rbd.ImageExists:
-                LOG.info('snapshot %s of %s exists already', snap, name)
-                if not image.is_protected_snap(snap):
-                    image.protect_snap(snap)
+            if self._group_snap(image, snap) is not None:
+                LOG.info('snapshot %s of %s exists already (through its '
+                         'group)', snap, name)
                 return False
-            image.protect_snap(snap)
+            held = self._locked_by_another(image)
+            if not held:
+                try:
+                    image.create_snap(snap)
+                except rbd.ImageExists:
+                    LOG.info('snapshot %s of %s exists already', snap, name)
+                    if not image.is_protected_snap(snap):
+                        image.protect_snap(snap)
+                    return False
+                except rbd.PermissionError:
+                    # a writer took the lock meanwhile: librbd asked it
+                    # to make the snapshot, and its key may not
+                    held = True
+                else:
+                    image.protect_snap(snap)
         finally:
             image.close()
-        LOG.info('made RBD snapshot %s@%s', name, snap)
+        if held:
+            self._snapshot_through_group(name, snap)
+        else:
+            LOG.info('made RBD snapshot %s@%s', name, snap)
         return True
 
-    def delete_snapshot(self, snapshot):
+    # -- snapshots of an image another client holds the lock of ----------
+    # librbd has the holder of a single-writer image's exclusive lock make
+    # its snapshots; a host's key may not allocate snapshot ids (that
+    # right is the whole pool's, and would let it remove any image's
+    # snapshots: doc/rbd.rst).  A group snapshot is made by the volume
+    # service's own client instead: it blocks the holder's requests for
+    # the lock, asks it for the lock (the holder finishes its writes in
+    # flight and hands it over, its next writes wait), makes the snapshot
+    # and gives the lock back.  Each such image is the one member of a
+    # group of its own name; the Cinder snapshot is the group's snapshot
+    # ``snapshot-<id>``, and the image's snapshot of that group snapshot
+    # (librbd's name ``.group.<pool>_<group>_<snap>``) is what is read.
+
+    @staticmethod
+    def _locked_by_another(image):
+        """Whether a client holds the image's exclusive lock (this
+        driver's handle never takes it: it does not write)."""
         rbd = rbd_module()
+        if not image.features() & rbd.RBD_FEATURE_EXCLUSIVE_LOCK:
+            return False
+        return bool(list(image.lock_get_owners()))
+
+    @staticmethod
+    def _group_snap(image, snap):
+        """The image's snapshot of its group's snapshot ``snap`` (a dict
+        of ``list_snaps``), or None."""
+        rbd = rbd_module()
+        for found in image.list_snaps():
+            if found.get('namespace') != rbd.RBD_SNAP_NAMESPACE_TYPE_GROUP:
+                continue
+            group = found.get('group') or {}
+            if group.get('name') == image.get_name() and \
+                    group.get('snap_name') == snap:
+                return found
+        return None
+
+    def _group_snap_of(self, name, snap):
+        rbd = rbd_module()
+        try:
+            image = self._image(name, read_only=True)
+        except rbd.ImageNotFound:
+            return None
+        try:
+            return self._group_snap(image, snap)
+        finally:
+            image.close()
+
+    def _snapshot_through_group(self, name, snap):
+        rbd = rbd_module()
+        started = time.monotonic()
+        try:
+            rbd.RBD().group_create(self.ioctx(), name)
+        except rbd.ObjectExists:
+            pass
+        group = rbd.Group(self.ioctx(), name)
+        image = self._image(name, read_only=True)
+        try:
+            member = image.group().get('name') == name
+        finally:
+            image.close()
+        if not member:
+            group.add_image(self.ioctx(), name)
+        try:
+            group.create_snap(snap)
+        except rbd.ObjectExists:
+            LOG.info('group snapshot %s of %s exists already', snap, name)
+            return
+        LOG.info('made RBD snapshot %s@%s through its group (the lock '
+                 'holder handed the lock over) in %.3f s', name, snap,
+                 time.monotonic() - started)
+
+    def _leave_group(self, image):
+        """Remove the group snapshots of ``image`` and its group (before
+        the image is removed)."""
+        rbd = rbd_module()
+        name = image.get_name()
+        if image.group().get('name') != name:
+            return
+        group = rbd.Group(self.ioctx(), name)
+        for snap in list(group.list_snaps()):
+            group.remove_snap(snap['name'])
+        group.remove_image(self.ioctx(), name)
+        self._remove_group(name)
+
+    def _remove_group(self, name):
+        rbd = rbd_module()
+        try:
+            rbd.RBD().group_remove(self.ioctx(), name)
+        except rbd.ObjectNotFound:
+            pass
+
+    def delete_snapshot(self, snapshot):
         try:
             name = self._snapshot_image(snapshot['id'])
         except exception.BackendError:
             return
+        snap = snapshot_name(snapshot['id'])
+        waits = self._remove_snapshot_of(name, snap)
+        if waits is not None:
+            self._set_omap(DEFERRED, {snapshot['id']: json.dumps(
+                {'image': name, 'snap_id': waits})})
+        self._remove_omap('cinder_lite.snapshots', (snapshot['id'],))
+        LOG.info('deleted RBD snapshot %s@%s', name, snap)
+
+    def _remove_snapshot_of(self, name, snap, snap_id=None):
+        """Remove the snapshot ``snap`` of the image ``name`` (done when
+        either is gone); ``snap_id``: the image's snapshot of that id,
+        whatever its namespace now.  Returns None when done, else the id
+        of the image's snapshot that must wait: a client holds the
+        image's exclusive lock, and librbd has the holder release the
+        snapshot's id, which its key may not (librbd leaves the snapshot
+        in its trash namespace).  It is removed when that client is cut
+        off (``remove_export``) or with the image."""
+        rbd = rbd_module()
         try:
             image = self._image(name)
         except rbd.ImageNotFound:
-            name = None
-        else:
+            return None
+        try:
+            found = self._group_snap(image, snap)
+            if found is None:
+                found = next((s for s in image.list_snaps()
+                              if (s['id'] == snap_id if snap_id is not None
+                                  else s['name'] == snap)), None)
+            if found is None:
+                self._drop_group_snap(name, snap)
+                return None
             try:
-                self._remove_snap(image, snapshot_name(snapshot['id']))
+                kind = found.get('namespace',
+                                 rbd.RBD_SNAP_NAMESPACE_TYPE_USER)
+                if kind == rbd.RBD_SNAP_NAMESPACE_TYPE_GROUP:
+                    rbd.Group(self.ioctx(), name).remove_snap(snap)
+                elif kind == rbd.RBD_SNAP_NAMESPACE_TYPE_USER:
+                    self._remove_snap(image, found['name'])
+                else:
+                    # in librbd's trash: a removal that failed half-way
+                    image.remove_snap_by_id(found['id'])
+                    self._drop_group_snap(name, snap)
             except rbd.ImageNotFound:
                 pass
-            finally:
-                image.close()
-        self._remove_omap('cinder_lite.snapshots', (snapshot['id'],))
-        LOG.info('deleted RBD snapshot %s@%s', name,
-                 snapshot_name(snapshot['id']))
+            except rbd.PermissionError:
+                if not self._locked_by_another(image):
+                    raise
+                LOG.info('snapshot %s of %s (id %d): removed once the '
+                         'client holding the image\'s lock lets it go',
+                         snap, name, found['id'])
+                return found['id']
+        finally:
+            image.close()
+        return None
+
+    def _drop_group_snap(self, name, snap):
+        """The group's record of its snapshot ``snap`` (its image's
+        snapshot gone)."""
+        rbd = rbd_module()
+        try:
+            rbd.Group(self.ioctx(), name).remove_snap(snap)
+        except (rbd.ObjectNotFound, rbd.ImageNotFound):
+            pass
+
+    def _remove_deferred(self, name):
+        """Remove the snapshots of the image ``name`` that waited for the
+        client holding its lock (see ``_remove_snapshot_of``)."""
+        done = []
+        for sid, value in self._omap(DEFERRED).items():
+            record = json.loads(value)
+            if record['image'] == name and self._remove_snapshot_of(
+                    name, snapshot_name(sid), record['snap_id']) is None:
+                done.append(sid)
+        if done:
+            self._remove_omap(DEFERRED, done)
+            LOG.info('removed %d snapshot(s) of %s whose removal waited '
+                     'for its lock holder', len(done), name)
 
     def _ancestry(self, name):
         """(RBD id of the image ``name``, [RBD ids of the images it is a
@@ -488,12 +672,48 @@ class RBDDriver(base.VolumeDriver):
     def _clone(self, volume, parent, snap, flatten, what):
         rbd = rbd_module()
         name = volume_name(volume['id'])
-        started = time.monotonic()
 
         def make():
             rbd.RBD().clone(self.ioctx(), parent, snap, self.ioctx(), name,
                             features=self._features(volume),
                             order=self._order())
+        how = 'a copy-on-write clone of %s@%s' % (parent, snap)
+        return self._made_from(volume, make, flatten, what, how)
+
+    def _copy(self, volume, parent, snap, what):
+        """Make the volume a copy of the image ``parent`` at its snapshot
+        ``snap`` (a dict of ``list_snaps``): librbd clones only from a
+        snapshot it can name, and a group snapshot's image snapshot it
+        finds by id only."""
+        name = volume_name(volume['id'])
+
+        # through a name of its own, renamed when whole: a copy cut short
+        # never passes for the volume
+        partial = '%s.copying' % name
+
+        def make():
+            rbd = rbd_module()
+            self._remove_image(partial)
+            source = self._image(parent, read_only=True)
+            try:
+                source.set_snap_by_id(snap['id'])
+                source.copy(self.ioctx(), partial,
+                            features=self._features(volume),
+                            order=self._order())
+            finally:
+                source.close()
+            try:
+                rbd.RBD().rename(self.ioctx(), partial, name)
+            except rbd.ImageExists:
+                self._remove_image(partial)
+                raise
+        return self._made_from(volume, make, False, what,
+                               'a copy of %s@%s' % (parent, snap['name']))
+
+    def _made_from(self, volume, make, flatten, what, how):
+        rbd = rbd_module()
+        name = volume_name(volume['id'])
+        started = time.monotonic()
         try:
             self._made_with_unique_id(name, make)
         except rbd.ImageExists:
@@ -514,12 +734,16 @@ class RBDDriver(base.VolumeDriver):
             LOG.warning('removing %s: its clone did not complete', name)
             self._remove_image(name)
             raise
-        LOG.info('made %s by a copy-on-write clone of %s@%s in %.3f s',
-                 what, parent, snap, time.monotonic() - started)
+        LOG.info('made %s by %s in %.3f s', what, how,
+                 time.monotonic() - started)
         return True
 
     def create_volume_from_snapshot(self, volume, snapshot):
         parent = self._snapshot_image(snapshot['id'])
+        grouped = self._group_snap_of(parent, snapshot_name(snapshot['id']))
+        if grouped is not None:
+            return self._copy(volume, parent, grouped, 'volume %s from '
+                              'snapshot %s' % (volume['id'], snapshot['id']))
         return self._clone(
             volume, parent, snapshot_name(snapshot['id']),
             self.conf.rbd_flatten_volume_from_snapshot,
@@ -709,6 +933,12 @@ class RBDDriver(base.VolumeDriver):
         self._barrier()
         if record is not None:
             self._break_locks(record['image'], others)
+            try:
+                self._remove_deferred(record['image'])
+            except Exception as e:   # (the cut-off stands)
+                LOG.warning('attachment %s: snapshots of %s whose removal '
+                            'waited for it are still there: %s',
+                            attachment_id, record['image'], e)
         self._remove_omap(self.records, (attachment_id,))
         if record is None and not cut:
             return None
@@ -903,5 +1133,10 @@ class RBDDriver(base.VolumeDriver):
         self.create_export(volume, connector, mode, export_id)
         info = self.initialize_connection(volume, connector, mode, export_id)
         if snapshot_id:
-            info['data']['snapshot_name'] = snapshot_name(snapshot_id)
+            snap = snapshot_name(snapshot_id)
+            grouped = self._group_snap_of(volume_name(volume['id']), snap)
+            # (the connector finds a group snapshot's image snapshot by
+            # its name among the image's snapshots)
+            info['data']['snapshot_name'] = grouped['name'] if grouped \
+                else snap
         return info
