@@ -4,7 +4,6 @@ block drivers with the credentials the connection_info carries.  What the
 guest's kernel sees is asserted: writes of one guest read by the other,
 read-only refused, and the active/passive takeover of the multi-attach
 blueprint with the old writer cut off at the target."""
-import time
 import uuid
 
 import pytest
@@ -12,8 +11,6 @@ import pytest
 from tests.harness import dataplane as dp
 from tests.harness import guests as guests_mod
 from tests.harness import util
-
-SINGLE_WRITER = {'multiattach': '<is> True', 'mode': 'RO'}
 
 
 @pytest.fixture(params=['nbd', 'iscsi'])
@@ -95,9 +92,6 @@ def test_qemu_cannot_open_a_read_only_attachment_for_writing(
     hb.detach(r_att['id'])
 
 
-SECTORS = 400
-
-
 def test_the_passive_guest_takes_over_and_the_old_writer_is_cut_off(
         proto_stack, guests):
     """Guest A (read-write) appends a record every 100 ms; guest B
@@ -107,90 +101,28 @@ def test_the_passive_guest_takes_over_and_the_old_writer_is_cut_off(
     writes fail at the target, and the disk holds every write A had
     acknowledged and none of A's after B's first."""
     s, api = proto_stack, proto_stack.client()
-    protocol = 'iscsi' if hasattr(s, 'tgt_control') else 'nbd'
-    api.create_type('single', SINGLE_WRITER)
-    vid = api.create_volume(volume_type='single')['id']
-    ha, hb = dp.attacher(s, 'a'), dp.attacher(s, 'b')
-    w_att = ha.attach(vid, str(uuid.uuid4()))
-    r_att = hb.attach(vid, str(uuid.uuid4()))
-    assert (w_att['attach_mode'], r_att['attach_mode']) == ('rw', 'ro')
-    a = guests('a', guests_mod.writer_role('A', SECTORS - 100),
-               [_disk(w_att, ha)])
-    b = guests('b', guests_mod.passive_role(SECTORS, 20),
-               [_disk(r_att, hb, read_only=True)])
-    # both run: A writes, B sees A's records
-    util.wait_for(lambda: len(guests_mod.acknowledged(a, 'A')) >= 10,
-                  180, what='10 writes of A')
-    util.wait_for(lambda: any(line.startswith('SEEN A ')
-                              for _, line in b.lines), 120,
-                  what='B sees A')
-    a.pause()
-    paused_at = time.monotonic()
-    # B's cluster manager: A's heartbeat (its records) is stale once no
-    # new one came for a second
-    detection = 1.0
-    util.wait_for(lambda: time.monotonic() - max(
-        [paused_at] + [t for t, _ in guests_mod.acknowledged(a, 'A')])
-        >= detection, 30, what='stale heartbeat of A')
-    acked_before = guests_mod.acknowledged(a, 'A')
-    asked = time.monotonic()
-    taken = hb.transport.takeover(r_att['id'])
-    answered = time.monotonic()
-    assert taken['attach_mode'] == 'rw'
-    _disk(taken, hb).plug(b, 'rw')
-    plugged = time.monotonic()
-    took, _line = b.wait_line('TOOK OVER', 120)
-    util.wait_for(lambda: len(guests_mod.acknowledged(b, 'B')) == 20, 180,
-                  what='20 writes of B')
-    b_acks = guests_mod.acknowledged(b, 'B')
+    run = guests_mod.active_passive(s, guests)
+    a_acks, b_acks, on_disk = run.a_acks, run.b_acks, run.on_disk
     b_first = b_acks[0][1]
-
-    a.resume()
-    resumed = time.monotonic()
-    if protocol == 'nbd':
-        # the export A had is gone: QEMU's NBD client fails the requests
-        # and the guest's kernel reports the I/O errors
-        util.wait_for(lambda: len(guests_mod.refused(a, 'A')) >= 3, 120,
-                      what='A refused')
-    else:
-        # the session A had is ended and its CHAP account deleted: QEMU's
-        # iSCSI driver (libiscsi) tries to log in again, is refused, and
-        # keeps the guest's requests waiting instead of failing them
-        time.sleep(8)
-    a.stop()
-    a_acks = guests_mod.acknowledged(a, 'A')
-    a_refused = guests_mod.refused(a, 'A')
-    on_disk = guests_mod.records(dp.volume_path(s, vid), SECTORS)
-
     # no acknowledged write of A lost; every one of them is before B's
     # first (at most the one A's kernel had sent when it hung is
     # acknowledged after: it landed before the takeover)
-    lost = [n for _, n in a_acks if on_disk.get(n) != 'A %010d' % n]
-    assert lost == [], (lost, on_disk)
+    assert run.lost() == [], (run.lost(), on_disk)
     assert all(n < b_first for _, n in a_acks), (a_acks, b_first)
-    assert len(a_acks) - len(acked_before) <= 1, a.text()
+    assert len(a_acks) - len(run.acked_before) <= 1, run.a_console
     # no write of A landed after B took over: B's records are all there
-    a_after = [n for n, r in on_disk.items() if r.startswith('A ')
-               and n >= b_first]
-    assert a_after == [], a_after
+    assert run.a_after() == [], run.a_after()
     assert [on_disk.get(n) for _, n in b_acks] == [
         'B %010d' % n for _, n in b_acks]
     # A's kernel saw its writes fail (the target cut it off), or (iSCSI)
     # its writes wait on a login the target refuses
-    if protocol == 'nbd':
-        assert a_refused and all(n >= b_first - 1 for _, n, _ in a_refused)
+    if run.protocol == 'nbd':
+        assert run.a_refused and all(n >= b_first - 1
+                                     for _, n, _ in run.a_refused)
     else:
-        assert not [t for t, _ in a_acks if t > resumed + 1], (
-            a.text(), a.qemu_log())
-    gap = b_acks[0][0] - acked_before[-1][0] - detection
-    print('takeover seen by guests: A last acknowledged write -> B first '
-          'write %.2f s beyond a %.1f s detection (takeover request %.2f s, '
-          'plug %.2f s, B sees its disk %.2f s later, first write %.2f s '
-          'later); A writes lost 0 of %d; A writes after B took over 0 '
-          '(refused %d)' % (
-              gap, detection, answered - asked, plugged - answered,
-              took - plugged, b_acks[0][0] - took, len(a_acks),
-              len(a_refused)))
+        assert not [t for t, _ in a_acks if t > run.times['resumed'] + 1], (
+            run.a_console)
+    print(run.summary())
     # the takeover ended the old writer's attachment
-    assert api.get('/attachments/%s' % w_att['id']).status_code == 404
-    hb.detach(r_att['id'])
+    assert api.get('/attachments/%s' % run.writer_attachment
+                   ).status_code == 404

@@ -30,8 +30,10 @@ import stat
 import subprocess
 import threading
 import time
+import uuid
 
 from cinder_lite import nbd
+from tests.harness import dataplane as dp
 from tests.harness import util
 
 CACHE = os.path.join(os.path.expanduser('~'), '.cache', 'cinder_lite',
@@ -427,7 +429,7 @@ while [ $i -lt $end ]; do
        conv=sync,notrunc oflag=direct 2>/tmp/err; then
     echo "ACK %(tag)s $i"
   else
-    echo "FAIL %(tag)s $i $(tail -n 1 /tmp/err)"
+    echo "FAIL %(tag)s $i $(head -n 1 /tmp/err)"
   fi
   i=$((i + 1))
   sleep %(interval)s
@@ -535,3 +537,178 @@ def records(path, sectors):
             if data.strip():
                 found[sector] = data.strip()
     return found
+
+
+# -- the active/passive cluster ---------------------------------------------
+
+SINGLE_WRITER = {'multiattach': '<is> True', 'mode': 'RO'}
+
+
+class ActivePassive:
+    """What one ``active_passive`` run saw: (time, n) of the writes each
+    guest's disk acknowledged, (time, n, why) of those A's refused, the
+    records on the volume afterwards, and the moments of the run
+    (``times``: paused, asked, answered, plugged, took, resumed)."""
+
+    def __init__(self, protocol, detection):
+        self.protocol = protocol
+        self.detection = detection
+        self.times = {}
+        self.acked_before = []
+        self.a_acks = self.b_acks = self.a_refused = []
+        self.on_disk = {}
+        self.a_console = self.b_console = ''
+        self.writer_attachment = None
+
+    def lost(self):
+        """A's acknowledged writes missing from the volume."""
+        return [n for _, n in self.a_acks
+                if self.on_disk.get(n) != 'A %010d' % n]
+
+    def a_after(self):
+        """Records of A on the volume at or after B's first."""
+        first = self.b_acks[0][1]
+        return [n for n, r in self.on_disk.items() if r.startswith('A ')
+                and n >= first]
+
+    def gap(self):
+        """From A's last acknowledged write to B's first, less the time
+        B's host took to decide that A was gone."""
+        return (self.b_acks[0][0] - self.acked_before[-1][0]
+                - self.detection)
+
+    def summary(self):
+        t = self.times
+        return ('%s takeover seen by guests: A last acknowledged write -> '
+                'B first write %.2f s beyond a %.1f s detection (takeover '
+                'request %.2f s, plug %.2f s, B sees its disk %.2f s later, '
+                'first write %.2f s later); A writes lost %d of %d; A '
+                'writes after B took over %d (refused %d)' % (
+                    self.protocol, self.gap(), self.detection,
+                    t['answered'] - t['asked'], t['plugged'] - t['answered'],
+                    t['took'] - t['plugged'], self.b_acks[0][0] - t['took'],
+                    len(self.lost()), len(self.a_acks), len(self.a_after()),
+                    len(self.a_refused)))
+
+
+def active_passive(s, start, sectors=400, b_writes=20, detection=1.0):
+    """The multi-attach blueprint's cluster on stack ``s`` (a file backend
+    exporting over NBD or iSCSI): guest A writes a single-writer volume,
+    guest B watches it read-only; A hangs (SIGSTOP of its QEMU), B's host
+    sees no record of A's for ``detection`` s, takes over (os-takeover),
+    plugs the read-write disk into B, and B writes ``b_writes`` records;
+    then A is let go.  ``start(name, role, disks)`` starts a guest.  The
+    old writer's attachment is gone afterwards (the takeover ended it);
+    B's is detached."""
+    api = s.client()
+    protocol = 'iscsi' if hasattr(s, 'tgt_control') else 'nbd'
+    run = ActivePassive(protocol, detection)
+    if not any(t['name'] == 'single' for t in api.get('/types').json()[
+            'volume_types']):
+        api.create_type('single', SINGLE_WRITER)
+    vid = api.create_volume(volume_type='single')['id']
+    ha, hb = dp.attacher(s, 'a'), dp.attacher(s, 'b')
+    w_att = ha.attach(vid, str(uuid.uuid4()))
+    r_att = hb.attach(vid, str(uuid.uuid4()))
+    run.writer_attachment = w_att['id']
+    assert (w_att['attach_mode'], r_att['attach_mode']) == ('rw', 'ro')
+    a = start('a', writer_role('A', sectors - 100),
+              [disk(w_att['connection_info'], ha.connector)])
+    b = start('b', passive_role(sectors, b_writes),
+              [disk(r_att['connection_info'], hb.connector, True)])
+    try:
+        util.wait_for(lambda: len(acknowledged(a, 'A')) >= 10, 180,
+                      what='10 writes of A')
+        util.wait_for(lambda: any(line.startswith('SEEN A ')
+                                  for _, line in b.lines), 120,
+                      what='B sees A')
+        a.pause()
+        run.times['paused'] = paused = time.monotonic()
+        # B's cluster manager: A's heartbeat (its records) is stale once
+        # none came for ``detection`` s
+        util.wait_for(lambda: time.monotonic() - max(
+            [paused] + [t for t, _ in acknowledged(a, 'A')]) >= detection,
+            30, what='stale heartbeat of A')
+        run.acked_before = acknowledged(a, 'A')
+        run.times['asked'] = time.monotonic()
+        taken = hb.transport.takeover(r_att['id'])
+        run.times['answered'] = time.monotonic()
+        assert taken['attach_mode'] == 'rw', taken
+        disk(taken['connection_info'], hb.connector).plug(b, 'rw')
+        run.times['plugged'] = time.monotonic()
+        run.times['took'], _line = b.wait_line('TOOK OVER', 120)
+        util.wait_for(lambda: len(acknowledged(b, 'B')) == b_writes, 180,
+                      what='%d writes of B' % b_writes)
+        a.resume()
+        run.times['resumed'] = time.monotonic()
+        if protocol == 'nbd':
+            # the export A had is gone: QEMU's NBD client fails the
+            # requests and the guest's kernel reports I/O errors
+            util.wait_for(lambda: len(refused(a, 'A')) >= 3, 120,
+                          what='A refused')
+        else:
+            # the session A had is ended and its CHAP account deleted:
+            # QEMU's iSCSI driver (libiscsi) tries to log in again, is
+            # refused, and keeps the guest's requests waiting
+            time.sleep(8)
+        run.times['end'] = time.monotonic()
+    finally:
+        a.stop()
+        run.a_console, run.b_console = a.text(), b.text()
+    run.a_acks, run.a_refused = acknowledged(a, 'A'), refused(a, 'A')
+    run.b_acks = acknowledged(b, 'B')
+    run.on_disk = records(dp.volume_path(s, vid), sectors)
+    b.stop()
+    hb.detach(r_att['id'])
+    return run
+
+
+def timeline_svg(run, path):
+    """Draw ``run`` as an SVG timeline: A's acknowledged writes, the
+    hang, the takeover, B's writes, A's refused writes."""
+    t0 = min([t for t, _ in run.a_acks] + [run.times['paused']])
+    end = run.times['end']
+    width, left, right = 960, 120, 20
+    scale = (width - left - right) / max(end - t0, 1e-3)
+
+    def x(t):
+        return left + (t - t0) * scale
+    rows = {'A writes': 60, 'B writes': 120}
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" '
+           'height="230" font-family="sans-serif" font-size="13">' % width,
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="10" y="24" font-size="15" font-weight="bold">'
+           'Active/passive takeover seen by two guest kernels (%s)</text>'
+           % run.protocol]
+    for label, y in rows.items():
+        out.append('<text x="10" y="%d">%s</text>' % (y + 4, label))
+        out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#ccc"/>'
+                   % (left, width - right, y, y))
+    for t, _n in run.a_acks:
+        out.append('<circle cx="%.1f" cy="60" r="3" fill="#1f6fb2"/>'
+                   % x(t))
+    for t, _n, _why in run.a_refused:
+        out.append('<text x="%.1f" y="65" fill="#c0392b" '
+                   'text-anchor="middle" font-weight="bold">x</text>' % x(t))
+    for t, _n in run.b_acks:
+        out.append('<circle cx="%.1f" cy="120" r="3" fill="#27ae60"/>'
+                   % x(t))
+    marks = [('paused', 'A hangs'), ('asked', 'takeover asked'),
+             ('took', 'B has its disk'), ('resumed', 'A wakes')]
+    for i, (key, label) in enumerate(marks):
+        xx = x(run.times[key])
+        out.append('<line x1="%.1f" x2="%.1f" y1="40" y2="140" '
+                   'stroke="#888" stroke-dasharray="4,3"/>' % (xx, xx))
+        out.append('<text x="%.1f" y="%d" text-anchor="middle" '
+                   'fill="#444">%s</text>' % (xx, 160 + 16 * (i % 2), label))
+    out.append('<text x="10" y="215" fill="#444">%s</text>' % (
+        'A: %d writes acknowledged, %d lost, %d after B took over, %d '
+        'refused at the target; B: %d writes; %.2f s from A\'s last write '
+        'to B\'s first beyond %.1f s detection' % (
+            len(run.a_acks), len(run.lost()), len(run.a_after()),
+            len(run.a_refused), len(run.b_acks), run.gap(),
+            run.detection)))
+    out.append('</svg>')
+    with open(path, 'w') as f:
+        f.write('\n'.join(out) + '\n')
+    return path

@@ -1,0 +1,83 @@
+"""``tools/cluster-demo``: the active/passive cluster of the multi-attach
+blueprint, for a person to watch.  An embedded cinder_lite with a file
+backend exporting over NBD or iSCSI, two guest kernels (QEMU TCG,
+tests/harness/guests.py) on one single-writer volume: A writes, B
+watches, A hangs, B's host takes over, B writes, A wakes and is refused.
+Prints the timeline and what the volume holds, and draws it as an SVG.
+
+    tools/cluster-demo [--protocol nbd|iscsi] [--svg PATH]
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+from tests.harness import dataplane as dp
+from tests.harness import guests as guests_mod
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--protocol', choices=('nbd', 'iscsi'), default='nbd')
+    p.add_argument('--svg', help='where to draw the timeline (default: '
+                   'takeover-PROTOCOL.svg in the work directory)')
+    p.add_argument('--keep', action='store_true',
+                   help='keep the work directory (logs, consoles)')
+    args = p.parse_args(argv)
+    why = guests_mod.available()
+    if why:
+        print('cluster-demo: %s' % why, file=sys.stderr)
+        return 2
+    work = tempfile.mkdtemp(prefix='cinder-lite-cluster-demo-')
+    backend = (dp.nbd_backend() if args.protocol == 'nbd'
+               else dp.iscsi_backend())
+    started = []
+
+    def start(name, role, disks):
+        g = guests_mod.Guest(name, work, role, disks)
+        started.append(g)
+        print('starting guest %s (QEMU TCG, Debian kernel)' % name,
+              flush=True)
+        return g.start()
+    from tests.harness import stack as stack_mod
+    s = stack_mod.Stack(os.path.join(work, 'st'),
+                        backends={'file': backend}).start()
+    if args.protocol == 'iscsi':
+        s.tgt_control = backend['target_control_port']
+    try:
+        run = guests_mod.active_passive(s, start)
+    finally:
+        for g in started:
+            g.stop()
+        s.stop()
+    t0 = min(t for t, _ in run.a_acks)
+    events = [(t, 'A', 'write %d acknowledged' % n) for t, n in run.a_acks]
+    events += [(t, 'A', 'write %d refused: %s' % (n, why))
+               for t, n, why in run.a_refused]
+    events += [(t, 'B', 'write %d acknowledged' % n) for t, n in run.b_acks]
+    names = {'paused': 'A hangs (its QEMU is stopped)',
+             'asked': "B's host: no record of A for %.1f s, takes over"
+                      % run.detection,
+             'answered': 'takeover answered: B is the writer',
+             'plugged': "B's read-write disk plugged in",
+             'took': "B's kernel has the disk",
+             'resumed': 'A wakes'}
+    events += [(run.times[k], '-', v) for k, v in names.items()]
+    for t, who, what in sorted(events):
+        print('%8.3f s  %s  %s' % (t - t0, who, what))
+    print()
+    print(run.summary())
+    svg = args.svg or os.path.join(work, 'takeover-%s.svg' % args.protocol)
+    guests_mod.timeline_svg(run, svg)
+    print('timeline: %s' % svg)
+    if args.keep:
+        print('work directory: %s' % work)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    ok = not run.lost() and not run.a_after()
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
