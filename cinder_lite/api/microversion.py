@@ -16,6 +16,7 @@ resources served here look like or accept:
 * 3.26  - ``cluster`` in os-services/freeze and thaw
 * 3.34  - ``name~`` style like-filters on volume lists
 * 3.36  - ``metadata`` in the volume summary
+* 3.40  - the ``revert`` volume action (to the latest snapshot)
 * 3.45  - ``with_count`` on volume lists
 * 3.48  - ``shared_targets`` and ``service_uuid`` in the volume view
 * 3.49  - ``backend_state`` in os-services entries of volume services

@@ -115,6 +115,7 @@ FREEZE = 'volume:freeze_host'
 THAW = 'volume:thaw_host'
 RETYPE = 'volume:retype'
 EXTEND = 'volume:extend'
+REVERT = 'volume:revert_to_snapshot'
 FORCE_DETACH = 'volume_extension:volume_admin_actions:force_detach'
 RESET_STATUS = 'volume_extension:volume_admin_actions:reset_status'
 HOST_FENCE = 'volume_extension:host_fence'
@@ -302,6 +303,9 @@ _RULES = [
         ('POST', '/volumes/{volume_id}/action')),
     _op(EXTEND, ADMIN_OR_MEMBER, 'Grow a volume.',
         ('POST', '/volumes/{volume_id}/action')),
+    _op(REVERT, ADMIN_OR_MEMBER,
+        'Revert a volume to its latest snapshot.',
+        ('POST', '/volumes/{volume_id}/action (revert)')),
     _op(FORCE_DETACH, 'rule:admin_api',
         'Detach one attachment whatever its state.',
         ('POST', '/volumes/{volume_id}/action')),

@@ -63,6 +63,12 @@ volume ``uploading``        the copy into an image was interrupted: the
                             volume is what its attachments make it again,
                             the owner gets a message (the queued image
                             stays in Glance)
+volume ``reverting``        the revert to a snapshot was interrupted:
+                            what the storage holds is not known, so the
+                            volume becomes ``error``, its snapshot
+                            ``available`` again, and the owner gets a
+                            message (a queued revert then finds it
+                            settled and does nothing)
 ==========================  ===============================================
 
 ``reserved`` attachments hold nothing on the backend and stay reserved for
@@ -88,6 +94,7 @@ from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import flows
 from cinder_lite.volume.flows import promote as promote_flow
 from cinder_lite.volume import image_api
+from cinder_lite.volume import revert_api
 from cinder_lite.volume import rules
 
 LOG = logging.getLogger(__name__)
@@ -96,6 +103,8 @@ EVENT_EXTEND_INTERRUPTED = 'VOLUME_VOLUME_007_003'
 # copy image to volume / copy volume to image, "an unknown error occurred"
 EVENT_DOWNLOAD_INTERRUPTED = 'VOLUME_VOLUME_005_001'
 EVENT_UPLOAD_INTERRUPTED = 'VOLUME_VOLUME_003_001'
+# cinder_lite's "revert to snapshot", unknown error (flows/revert.py)
+EVENT_REVERT_INTERRUPTED = 'VOLUME_VOLUME_101_001'
 
 
 # What reconciliation is given of a volume service (not the service
@@ -358,6 +367,11 @@ def _volume(backend, volume):
         before = status
         after = _upload_interrupted(volume)
         why = 'upload to an image interrupted'
+    elif status == states.REVERTING:
+        before = status
+        after = _revert_interrupted(volume)
+        why = ('revert to a snapshot interrupted; what the volume holds '
+               'is not known')
     elif status != states.EXTENDING:
         # growing while in use (``begin_grow``): the status stays
         return _grow_interrupted(volume)
@@ -406,6 +420,23 @@ def _upload_interrupted(volume):
             'and upload again', resource_type='VOLUME',
             resource_uuid=volume['id'])
     return after
+
+
+def _revert_interrupted(volume):
+    """The revert stopped with the service: the volume is ``error`` (the
+    file driver's data is whole, old or new; RBD's may be a mix), its
+    snapshot ``available`` again."""
+    def message(session):
+        db_messages.create(
+            session, volume['project_id'], EVENT_REVERT_INTERRUPTED,
+            'revert volume to snapshot: interrupted by a restart of the '
+            'volume service; what the volume holds is not known: reset '
+            'its status and revert again, or delete it',
+            resource_type='VOLUME', resource_uuid=volume['id'])
+    if not revert_api.end_revert(volume['id'], None, 'revert_interrupted',
+                                 message):
+        return states.REVERTING
+    return states.ERROR
 
 
 def _grow_interrupted(volume):

@@ -78,6 +78,11 @@ VOLUME_EVENTS = {
     'restore_on_create': {V.CREATING: V.RESTORING_BACKUP},
     'restored': {V.RESTORING_BACKUP: V.AVAILABLE},
     'restore_failed': {V.RESTORING_BACKUP: V.ERROR_RESTORING},
+    'revert': {V.AVAILABLE: V.REVERTING},
+    'reverted': {V.REVERTING: V.AVAILABLE},
+    'revert_unsent': {V.REVERTING: V.AVAILABLE},
+    'revert_failed': {V.REVERTING: V.ERROR},
+    'revert_interrupted': {V.REVERTING: V.ERROR},
 }
 # events whose target the caller names: event -> (sources, targets)
 DERIVED = (V.AVAILABLE, V.IN_USE, V.ATTACHING, V.DETACHING, V.RESERVED)
@@ -101,6 +106,8 @@ SNAPSHOT_EVENTS = {
     'delete_failed': {V.DELETING: V.ERROR_DELETING},
     'backup': {V.AVAILABLE: 'backing-up'},
     'backup_ended': {'backing-up': V.AVAILABLE},
+    'revert': {V.AVAILABLE: V.RESTORING},
+    'revert_ended': {V.RESTORING: V.AVAILABLE},
 }
 SNAPSHOT_CHOSEN = {
     'reset_status': (set(V.SNAPSHOT_FORCE_DELETE_STATUSES)

@@ -4,7 +4,10 @@ Success codes: 202 for every action except os-initialize_connection (200
 with ``{"connection_info": ...}``), os-set_bootable and
 os-unset_image_metadata (200, no body), os-set_image_metadata and
 os-show_image_metadata (200 with ``{"metadata": ...}``), as in Cinder;
-os-volume_upload_image answers 202 with its body.
+os-volume_upload_image answers 202 with its body; ``revert`` (3.40 on;
+404 before, as an unknown method) answers 202, 400 when the snapshot is
+not the volume's latest or its size is not the volume's, 409 when the
+volume or the snapshot is not ``available``.
 """
 import webob.exc
 
@@ -18,6 +21,7 @@ from cinder_lite.volume import rules
 
 
 UPLOAD_IMAGE_PARAMS = (3, 1)
+VOLUME_REVERT = (3, 40)
 
 
 def _actions(req):
@@ -146,6 +150,15 @@ def _extend(req, vid, body):
     _actions(req).extend(req.context, vid, new_size, req.version)
 
 
+def _revert(req, vid, body):
+    if req.version < VOLUME_REVERT:
+        raise webob.exc.HTTPNotFound(
+            explanation='The revert action needs microversion 3.40 or '
+                        'later.')
+    req.environ['cinder_lite.services'].reverts.revert(
+        req.context, vid, body.get('snapshot_id'))
+
+
 DISPATCH = {
     'os-reserve': _reserve,
     'os-unreserve': _unreserve,
@@ -166,6 +179,7 @@ DISPATCH = {
     'os-unset_image_metadata': _unset_image_metadata,
     'os-show_image_metadata': _show_image_metadata,
     'os-extend': _extend,
+    'revert': _revert,
 }
 
 

@@ -140,6 +140,11 @@ ACTIONS = {
         'required': ['new_type'],
         'additionalProperties': False,
     },
+    # 3.40; as Cinder's, other keys are let through
+    'revert': {
+        'type': 'object',
+        'properties': {'snapshot_id': {'type': ['string', 'null']}},
+    },
     'os-extend': {
         'type': 'object',
         'properties': {

@@ -66,6 +66,13 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         error."""
         raise NotImplementedError()
 
+    def revert_to_snapshot(self, volume, snapshot):
+        """Make the storage of ``volume`` hold what its snapshot
+        ``snapshot`` holds (same size: the API refuses otherwise); the
+        volume has no attachment meanwhile.  The snapshot stays."""
+        raise NotImplementedError(
+            'this backend cannot revert volumes to snapshots')
+
     def create_volume_from_snapshot(self, volume, snapshot):
         """Create ``volume`` (``size`` GiB, at least the snapshot's) with
         the snapshot's bytes; True/False as ``create_volume``."""

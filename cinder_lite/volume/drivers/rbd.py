@@ -449,6 +449,22 @@ class RBDDriver(base.VolumeDriver):
         LOG.info('deleted RBD snapshot %s@%s', name,
                  snapshot_name(snapshot['id']))
 
+    def revert_to_snapshot(self, volume, snapshot):
+        """``rbd snap rollback``: the image's objects are written back
+        from the snapshot, one by one (not atomic: a failure or a crash
+        midway leaves a mix, and the volume ``error``; the snapshot stays,
+        so a revert can be asked again once its status is reset)."""
+        name = volume_name(volume['id'])
+        snap = snapshot_name(snapshot['id'])
+        started = time.monotonic()
+        image = self._image(name)
+        try:
+            image.rollback_to_snap(snap)
+        finally:
+            image.close()
+        LOG.info('rolled %s back to RBD snapshot %s in %.3f s', name, snap,
+                 time.monotonic() - started)
+
     def _ancestry(self, name):
         """(RBD id of the image ``name``, [RBD ids of the images it is a
         clone of, nearest first])."""
