@@ -24,6 +24,7 @@ resources served here look like or accept:
 * 3.61  - ``cluster_name`` in the volume view (admin)
 * 3.63  - ``volume_type_id`` in the volume view
 * 3.65  - ``consumes_quota`` in the volume view
+* 3.68  - the ``os-reimage`` volume action
 * 3.69  - ``shared_targets`` is tri-state (null when the host decides)
 * 3.71  - the highest version served
 """

@@ -116,6 +116,8 @@ THAW = 'volume:thaw_host'
 RETYPE = 'volume:retype'
 EXTEND = 'volume:extend'
 REVERT = 'volume:revert_to_snapshot'
+REIMAGE = 'volume:reimage'
+REIMAGE_RESERVED = 'volume:reimage_reserved'
 FORCE_DETACH = 'volume_extension:volume_admin_actions:force_detach'
 RESET_STATUS = 'volume_extension:volume_admin_actions:reset_status'
 HOST_FENCE = 'volume_extension:host_fence'
@@ -306,6 +308,12 @@ _RULES = [
     _op(REVERT, ADMIN_OR_MEMBER,
         'Revert a volume to its latest snapshot.',
         ('POST', '/volumes/{volume_id}/action (revert)')),
+    _op(REIMAGE, ADMIN_OR_MEMBER,
+        "Reimage a volume in 'available' or 'error' status.",
+        ('POST', '/volumes/{volume_id}/action (os-reimage)')),
+    _op(REIMAGE_RESERVED, ADMIN_OR_MEMBER,
+        "Reimage a volume in 'reserved' status.",
+        ('POST', '/volumes/{volume_id}/action (os-reimage)')),
     _op(FORCE_DETACH, 'rule:admin_api',
         'Detach one attachment whatever its state.',
         ('POST', '/volumes/{volume_id}/action')),

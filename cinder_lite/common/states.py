@@ -278,6 +278,18 @@ _v(DOWNLOADING, ERROR, 'create_failed')
 _v(CREATING, ERROR, 'schedule_failed')
 # the service stopped while the image was written (reconcile)
 _v(DOWNLOADING, ERROR, 'download_interrupted')
+# os-reimage (3.68): an image written over the volume's data; a
+# reserved volume (Nova rebuilding its server) only with
+# reimage_reserved.  Then what its attachments make it again.
+for _s in (AVAILABLE, ERROR):
+    _v(_s, DOWNLOADING, 'reimage')
+for _s in (AVAILABLE, ERROR, RESERVED):
+    _v(_s, DOWNLOADING, 'reimage_reserved')
+_add_all(VOLUME, [DOWNLOADING], [AVAILABLE, RESERVED], 'reimaged')
+_v(DOWNLOADING, ERROR, 'reimage_failed')
+# (the re-image could not be sent: the status it had)
+_add_all(VOLUME, [DOWNLOADING], [AVAILABLE, ERROR, RESERVED],
+         'reimage_unsent')
 # deleting it
 for _s in (AVAILABLE, ERROR, ERROR_DELETING, ERROR_EXTENDING):
     _v(_s, DELETING, 'delete')

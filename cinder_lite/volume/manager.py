@@ -30,6 +30,7 @@ from cinder_lite.volume.flows import create as create_flow
 from cinder_lite.volume.flows import delete as delete_flow
 from cinder_lite.volume.flows import disconnect as disconnect_flow
 from cinder_lite.volume.flows import promote as promote_flow
+from cinder_lite.volume.flows import reimage as reimage_flow
 from cinder_lite.volume.flows import revert as revert_flow
 from cinder_lite.volume.flows import snapshot as snapshot_flow
 from cinder_lite.volume import snapshot_api
@@ -680,6 +681,13 @@ class VolumeManager:
             return
         LOG.info('volume %s: extending -> available (%d GiB)', volume_id,
                  new_size)
+
+    def reimage(self, ctxt, volume_id, image_id):
+        """RPC 1.11: write image ``image_id`` over a ``downloading``
+        volume (os-reimage; flows/reimage.py)."""
+        with self.working_on(volume_id):
+            reimage_flow.run(self.driver, self.nova, volume_id, image_id,
+                             ctxt, self.conf)
 
     def revert_to_snapshot(self, ctxt, volume, snapshot):
         """RPC 1.11: write a ``reverting`` volume back from its

@@ -56,7 +56,8 @@ snapshot ``creating``       the copy is made again (a partial one is
                             with a message
 snapshot ``deleting``       the delete is rolled forward: ``deleted``, or
                             ``error_deleting``
-volume ``downloading``      the image was being written: the storage is
+volume ``downloading``      the image was being written (a create from
+                            an image, or os-reimage): the storage is
                             removed, the volume becomes ``error`` and the
                             owner gets a message
 volume ``uploading``        the copy into an image was interrupted: the
@@ -399,8 +400,9 @@ def _download_interrupted(backend, volume):
             return states.DOWNLOADING
         db_messages.create(
             session, volume['project_id'], EVENT_DOWNLOAD_INTERRUPTED,
-            'create volume from image: interrupted by a restart of the '
-            'volume service; delete the volume and create it again',
+            'create volume from image (or re-image it): interrupted by a '
+            'restart of the volume service; its storage is removed: '
+            'delete the volume and create it again, or re-image it',
             resource_type='VOLUME', resource_uuid=volume['id'])
     return states.ERROR
 

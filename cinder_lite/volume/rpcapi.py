@@ -26,7 +26,8 @@ History:
           create_volume of a volume with ``backup_id`` hands it to a
           backup service to restore into once its storage exists
     1.11 - revert_to_snapshot (cast, carrying the volume and its latest
-          snapshot)
+          snapshot); reimage (cast: an image over a ``downloading``
+          volume)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -157,6 +158,11 @@ class VolumeAPI:
         the summaries the API recorded them with."""
         self._prepare(host, '1.11').cast(ctxt, 'revert_to_snapshot',
                                          volume=volume, snapshot=snapshot)
+
+    def reimage(self, ctxt, host, volume_id, image_id):
+        self._prepare(host, '1.11').cast(ctxt, 'reimage',
+                                         volume_id=volume_id,
+                                         image_id=image_id)
 
     def extend_attached_volume(self, ctxt, host, volume_id, old_size,
                                new_size):

@@ -78,6 +78,10 @@ VOLUME_EVENTS = {
     'restore_on_create': {V.CREATING: V.RESTORING_BACKUP},
     'restored': {V.RESTORING_BACKUP: V.AVAILABLE},
     'restore_failed': {V.RESTORING_BACKUP: V.ERROR_RESTORING},
+    'reimage': {V.AVAILABLE: V.DOWNLOADING, V.ERROR: V.DOWNLOADING},
+    'reimage_reserved': {V.AVAILABLE: V.DOWNLOADING, V.ERROR: V.DOWNLOADING,
+                         V.RESERVED: V.DOWNLOADING},
+    'reimage_failed': {V.DOWNLOADING: V.ERROR},
     'revert': {V.AVAILABLE: V.REVERTING},
     'reverted': {V.REVERTING: V.AVAILABLE},
     'revert_unsent': {V.REVERTING: V.AVAILABLE},
@@ -88,6 +92,8 @@ VOLUME_EVENTS = {
 DERIVED = (V.AVAILABLE, V.IN_USE, V.ATTACHING, V.DETACHING, V.RESERVED)
 VOLUME_CHOSEN = {
     'upload_ended': ({V.UPLOADING}, DERIVED),
+    'reimaged': ({V.DOWNLOADING}, (V.AVAILABLE, V.RESERVED)),
+    'reimage_unsent': ({V.DOWNLOADING}, (V.AVAILABLE, V.ERROR, V.RESERVED)),
     'backup_ended': ({V.BACKING_UP}, DERIVED),
     'force_detached': ({V.ERROR}, DERIVED),
     'reset_status': (V.VOLUME_STATUSES - {V.DELETED},

@@ -7,7 +7,10 @@ os-show_image_metadata (200 with ``{"metadata": ...}``), as in Cinder;
 os-volume_upload_image answers 202 with its body; ``revert`` (3.40 on;
 404 before, as an unknown method) answers 202, 400 when the snapshot is
 not the volume's latest or its size is not the volume's, 409 when the
-volume or the snapshot is not ``available``.
+volume or the snapshot is not ``available``; ``os-reimage`` (3.68 on)
+answers 202, 400 for a volume not in a status it allows or an image that
+does not fit, 404 for an image not found, 409 for a volume with several
+attachments.
 """
 import webob.exc
 
@@ -22,6 +25,7 @@ from cinder_lite.volume import rules
 
 UPLOAD_IMAGE_PARAMS = (3, 1)
 VOLUME_REVERT = (3, 40)
+REIMAGE = (3, 68)
 
 
 def _actions(req):
@@ -159,6 +163,16 @@ def _revert(req, vid, body):
         req.context, vid, body.get('snapshot_id'))
 
 
+def _reimage(req, vid, body):
+    if req.version < REIMAGE:
+        raise webob.exc.HTTPNotFound(
+            explanation='The os-reimage action needs microversion 3.68 or '
+                        'later.')
+    _images(req).reimage(req.context, vid, body['image_id'],
+                         schema_common.to_bool(
+                             body.get('reimage_reserved', False)))
+
+
 DISPATCH = {
     'os-reserve': _reserve,
     'os-unreserve': _unreserve,
@@ -180,6 +194,7 @@ DISPATCH = {
     'os-show_image_metadata': _show_image_metadata,
     'os-extend': _extend,
     'revert': _revert,
+    'os-reimage': _reimage,
 }
 
 

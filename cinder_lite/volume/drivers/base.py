@@ -103,6 +103,12 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         written with ``copy_image_to_volume``)."""
         return None
 
+    def clear_volume(self, volume):
+        """Make the whole storage of ``volume`` read as zeros (before an
+        image is written over it: os-reimage), its size kept."""
+        raise NotImplementedError(
+            'this backend cannot write images over volumes')
+
     def sync_volume(self, volume):
         """Make what was written to the storage of ``volume`` durable
         (on disk when this returns)."""

@@ -245,6 +245,12 @@ class FileDriver(base.VolumeDriver):
             f.truncate(volume['size'] * GiB)
         return path
 
+    def clear_volume(self, volume):
+        # all holes, the size kept
+        with open(self.path(volume['id']), 'r+b') as f:
+            f.truncate(0)
+            f.truncate(volume['size'] * GiB)
+
     def sync_volume(self, volume):
         fd = os.open(self.path(volume['id']), os.O_RDONLY)
         try:

@@ -588,6 +588,14 @@ class RBDDriver(base.VolumeDriver):
         qemu_img.convert(image_path, image_format, self._qemu_target(volume),
                          'raw', dest_exists=True)
 
+    def clear_volume(self, volume):
+        # a discard of the whole image: its objects go, reads are zeros
+        image = self._image(volume_name(volume['id']))
+        try:
+            image.discard(0, image.size())
+        finally:
+            image.close()
+
     def sync_volume(self, volume):
         # qemu-img flushed before it exited; a write librbd acknowledged is
         # on the OSDs
