@@ -693,7 +693,7 @@ class VolumeManager:
         """RPC 1.11: write a ``reverting`` volume back from its
         ``restoring`` snapshot (flows/revert.py)."""
         with self.working_on(volume['id'], snapshot['id']):
-            revert_flow.run(self.driver, volume, snapshot, ctxt)
+            revert_flow.run(self.driver, volume, snapshot, ctxt, self.host)
 
     def extend_attached_volume(self, ctxt, volume_id, old_size, new_size):
         """Grow a volume that is in use (3.42): no status change.  The

@@ -16,6 +16,7 @@ volume service that stops mid-revert leaves them to reconciliation
 import logging
 
 from cinder_lite.common import exception
+from cinder_lite.common import notify
 from cinder_lite.common import policy
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
@@ -93,6 +94,8 @@ class RevertService:
                 db_snapshots.get(session, snapshot.id), locked.host)
         LOG.info('volume %s: available -> reverting to snapshot %s',
                  volume.id, snapshot_id)
+        notify.info(context, self.conf.host, 'volume.revert.start',
+                    notify.volume_payload(volume_summary))
         try:
             self.volume_rpcapi.revert_to_snapshot(
                 context, locked.host, volume_summary, snapshot_summary)

@@ -15,6 +15,7 @@ from cinder_lite.db import models
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
 from tests.harness import clients
+from tests.harness import notifications
 from tests.harness.snapshots import snapshot
 from tests.harness.snapshots import wait_snapshot
 from tests.harness import stack as stack_mod
@@ -274,3 +275,18 @@ def test_cinderclient_and_openstackclient(stack):
                                 version='3.40')
     assert result.returncode == 1
     assert 'not the latest one' in result.stderr
+
+
+def test_notifications(tmp_path):
+    with notifications.listening(tmp_path / 'state', 'cl_reverts') as (
+            s, found):
+        api = s.client()
+        vol = api.create_volume()
+        snap = snapshot(api, vol['id'])
+        _revert(api, vol['id'], snap['id'])
+        api.wait_volume(vol['id'], 'available')
+        found.wait_for('volume.revert.start', 'volume.revert.end')
+        payloads = found.payloads('volume.revert.')
+        assert payloads['volume.revert.start']['status'] == 'reverting'
+        assert payloads['volume.revert.end']['status'] == 'available'
+        assert payloads['volume.revert.end']['volume_id'] == vol['id']

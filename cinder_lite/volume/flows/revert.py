@@ -14,6 +14,7 @@ effect is the write.
 """
 import logging
 
+from cinder_lite.common import notify
 from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import messages as db_messages
@@ -38,10 +39,19 @@ def claim(volume_id):
             session, volume_id, states.REVERTING, row.updated_at)
 
 
-def run(driver, volume, snapshot, ctxt):
+def run(driver, volume, snapshot, ctxt, host):
     """Revert ``volume`` to ``snapshot`` (the summaries the API sent);
     returns the volume's status afterwards (None when it was not this
-    service's to do)."""
+    service's to do).  ``volume.revert.end`` (from ``host``) tells how
+    it ended, as Cinder's, also after a failure."""
+    status = _run(driver, volume, snapshot, ctxt)
+    if status is not None:
+        notify.info(ctxt, host, 'volume.revert.end',
+                    notify.volume_payload(dict(volume, status=status)))
+    return status
+
+
+def _run(driver, volume, snapshot, ctxt):
     try:
         claimed = claim(volume['id'])
     except Exception:
