@@ -56,6 +56,8 @@ snapshot ``creating``       the copy is made again (a partial one is
                             with a message
 snapshot ``deleting``       the delete is rolled forward: ``deleted``, or
                             ``error_deleting``
+snapshot ``restoring``,     its volume's revert ended without it (an
+volume not reverting        operator reset the volume): ``available``
 volume ``downloading``      the image was being written (a create from
                             an image, or os-reimage): the storage is
                             removed, the volume becomes ``error`` and the
@@ -189,7 +191,8 @@ def _snapshots(backend, max_age, busy):
         found = [(db_snapshots.summary(s, host), s.updated_at)
                  for s, host in db_snapshots.stale(
                      session, backend.backend_id,
-                     (states.CREATING, states.DELETING), cutoff)]
+                     (states.CREATING, states.DELETING, states.RESTORING),
+                     cutoff)]
     changes = []
     for snapshot, updated_at in found:
         if snapshot['id'] in busy:
@@ -200,6 +203,11 @@ def _snapshots(backend, max_age, busy):
                                             updated_at):
                 continue
         before = snapshot['status']
+        if before == states.RESTORING:
+            change = _restoring_left(snapshot)
+            if change:
+                changes.append(change)
+            continue
         if before == states.CREATING:
             backend.roll_forward.create_snapshot(snapshot)
         else:
@@ -215,6 +223,26 @@ def _snapshots(backend, max_age, busy):
         changes.append('snapshot %s: %s -> %s' % (snapshot['id'], before,
                                                   after))
     return changes
+
+
+def _restoring_left(snapshot):
+    """A snapshot ``restoring`` whose volume is no longer reverting (an
+    operator reset the volume's status meanwhile): available again.  One
+    whose volume is reverting is the volume's rule's."""
+    with db_api.writer() as session:
+        try:
+            volume = db_volumes.get(session, snapshot['volume_id'])
+        except exception.VolumeNotFound:
+            volume = None
+        if volume is not None and volume.status == states.REVERTING:
+            return None
+        try:
+            db_snapshots.transition(session, snapshot['id'], 'revert_ended')
+        except (exception.InvalidTransition, exception.SnapshotNotFound):
+            return None
+    LOG.warning('reconcile: snapshot %s: restoring -> available (its volume '
+                'is no longer reverting)', snapshot['id'])
+    return 'snapshot %s: restoring -> available' % snapshot['id']
 
 
 def _connect_interrupted(backend, attachment_id, volume):

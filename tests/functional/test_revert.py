@@ -247,6 +247,13 @@ def test_an_interrupted_revert_converges_to_error(api, stack):
     assert not os.path.exists(path + '.reverting')
     wait_snapshot(api, snap['id'])
 
+    # a snapshot left restoring under a volume that is not reverting (an
+    # operator reset the volume while its service was down): available
+    _set(models.Snapshot, snap['id'], status=states.RESTORING)
+    assert manager.reconcile_now(max_age=0) == [
+        'snapshot %s: restoring -> available' % snap['id']]
+    assert _snap_status(api, snap['id']) == 'available'
+
 
 def test_cinderclient_and_openstackclient(stack):
     api = stack.client()
