@@ -285,7 +285,8 @@ for _s in (AVAILABLE, ERROR):
     _v(_s, DOWNLOADING, 'reimage')
 for _s in (AVAILABLE, ERROR, RESERVED):
     _v(_s, DOWNLOADING, 'reimage_reserved')
-_add_all(VOLUME, [DOWNLOADING], [AVAILABLE, RESERVED], 'reimaged')
+_add_all(VOLUME, [DOWNLOADING],
+         [AVAILABLE, IN_USE, ATTACHING, DETACHING, RESERVED], 'reimaged')
 _v(DOWNLOADING, ERROR, 'reimage_failed')
 # (the re-image could not be sent: the status it had)
 _add_all(VOLUME, [DOWNLOADING], [AVAILABLE, ERROR, RESERVED],

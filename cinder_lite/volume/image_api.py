@@ -296,7 +296,8 @@ def end_upload(volume_id):
 
 def end_reimage(volume_id, image, failed, status=None):
     """A re-image ended: the volume leaves ``downloading`` for what its
-    attachments make it (``available`` or ``reserved``) with ``image``'s
+    attachments make it (``available`` or ``reserved``, or what an
+    attachment made meanwhile makes it) with ``image``'s
     metadata (a Glance image) and id, or, ``failed``, for ``error``.
     ``status``: the status to give back instead (the re-image was never
     sent: nothing was written).  Returns the status, None when the volume

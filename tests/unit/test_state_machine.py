@@ -92,7 +92,7 @@ VOLUME_EVENTS = {
 DERIVED = (V.AVAILABLE, V.IN_USE, V.ATTACHING, V.DETACHING, V.RESERVED)
 VOLUME_CHOSEN = {
     'upload_ended': ({V.UPLOADING}, DERIVED),
-    'reimaged': ({V.DOWNLOADING}, (V.AVAILABLE, V.RESERVED)),
+    'reimaged': ({V.DOWNLOADING}, DERIVED),
     'reimage_unsent': ({V.DOWNLOADING}, (V.AVAILABLE, V.ERROR, V.RESERVED)),
     'backup_ended': ({V.BACKING_UP}, DERIVED),
     'force_detached': ({V.ERROR}, DERIVED),
