@@ -41,6 +41,7 @@ from cinder_lite.volume import image_api
 from cinder_lite.volume import metadata_api
 from cinder_lite.volume import qos_api
 from cinder_lite.volume import quota_api
+from cinder_lite.volume import revert_api
 from cinder_lite.volume import snapshot_api
 from cinder_lite.volume import transfer_api
 from cinder_lite.volume import type_api
@@ -57,6 +58,7 @@ class Services:
         self.actions = actions.VolumeActions(conf, self.attachments,
                                              self.volumes)
         self.metadata = metadata_api.MetadataService(conf)
+        self.reverts = revert_api.RevertService(conf, self.attachments)
         self.images = image_api.ImageService(conf,
                                              self.volumes.volume_rpcapi)
         self.quotas = quota_api.QuotaService(conf)

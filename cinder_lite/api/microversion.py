@@ -16,6 +16,7 @@ resources served here look like or accept:
 * 3.26  - ``cluster`` in os-services/freeze and thaw
 * 3.34  - ``name~`` style like-filters on volume lists
 * 3.36  - ``metadata`` in the volume summary
+* 3.40  - the ``revert`` volume action (to the latest snapshot)
 * 3.45  - ``with_count`` on volume lists
 * 3.48  - ``shared_targets`` and ``service_uuid`` in the volume view
 * 3.49  - ``backend_state`` in os-services entries of volume services
@@ -23,6 +24,7 @@ resources served here look like or accept:
 * 3.61  - ``cluster_name`` in the volume view (admin)
 * 3.63  - ``volume_type_id`` in the volume view
 * 3.65  - ``consumes_quota`` in the volume view
+* 3.68  - the ``os-reimage`` volume action
 * 3.69  - ``shared_targets`` is tri-state (null when the host decides)
 * 3.71  - the highest version served
 """

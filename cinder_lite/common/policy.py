@@ -115,6 +115,9 @@ FREEZE = 'volume:freeze_host'
 THAW = 'volume:thaw_host'
 RETYPE = 'volume:retype'
 EXTEND = 'volume:extend'
+REVERT = 'volume:revert_to_snapshot'
+REIMAGE = 'volume:reimage'
+REIMAGE_RESERVED = 'volume:reimage_reserved'
 FORCE_DETACH = 'volume_extension:volume_admin_actions:force_detach'
 RESET_STATUS = 'volume_extension:volume_admin_actions:reset_status'
 HOST_FENCE = 'volume_extension:host_fence'
@@ -302,6 +305,15 @@ _RULES = [
         ('POST', '/volumes/{volume_id}/action')),
     _op(EXTEND, ADMIN_OR_MEMBER, 'Grow a volume.',
         ('POST', '/volumes/{volume_id}/action')),
+    _op(REVERT, ADMIN_OR_MEMBER,
+        'Revert a volume to its latest snapshot.',
+        ('POST', '/volumes/{volume_id}/action (revert)')),
+    _op(REIMAGE, ADMIN_OR_MEMBER,
+        "Reimage a volume in 'available' or 'error' status.",
+        ('POST', '/volumes/{volume_id}/action (os-reimage)')),
+    _op(REIMAGE_RESERVED, ADMIN_OR_MEMBER,
+        "Reimage a volume in 'reserved' status.",
+        ('POST', '/volumes/{volume_id}/action (os-reimage)')),
     _op(FORCE_DETACH, 'rule:admin_api',
         'Detach one attachment whatever its state.',
         ('POST', '/volumes/{volume_id}/action')),

@@ -24,6 +24,8 @@ ERROR_DELETING = 'error_deleting'
 EXTENDING = 'extending'
 ERROR_EXTENDING = 'error_extending'
 RETYPING = 'retyping'
+# written back from its latest snapshot (the revert action, 3.40)
+REVERTING = 'reverting'
 # offered to another project (a volume transfer); nothing else may happen
 # to it until the transfer is accepted or deleted
 AWAITING_TRANSFER = 'awaiting-transfer'
@@ -50,13 +52,13 @@ MAINTENANCE = 'maintenance'
 VOLUME_STATUSES = frozenset([
     CREATING, AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING,
     DELETING, ERROR_DELETING, EXTENDING, ERROR_EXTENDING, RETYPING,
-    AWAITING_TRANSFER, DOWNLOADING, UPLOADING, BACKING_UP, RESTORING_BACKUP,
-    ERROR_RESTORING, MAINTENANCE, DELETED])
+    REVERTING, AWAITING_TRANSFER, DOWNLOADING, UPLOADING, BACKING_UP,
+    RESTORING_BACKUP, ERROR_RESTORING, MAINTENANCE, DELETED])
 
 # Statuses a volume service's operation owns while it runs (os-reset_status
 # leaves them alone while that service is up).
 VOLUME_BUSY_STATUSES = frozenset([CREATING, DELETING, EXTENDING,
-                                  DOWNLOADING, UPLOADING])
+                                  DOWNLOADING, UPLOADING, REVERTING])
 
 VOLUME_UNCHANGEABLE_STATUSES = frozenset([MAINTENANCE])
 
@@ -276,6 +278,19 @@ _v(DOWNLOADING, ERROR, 'create_failed')
 _v(CREATING, ERROR, 'schedule_failed')
 # the service stopped while the image was written (reconcile)
 _v(DOWNLOADING, ERROR, 'download_interrupted')
+# os-reimage (3.68): an image written over the volume's data; a
+# reserved volume (Nova rebuilding its server) only with
+# reimage_reserved.  Then what its attachments make it again.
+for _s in (AVAILABLE, ERROR):
+    _v(_s, DOWNLOADING, 'reimage')
+for _s in (AVAILABLE, ERROR, RESERVED):
+    _v(_s, DOWNLOADING, 'reimage_reserved')
+_add_all(VOLUME, [DOWNLOADING],
+         [AVAILABLE, IN_USE, ATTACHING, DETACHING, RESERVED], 'reimaged')
+_v(DOWNLOADING, ERROR, 'reimage_failed')
+# (the re-image could not be sent: the status it had)
+_add_all(VOLUME, [DOWNLOADING], [AVAILABLE, ERROR, RESERVED],
+         'reimage_unsent')
 # deleting it
 for _s in (AVAILABLE, ERROR, ERROR_DELETING, ERROR_EXTENDING):
     _v(_s, DELETING, 'delete')
@@ -314,6 +329,15 @@ _v(RESTORING_BACKUP, AVAILABLE, 'restored')
 _v(RESTORING_BACKUP, ERROR_RESTORING, 'restore_failed')
 for _s in (ERROR_RESTORING,):
     _v(_s, DELETING, 'delete')
+# reverted to its latest snapshot (3.40): only an available volume;
+# the revert could not be sent (back as it was), failed on the backend,
+# or was interrupted by a stop of its volume service (reconcile): what
+# the storage holds is not known then
+_v(AVAILABLE, REVERTING, 'revert')
+_v(REVERTING, AVAILABLE, 'reverted')
+_v(REVERTING, AVAILABLE, 'revert_unsent')
+_v(REVERTING, ERROR, 'revert_failed')
+_v(REVERTING, ERROR, 'revert_interrupted')
 # transfers
 _v(AVAILABLE, AWAITING_TRANSFER, 'offer')
 _v(AWAITING_TRANSFER, AVAILABLE, 'transfer_ended')
@@ -398,6 +422,10 @@ _add_all(SNAPSHOT, SNAPSHOT_FORCE_DELETE_STATUSES, [DELETING],
          'force_delete')
 _s_(DELETING, DELETED, 'deleted')
 _s_(DELETING, ERROR_DELETING, 'delete_failed')
+# its volume is reverted to it; then it is available again, whatever
+# became of the volume
+_s_(AVAILABLE, RESTORING, 'revert')
+_s_(RESTORING, AVAILABLE, 'revert_ended')
 # a backup of the snapshot reads it (not deleted meanwhile)
 _s_(AVAILABLE, 'backing-up', 'backup')
 _s_('backing-up', AVAILABLE, 'backup_ended')

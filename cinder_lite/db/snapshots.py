@@ -87,6 +87,15 @@ def of_volume(session, volume_id):
     ).scalars().all()
 
 
+def latest_of_volume(session, volume_id):
+    """The newest live snapshot of a volume, whatever its status (the
+    one Cinder's revert accepts), or None."""
+    return session.execute(_live(sa.select(S).where(
+        S.volume_id == volume_id).order_by(S.created_at.desc(),
+                                           S.id.desc()).limit(1))
+    ).scalars().first()
+
+
 def _filtered(stmt, project_id, filters):
     if project_id is not None:
         stmt = stmt.where(S.project_id == project_id)

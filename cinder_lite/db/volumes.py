@@ -475,7 +475,7 @@ def unscheduled(session, max_age):
 def stale(session, backend, cutoff):
     """Volumes of ``backend`` (the volume service, or its cluster) in a
     transition (creating, deleting, extending, downloading, uploading,
-    growing in use) unchanged since ``cutoff``."""
+    reverting, growing in use) unchanged since ``cutoff``."""
     V = models.Volume
     on_backend = V.host.startswith(backend + '#', autoescape=True)
     return session.execute(
@@ -484,7 +484,7 @@ def stale(session, backend, cutoff):
             sa.func.coalesce(V.updated_at, V.created_at) <= cutoff,
             sa.or_(V.status.in_((states.CREATING, states.DELETING,
                                  states.EXTENDING, states.DOWNLOADING,
-                                 states.UPLOADING)),
+                                 states.UPLOADING, states.REVERTING)),
                    # growing while in use (``begin_grow``)
                    V.pending_size.is_not(None)))).scalars().all()
 

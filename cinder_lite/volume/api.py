@@ -301,6 +301,13 @@ class VolumeService:
                                        'a volume from an image')
             image = image_api.find_image(conf, context, request['image_ref'])
             image_mod.check_fits(image, request['size'])
+            if not request.get('volume_type') and \
+                    image.get(image_mod.VOLUME_TYPE_PROPERTY):
+                # as Cinder: the image names the type of the volumes made
+                # from it when the request names none (a type that is not
+                # there, or not this project's, answers 404)
+                request = dict(request, volume_type=image_mod.as_text(
+                    image[image_mod.VOLUME_TYPE_PROPERTY]))
         with db_api.reader() as session:
             volume_type = resolve_type(session, context, request, conf)
             check_policy(context, volume_type, conf)

@@ -12,6 +12,9 @@ from cinder_lite.common import qemu_img
 
 LOG = logging.getLogger(__name__)
 GiB = 1024 ** 3
+# the image property that names (by name or id) the volume type of the
+# volumes made from the image without a type of their own (Cinder's)
+VOLUME_TYPE_PROPERTY = 'cinder_img_volume_type'
 
 # Glance's own keys of an image (its schema's base properties); every
 # other key of an image is a property.

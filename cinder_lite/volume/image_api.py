@@ -17,6 +17,7 @@ from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import glance
 from cinder_lite.volume import image as image_mod
+from cinder_lite.volume import snapshot_api
 
 LOG = logging.getLogger(__name__)
 
@@ -24,6 +25,8 @@ LOG = logging.getLogger(__name__)
 # volumes into images
 IMAGE_RPC = '1.7'
 UPLOAD_RPC = IMAGE_RPC
+# ... that writes an image over an existing volume (os-reimage)
+REIMAGE_RPC = '1.11'
 UNKNOWN_IMAGE = ('Invalid image identifier or unable to access requested '
                  'image.')
 
@@ -169,6 +172,59 @@ class ImageService:
             volume = db_volumes.get(session, volume_id)
         return upload_response(volume, type_view(volume_type), image)
 
+    # -- os-reimage (3.68) -------------------------------------------------
+    def reimage(self, context, volume_id, image_id, reimage_reserved):
+        """Write the Glance image ``image_id`` over a volume, as Cinder's
+        os-reimage: from ``available`` or ``error`` (also ``reserved``
+        with ``reimage_reserved``: Nova rebuilding the server booted from
+        it), never with more than one attachment; the volume shows
+        ``downloading`` meanwhile, then what its attachments make it,
+        with the new image's metadata (``error`` with a user message if
+        the write fails).  The image must exist, be active and fit
+        before anything changes."""
+        scope = None if context.is_admin else context.project_id
+        with db_api.reader() as session:
+            volume = db_volumes.get(session, volume_id, scope)
+        policy.authorize(context, policy.REIMAGE_RESERVED
+                         if volume.status == states.RESERVED
+                         else policy.REIMAGE,
+                         {'project_id': volume.project_id})
+        self.volume_rpcapi.require(REIMAGE_RPC, 're-imaging a volume')
+        image = glance.GlanceClient(self.conf, context).show(image_id)
+        image_mod.check_fits(image, volume.size)
+        image_mod.qemu_format(image)
+        change = 'reimage_reserved' if reimage_reserved else 'reimage'
+        with db_api.writer() as session:
+            current = db_attachments.lock_volume(session, volume_id)
+            if len(db_attachments.live_for_volume(session, volume_id)) > 1:
+                raise exception.Conflict(
+                    'Cannot re-image a volume which is attached to more '
+                    'than one server.')
+            if not current.host:
+                raise exception.InvalidVolume(
+                    reason='Volume %s has no storage.' % volume_id)
+            snapshot_api.check_backend_up(session, current, self.conf)
+            try:
+                db_volumes.transition(session, volume_id, change)
+            except exception.InvalidTransition:
+                raise exception.InvalidVolume(
+                    reason='Volume %s status must be %s, but current '
+                           'status is %s.' % (
+                               volume_id, ' or '.join(
+                                   states.VOLUME.resolve(change)[1]),
+                               current.status)) from None
+        LOG.info('volume %s: %s -> downloading (re-imaged with image %s)',
+                 volume_id, current.status, image_id)
+        try:
+            self.volume_rpcapi.reimage(context, current.host, volume_id,
+                                       image_id)
+        except Exception:
+            with excutils.save_and_reraise_exception():
+                LOG.warning('volume %s: the re-image could not be sent; '
+                            'its status is given back', volume_id)
+                end_reimage(volume_id, None, failed=False,
+                            status=current.status)
+
     # -- image metadata ----------------------------------------------------
     def show_metadata(self, context, volume_id):
         volume = self._volume(context, volume_id,
@@ -235,4 +291,38 @@ def end_upload(volume_id):
             db_attachments.live_statuses(session, volume_id))
         db_volumes.transition(session, volume_id, 'upload_ended', status)
     LOG.info('volume %s: uploading -> %s', volume_id, status)
+    return status
+
+
+def end_reimage(volume_id, image, failed, status=None):
+    """A re-image ended: the volume leaves ``downloading`` for what its
+    attachments make it (``available`` or ``reserved``, or what an
+    attachment made meanwhile makes it) with ``image``'s
+    metadata (a Glance image) and id, or, ``failed``, for ``error``.
+    ``status``: the status to give back instead (the re-image was never
+    sent: nothing was written).  Returns the status, None when the volume
+    was no longer downloading."""
+    with db_api.writer() as session:
+        try:
+            db_attachments.lock_volume(session, volume_id,
+                                       allowed=(states.DOWNLOADING,),
+                                       load=False)
+        except (exception.NotFound, exception.Invalid):
+            return None
+        if failed:
+            db_volumes.transition(session, volume_id, 'reimage_failed')
+            return states.ERROR
+        if status is not None:
+            db_volumes.transition(session, volume_id, 'reimage_unsent',
+                                  status)
+            return status
+        status = states.derive_volume_status(
+            db_attachments.live_statuses(session, volume_id))
+        db_volumes.transition(session, volume_id, 'reimaged', status,
+                              values={'image_id': image['id']})
+        db_image_metadata.purge(session, volume_id)
+        db_image_metadata.update(session, volume_id,
+                                 image_mod.volume_image_metadata(image))
+    LOG.info('volume %s: downloading -> %s (re-imaged with image %s)',
+             volume_id, status, image['id'])
     return status

@@ -30,6 +30,8 @@ from cinder_lite.volume.flows import create as create_flow
 from cinder_lite.volume.flows import delete as delete_flow
 from cinder_lite.volume.flows import disconnect as disconnect_flow
 from cinder_lite.volume.flows import promote as promote_flow
+from cinder_lite.volume.flows import reimage as reimage_flow
+from cinder_lite.volume.flows import revert as revert_flow
 from cinder_lite.volume.flows import snapshot as snapshot_flow
 from cinder_lite.volume import snapshot_api
 from cinder_lite.volume.flows import upload as upload_flow
@@ -679,6 +681,19 @@ class VolumeManager:
             return
         LOG.info('volume %s: extending -> available (%d GiB)', volume_id,
                  new_size)
+
+    def reimage(self, ctxt, volume_id, image_id):
+        """RPC 1.11: write image ``image_id`` over a ``downloading``
+        volume (os-reimage; flows/reimage.py)."""
+        with self.working_on(volume_id):
+            reimage_flow.run(self.driver, self.nova, volume_id, image_id,
+                             ctxt, self.conf)
+
+    def revert_to_snapshot(self, ctxt, volume, snapshot):
+        """RPC 1.11: write a ``reverting`` volume back from its
+        ``restoring`` snapshot (flows/revert.py)."""
+        with self.working_on(volume['id'], snapshot['id']):
+            revert_flow.run(self.driver, volume, snapshot, ctxt, self.host)
 
     def extend_attached_volume(self, ctxt, volume_id, old_size, new_size):
         """Grow a volume that is in use (3.42): no status change.  The

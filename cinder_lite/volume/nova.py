@@ -1,7 +1,9 @@
 """Telling Nova what happened to a volume its servers use, through Nova's
 server external events API (``POST /os-server-external-events``), as
 Cinder does: after an attached volume grew, ``volume-extended`` for each
-server attached to it, so the hypervisor resizes the guest's disk.
+server attached to it, so the hypervisor resizes the guest's disk; after
+a reserved volume was re-imaged (os-reimage, Nova rebuilding a server
+booted from it), ``volume-reimaged``, which the rebuild waits for.
 
 Credentials and the endpoint are the ``[nova]`` options (a keystoneauth
 session, auth plugin and adapter; the endpoint from the catalog unless
@@ -20,6 +22,8 @@ LOG = logging.getLogger(__name__)
 
 # the first compute API microversion that knows volume-extended
 VOLUME_EXTENDED_VERSION = '2.51'
+# ... and volume-reimaged
+VOLUME_REIMAGED_VERSION = '2.93'
 
 
 class NovaNotifier:
@@ -48,30 +52,42 @@ class NovaNotifier:
     def volume_extended(self, volume_id, instance_uuids, request_id=None):
         """Send ``volume-extended`` for ``volume_id`` to each server of
         ``instance_uuids``; returns the servers Nova accepted it for."""
+        return self._send('volume-extended', VOLUME_EXTENDED_VERSION,
+                          'grew', volume_id, instance_uuids, request_id)
+
+    def volume_reimaged(self, volume_id, instance_uuids, request_id=None):
+        """``volume-reimaged`` for ``volume_id`` to each server of
+        ``instance_uuids``, as ``volume_extended``."""
+        return self._send('volume-reimaged', VOLUME_REIMAGED_VERSION,
+                          'was re-imaged', volume_id, instance_uuids,
+                          request_id)
+
+    def _send(self, name, version, what, volume_id, instance_uuids,
+              request_id):
         servers = sorted({u for u in instance_uuids if u})
         if not servers:
             return []
         if not self.configured:
-            LOG.info('volume %s grew while attached to %d server(s); no '
+            LOG.info('volume %s %s while attached to %d server(s); no '
                      '[nova] auth_type is set, so Nova is not told',
-                     volume_id, len(servers))
+                     volume_id, what, len(servers))
             return []
-        events = [{'name': 'volume-extended', 'server_uuid': server,
+        events = [{'name': name, 'server_uuid': server,
                    'tag': volume_id} for server in servers]
         headers = {'X-OpenStack-Request-ID': request_id} if request_id \
             else None
         try:
             resp = self._client().post(
                 '/os-server-external-events', json={'events': events},
-                microversion=VOLUME_EXTENDED_VERSION, headers=headers,
+                microversion=version, headers=headers,
                 raise_exc=False)
         except (ks_exc.ClientException, ValueError) as e:
-            LOG.warning('volume %s grew; telling Nova failed: %s',
-                        volume_id, e)
+            LOG.warning('volume %s %s; telling Nova failed: %s',
+                        volume_id, what, e)
             return []
         if resp.status_code not in (200, 207):
-            LOG.warning('volume %s grew; Nova refused the volume-extended '
-                        'events: %s %s', volume_id, resp.status_code,
+            LOG.warning('volume %s %s; Nova refused the %s events: %s %s',
+                        volume_id, what, name, resp.status_code,
                         resp.text[:300])
             return []
         answered = resp.json().get('events', [])
@@ -81,7 +97,7 @@ class NovaNotifier:
         # 404: Nova does not know the server, or the [nova] user may not
         # see it (Nova looks servers up in every project only for admins)
         (LOG.warning if refused else LOG.info)(
-            'volume %s grew; Nova told for server(s) %s%s', volume_id,
+            'volume %s %s; Nova told for server(s) %s%s', volume_id, what,
             ', '.join(taken) or 'none',
             '; refused for %s' % ', '.join(refused) if refused else '')
         return taken

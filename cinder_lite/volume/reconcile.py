@@ -56,13 +56,22 @@ snapshot ``creating``       the copy is made again (a partial one is
                             with a message
 snapshot ``deleting``       the delete is rolled forward: ``deleted``, or
                             ``error_deleting``
-volume ``downloading``      the image was being written: the storage is
+snapshot ``restoring``,     its volume's revert ended without it (an
+volume not reverting        operator reset the volume): ``available``
+volume ``downloading``      the image was being written (a create from
+                            an image, or os-reimage): the storage is
                             removed, the volume becomes ``error`` and the
                             owner gets a message
 volume ``uploading``        the copy into an image was interrupted: the
                             volume is what its attachments make it again,
                             the owner gets a message (the queued image
                             stays in Glance)
+volume ``reverting``        the revert to a snapshot was interrupted:
+                            what the storage holds is not known, so the
+                            volume becomes ``error``, its snapshot
+                            ``available`` again, and the owner gets a
+                            message (a queued revert then finds it
+                            settled and does nothing)
 ==========================  ===============================================
 
 ``reserved`` attachments hold nothing on the backend and stay reserved for
@@ -88,6 +97,7 @@ from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import flows
 from cinder_lite.volume.flows import promote as promote_flow
 from cinder_lite.volume import image_api
+from cinder_lite.volume import revert_api
 from cinder_lite.volume import rules
 
 LOG = logging.getLogger(__name__)
@@ -96,6 +106,8 @@ EVENT_EXTEND_INTERRUPTED = 'VOLUME_VOLUME_007_003'
 # copy image to volume / copy volume to image, "an unknown error occurred"
 EVENT_DOWNLOAD_INTERRUPTED = 'VOLUME_VOLUME_005_001'
 EVENT_UPLOAD_INTERRUPTED = 'VOLUME_VOLUME_003_001'
+# cinder_lite's "revert to snapshot", unknown error (flows/revert.py)
+EVENT_REVERT_INTERRUPTED = 'VOLUME_VOLUME_101_001'
 
 
 # What reconciliation is given of a volume service (not the service
@@ -179,7 +191,8 @@ def _snapshots(backend, max_age, busy):
         found = [(db_snapshots.summary(s, host), s.updated_at)
                  for s, host in db_snapshots.stale(
                      session, backend.backend_id,
-                     (states.CREATING, states.DELETING), cutoff)]
+                     (states.CREATING, states.DELETING, states.RESTORING),
+                     cutoff)]
     changes = []
     for snapshot, updated_at in found:
         if snapshot['id'] in busy:
@@ -190,6 +203,11 @@ def _snapshots(backend, max_age, busy):
                                             updated_at):
                 continue
         before = snapshot['status']
+        if before == states.RESTORING:
+            change = _restoring_left(snapshot)
+            if change:
+                changes.append(change)
+            continue
         if before == states.CREATING:
             backend.roll_forward.create_snapshot(snapshot)
         else:
@@ -205,6 +223,26 @@ def _snapshots(backend, max_age, busy):
         changes.append('snapshot %s: %s -> %s' % (snapshot['id'], before,
                                                   after))
     return changes
+
+
+def _restoring_left(snapshot):
+    """A snapshot ``restoring`` whose volume is no longer reverting (an
+    operator reset the volume's status meanwhile): available again.  One
+    whose volume is reverting is the volume's rule's."""
+    with db_api.writer() as session:
+        try:
+            volume = db_volumes.get(session, snapshot['volume_id'])
+        except exception.VolumeNotFound:
+            volume = None
+        if volume is not None and volume.status == states.REVERTING:
+            return None
+        try:
+            db_snapshots.transition(session, snapshot['id'], 'revert_ended')
+        except (exception.InvalidTransition, exception.SnapshotNotFound):
+            return None
+    LOG.warning('reconcile: snapshot %s: restoring -> available (its volume '
+                'is no longer reverting)', snapshot['id'])
+    return 'snapshot %s: restoring -> available' % snapshot['id']
 
 
 def _connect_interrupted(backend, attachment_id, volume):
@@ -358,6 +396,11 @@ def _volume(backend, volume):
         before = status
         after = _upload_interrupted(volume)
         why = 'upload to an image interrupted'
+    elif status == states.REVERTING:
+        before = status
+        after = _revert_interrupted(volume)
+        why = ('revert to a snapshot interrupted; what the volume holds '
+               'is not known')
     elif status != states.EXTENDING:
         # growing while in use (``begin_grow``): the status stays
         return _grow_interrupted(volume)
@@ -385,8 +428,9 @@ def _download_interrupted(backend, volume):
             return states.DOWNLOADING
         db_messages.create(
             session, volume['project_id'], EVENT_DOWNLOAD_INTERRUPTED,
-            'create volume from image: interrupted by a restart of the '
-            'volume service; delete the volume and create it again',
+            'create volume from image (or re-image it): interrupted by a '
+            'restart of the volume service; its storage is removed: '
+            'delete the volume and create it again, or re-image it',
             resource_type='VOLUME', resource_uuid=volume['id'])
     return states.ERROR
 
@@ -406,6 +450,23 @@ def _upload_interrupted(volume):
             'and upload again', resource_type='VOLUME',
             resource_uuid=volume['id'])
     return after
+
+
+def _revert_interrupted(volume):
+    """The revert stopped with the service: the volume is ``error`` (the
+    file driver's data is whole, old or new; RBD's may be a mix), its
+    snapshot ``available`` again."""
+    def message(session):
+        db_messages.create(
+            session, volume['project_id'], EVENT_REVERT_INTERRUPTED,
+            'revert volume to snapshot: interrupted by a restart of the '
+            'volume service; what the volume holds is not known: reset '
+            'its status and revert again, or delete it',
+            resource_type='VOLUME', resource_uuid=volume['id'])
+    if not revert_api.end_revert(volume['id'], None, 'revert_interrupted',
+                                 message):
+        return states.REVERTING
+    return states.ERROR
 
 
 def _grow_interrupted(volume):

@@ -25,6 +25,9 @@ History:
           or writes a volume, or a temporary snapshot of it);
           create_volume of a volume with ``backup_id`` hands it to a
           backup service to restore into once its storage exists
+    1.11 - revert_to_snapshot (cast, carrying the volume and its latest
+          snapshot); reimage (cast: an image over a ``downloading``
+          volume)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -33,7 +36,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.10'
+RPC_API_VERSION = '1.11'
 BACKUP_RPC = '1.10'
 
 
@@ -149,6 +152,17 @@ class VolumeAPI:
         self._prepare(host, '1.1').cast(ctxt, 'extend_volume',
                                         volume_id=volume_id,
                                         new_size=new_size)
+
+    def revert_to_snapshot(self, ctxt, host, volume, snapshot):
+        """``volume`` (``reverting``) and ``snapshot`` (``restoring``):
+        the summaries the API recorded them with."""
+        self._prepare(host, '1.11').cast(ctxt, 'revert_to_snapshot',
+                                         volume=volume, snapshot=snapshot)
+
+    def reimage(self, ctxt, host, volume_id, image_id):
+        self._prepare(host, '1.11').cast(ctxt, 'reimage',
+                                         volume_id=volume_id,
+                                         image_id=image_id)
 
     def extend_attached_volume(self, ctxt, host, volume_id, old_size,
                                new_size):

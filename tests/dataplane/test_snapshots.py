@@ -125,3 +125,48 @@ def test_snapshot_while_a_writer_is_busy(nbd_stack):
     assert present[:before] == list(range(before))
     assert all(i < after for i in present), (after, present[-5:])
     client.detach(att['id'], dev)
+
+
+@pytest.mark.parametrize('protocol', ['nbd', 'iscsi'])
+def test_a_shared_volume_reverted_reads_its_snapshot(request, protocol):
+    """Two hosts write a shared volume, it is snapshotted in use, they
+    overwrite it and detach; the revert (refused while they are
+    attached) gives a host that attaches again the snapshot's bytes,
+    read over the target."""
+    s = request.getfixturevalue('%s_stack' % protocol)
+    api = s.client()
+    api.create_type('shared', {'multiattach': '<is> True'})
+    vol = api.create_volume(volume_type='shared')
+    clients = {n: dp.attacher(s, n) for n in ('a', 'b')}
+    atts, devs = {}, {}
+    for n in ('a', 'b'):
+        atts[n], devs[n] = clients[n].attach_device(
+            vol['id'], str(uuid.uuid4()), mode='rw')
+    first = {n: os.urandom(BLOCK) for n in ('a', 'b')}
+    devs['a'].write(0, first['a'])
+    devs['b'].write(BLOCK, first['b'])
+    for n in ('a', 'b'):
+        devs[n].flush()
+    sid = snapshot(api, vol['id'])
+    wait_available(api, sid)
+    devs['a'].write(0, os.urandom(BLOCK))
+    devs['b'].write(3 * BLOCK, os.urandom(BLOCK))
+    for n in ('a', 'b'):
+        devs[n].flush()
+    resp = api.post('/volumes/%s/action' % vol['id'],
+                    json={'revert': {'snapshot_id': sid}})
+    assert resp.status_code == 409, resp.text
+    for n in ('a', 'b'):
+        clients[n].detach(atts[n]['id'], devs[n])
+    api.wait_volume(vol['id'], 'available')
+
+    resp = api.post('/volumes/%s/action' % vol['id'],
+                    json={'revert': {'snapshot_id': sid}})
+    assert resp.status_code == 202, resp.text
+    api.wait_volume(vol['id'], 'available')
+    att, dev = clients['a'].attach_device(vol['id'], str(uuid.uuid4()),
+                                          mode='rw')
+    assert dev.read(0, BLOCK) == first['a']
+    assert dev.read(BLOCK, BLOCK) == first['b']
+    assert dev.read(3 * BLOCK, BLOCK) == bytes(BLOCK)
+    clients['a'].detach(att['id'], dev)

@@ -298,3 +298,45 @@ def test_an_in_use_volume_grows_under_its_writers(rbd_stack, ceph, api):
     ha.detach(a_att['id'], a_dev)
     hb.detach(b_att['id'], b_dev)
     api.wait_volume(vol['id'], 'available')
+
+
+def test_a_revert_rolls_the_image_back_to_its_latest_snapshot(
+        rbd_stack, ceph, api):
+    """write, snapshot, overwrite, revert (``rbd snap rollback``): the
+    image reads the snapshot's bytes again, the snapshot stays."""
+    vol = api.create_volume(size=1)
+    host = dp.attacher(rbd_stack, 'a')
+    first = bytes(range(256)) * 64
+    att, dev = host.attach_device(vol['id'])
+    dev.write(0, first)
+    dev.write(700 * 1024 * 1024, b'far in the snapshot')
+    dev.flush()
+    host.detach(att['id'], dev)
+    api.wait_volume(vol['id'], 'available')
+    resp = api.post('/snapshots', json={'snapshot': {
+        'volume_id': vol['id']}})
+    assert resp.status_code == 202, resp.text
+    snap = resp.json()['snapshot']
+    _wait(lambda: api.get('/snapshots/%s' % snap['id']).json()[
+        'snapshot']['status'] == 'available')
+    att, dev = host.attach_device(vol['id'])
+    dev.write(0, b'\xff' * len(first))
+    dev.write(700 * 1024 * 1024, b'overwritten after it')
+    dev.write(900 * 1024 * 1024, b'only after the snapshot')
+    dev.flush()
+    host.detach(att['id'], dev)
+    api.wait_volume(vol['id'], 'available')
+
+    resp = api.post('/volumes/%s/action' % vol['id'],
+                    json={'revert': {'snapshot_id': snap['id']}})
+    assert resp.status_code == 202, resp.text
+    api.wait_volume(vol['id'], 'available')
+    assert api.get('/snapshots/%s' % snap['id']).json()['snapshot'][
+        'status'] == 'available'
+    att, dev = host.attach_device(vol['id'])
+    assert dev.read(0, len(first)) == first
+    assert dev.read(700 * 1024 * 1024, 19) == b'far in the snapshot'
+    assert dev.read(900 * 1024 * 1024, 23) == bytes(23)
+    host.detach(att['id'], dev)
+    api.wait_volume(vol['id'], 'available')
+    assert _image(ceph, 'volume-%s' % vol['id'])['size'] == GiB

@@ -373,3 +373,33 @@ def test_a_dead_writer_s_lock_is_broken_when_it_is_detached(
     b_dev.flush()
     hb.detach(b_att['id'], b_dev)
     api.wait_volume(vol['id'], 'available')
+
+
+def test_os_reimage_on_rbd(glance_rbd_stack, glance, ceph, tmp_path):
+    """os-reimage (3.68) of an RBD volume: the image is cleared (a
+    discard of the whole image) and the new image written; nothing of the
+    old data stays past its end."""
+    api = glance_rbd_stack.client()
+    data = util.pattern(2 * MiB + 100, b'second image')
+    raw = tmp_path / 'second.raw'
+    raw.write_bytes(data)
+    qcow2 = tmp_path / 'second.qcow2'
+    to_qcow2(str(raw), str(qcow2))
+    image = glance.make_image('rbd-reimage', str(qcow2), 'qcow2')
+    vol = api.create_volume(size=1)
+    write_image(ceph, vol['id'], 0, util.pattern(4 * MiB, b'old data'))
+    write_image(ceph, vol['id'], 700 * MiB, b'old far data')
+    resp = api.post('/volumes/%s/action' % vol['id'],
+                    json={'os-reimage': {'image_id': image['id']}},
+                    headers={'OpenStack-API-Version': 'volume 3.68'})
+    assert resp.status_code == 202, resp.text
+    util.wait_for(lambda: api.get('/volumes/%s' % vol['id']).json()[
+        'volume'].get('volume_image_metadata', {}).get('image_id') ==
+        image['id'], what='re-imaged')
+    vol = api.wait_volume(vol['id'], 'available')
+    assert image_bytes(ceph, vol['id'], 0, len(data)) == data
+    assert image_bytes(ceph, vol['id'], len(data), 2 * MiB) == \
+        bytes(2 * MiB)
+    assert image_bytes(ceph, vol['id'], 700 * MiB, 12) == bytes(12)
+    assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+    api.wait_deleted(vol['id'])

@@ -78,11 +78,22 @@ VOLUME_EVENTS = {
     'restore_on_create': {V.CREATING: V.RESTORING_BACKUP},
     'restored': {V.RESTORING_BACKUP: V.AVAILABLE},
     'restore_failed': {V.RESTORING_BACKUP: V.ERROR_RESTORING},
+    'reimage': {V.AVAILABLE: V.DOWNLOADING, V.ERROR: V.DOWNLOADING},
+    'reimage_reserved': {V.AVAILABLE: V.DOWNLOADING, V.ERROR: V.DOWNLOADING,
+                         V.RESERVED: V.DOWNLOADING},
+    'reimage_failed': {V.DOWNLOADING: V.ERROR},
+    'revert': {V.AVAILABLE: V.REVERTING},
+    'reverted': {V.REVERTING: V.AVAILABLE},
+    'revert_unsent': {V.REVERTING: V.AVAILABLE},
+    'revert_failed': {V.REVERTING: V.ERROR},
+    'revert_interrupted': {V.REVERTING: V.ERROR},
 }
 # events whose target the caller names: event -> (sources, targets)
 DERIVED = (V.AVAILABLE, V.IN_USE, V.ATTACHING, V.DETACHING, V.RESERVED)
 VOLUME_CHOSEN = {
     'upload_ended': ({V.UPLOADING}, DERIVED),
+    'reimaged': ({V.DOWNLOADING}, DERIVED),
+    'reimage_unsent': ({V.DOWNLOADING}, (V.AVAILABLE, V.ERROR, V.RESERVED)),
     'backup_ended': ({V.BACKING_UP}, DERIVED),
     'force_detached': ({V.ERROR}, DERIVED),
     'reset_status': (V.VOLUME_STATUSES - {V.DELETED},
@@ -101,6 +112,8 @@ SNAPSHOT_EVENTS = {
     'delete_failed': {V.DELETING: V.ERROR_DELETING},
     'backup': {V.AVAILABLE: 'backing-up'},
     'backup_ended': {'backing-up': V.AVAILABLE},
+    'revert': {V.AVAILABLE: V.RESTORING},
+    'revert_ended': {V.RESTORING: V.AVAILABLE},
 }
 SNAPSHOT_CHOSEN = {
     'reset_status': (set(V.SNAPSHOT_FORCE_DELETE_STATUSES)

@@ -4,7 +4,13 @@ Success codes: 202 for every action except os-initialize_connection (200
 with ``{"connection_info": ...}``), os-set_bootable and
 os-unset_image_metadata (200, no body), os-set_image_metadata and
 os-show_image_metadata (200 with ``{"metadata": ...}``), as in Cinder;
-os-volume_upload_image answers 202 with its body.
+os-volume_upload_image answers 202 with its body; ``revert`` (3.40 on;
+404 before, as an unknown method) answers 202, 400 when the snapshot is
+not the volume's latest or its size is not the volume's, 409 when the
+volume or the snapshot is not ``available``; ``os-reimage`` (3.68 on)
+answers 202, 400 for a volume not in a status it allows or an image that
+does not fit, 404 for an image not found, 409 for a volume with several
+attachments.
 """
 import webob.exc
 
@@ -18,6 +24,8 @@ from cinder_lite.volume import rules
 
 
 UPLOAD_IMAGE_PARAMS = (3, 1)
+VOLUME_REVERT = (3, 40)
+REIMAGE = (3, 68)
 
 
 def _actions(req):
@@ -146,6 +154,25 @@ def _extend(req, vid, body):
     _actions(req).extend(req.context, vid, new_size, req.version)
 
 
+def _revert(req, vid, body):
+    if req.version < VOLUME_REVERT:
+        raise webob.exc.HTTPNotFound(
+            explanation='The revert action needs microversion 3.40 or '
+                        'later.')
+    req.environ['cinder_lite.services'].reverts.revert(
+        req.context, vid, body.get('snapshot_id'))
+
+
+def _reimage(req, vid, body):
+    if req.version < REIMAGE:
+        raise webob.exc.HTTPNotFound(
+            explanation='The os-reimage action needs microversion 3.68 or '
+                        'later.')
+    _images(req).reimage(req.context, vid, body['image_id'],
+                         schema_common.to_bool(
+                             body.get('reimage_reserved', False)))
+
+
 DISPATCH = {
     'os-reserve': _reserve,
     'os-unreserve': _unreserve,
@@ -166,6 +193,8 @@ DISPATCH = {
     'os-unset_image_metadata': _unset_image_metadata,
     'os-show_image_metadata': _show_image_metadata,
     'os-extend': _extend,
+    'revert': _revert,
+    'os-reimage': _reimage,
 }
 
 

@@ -140,6 +140,21 @@ ACTIONS = {
         'required': ['new_type'],
         'additionalProperties': False,
     },
+    # 3.68
+    'os-reimage': {
+        'type': 'object',
+        'properties': {
+            'image_id': {'type': 'string', 'format': 'uuid'},
+            'reimage_reserved': common.boolean,
+        },
+        'required': ['image_id'],
+        'additionalProperties': False,
+    },
+    # 3.40; as Cinder's, other keys are let through
+    'revert': {
+        'type': 'object',
+        'properties': {'snapshot_id': {'type': ['string', 'null']}},
+    },
     'os-extend': {
         'type': 'object',
         'properties': {

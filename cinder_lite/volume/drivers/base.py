@@ -66,6 +66,13 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         error."""
         raise NotImplementedError()
 
+    def revert_to_snapshot(self, volume, snapshot):
+        """Make the storage of ``volume`` hold what its snapshot
+        ``snapshot`` holds (same size: the API refuses otherwise); the
+        volume has no attachment meanwhile.  The snapshot stays."""
+        raise NotImplementedError(
+            'this backend cannot revert volumes to snapshots')
+
     def create_volume_from_snapshot(self, volume, snapshot):
         """Create ``volume`` (``size`` GiB, at least the snapshot's) with
         the snapshot's bytes; True/False as ``create_volume``."""
@@ -95,6 +102,12 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         path (the image is then downloaded to a file of its own and
         written with ``copy_image_to_volume``)."""
         return None
+
+    def clear_volume(self, volume):
+        """Make the whole storage of ``volume`` read as zeros (before an
+        image is written over it: os-reimage), its size kept."""
+        raise NotImplementedError(
+            'this backend cannot write images over volumes')
 
     def sync_volume(self, volume):
         """Make what was written to the storage of ``volume`` durable

@@ -25,6 +25,24 @@ from cinder_lite.volume.targets import nbd as nbd_target
 
 LOG = logging.getLogger(__name__)
 GiB = 1024 ** 3
+# the temporary name of a volume's file being reverted to a snapshot
+REVERTING_SUFFIX = '.reverting'
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _sync_dir(path):
+    """Make a rename in directory ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class FileDriver(base.VolumeDriver):
@@ -150,6 +168,31 @@ class FileDriver(base.VolumeDriver):
                 continue
             LOG.info('deleted %s', path)
 
+    def revert_to_snapshot(self, volume, snapshot):
+        """A copy of the snapshot (reflink or sparse copy) made under a
+        temporary name, then renamed over the volume's file: a crash
+        leaves the volume's data whole, before or after.  No export
+        holds the old file open (the volume has no attachment)."""
+        path = self.path(volume['id'])
+        src = self.snapshot_path(snapshot['id'])
+        if not os.path.exists(src):
+            raise exception.CinderLiteError(
+                'cannot revert volume %s: the copy of snapshot %s is '
+                'missing' % (volume['id'], snapshot['id']))
+        if not os.path.exists(path):
+            raise exception.CinderLiteError(
+                'cannot revert volume %s: its file is missing'
+                % volume['id'])
+        tmp = path + REVERTING_SUFFIX
+        _unlink(tmp)        # left by a revert a crash cut short
+        started = time.monotonic()
+        how = file_copy.copy_file(src, tmp, volume['size'] * GiB)
+        os.rename(tmp, path)
+        _sync_dir(self.root)
+        LOG.info('reverted volume %s to snapshot %s by %s in %.3f s',
+                 volume['id'], snapshot['id'], how,
+                 time.monotonic() - started)
+
     def create_volume_from_snapshot(self, volume, snapshot):
         return self._copy_to(self.snapshot_path(snapshot['id']),
                              self.path(volume['id']), volume['size'],
@@ -164,7 +207,8 @@ class FileDriver(base.VolumeDriver):
 
     def delete_volume(self, volume):
         for path in (self.path(volume['id']),
-                     self.path(volume['id']) + '.creating'):
+                     self.path(volume['id']) + '.creating',
+                     self.path(volume['id']) + REVERTING_SUFFIX):
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -200,6 +244,12 @@ class FileDriver(base.VolumeDriver):
             f.truncate(0)
             f.truncate(volume['size'] * GiB)
         return path
+
+    def clear_volume(self, volume):
+        # all holes, the size kept
+        with open(self.path(volume['id']), 'r+b') as f:
+            f.truncate(0)
+            f.truncate(volume['size'] * GiB)
 
     def sync_volume(self, volume):
         fd = os.open(self.path(volume['id']), os.O_RDONLY)

@@ -633,6 +633,22 @@ class RBDDriver(base.VolumeDriver):
             LOG.info('removed %d snapshot(s) of %s whose removal waited '
                      'for its lock holder', len(done), name)
 
+    def revert_to_snapshot(self, volume, snapshot):
+        """``rbd snap rollback``: the image's objects are written back
+        from the snapshot, one by one (not atomic: a failure or a crash
+        midway leaves a mix, and the volume ``error``; the snapshot stays,
+        so a revert can be asked again once its status is reset)."""
+        name = volume_name(volume['id'])
+        snap = snapshot_name(snapshot['id'])
+        started = time.monotonic()
+        image = self._image(name)
+        try:
+            image.rollback_to_snap(snap)
+        finally:
+            image.close()
+        LOG.info('rolled %s back to RBD snapshot %s in %.3f s', name, snap,
+                 time.monotonic() - started)
+
     def _ancestry(self, name):
         """(RBD id of the image ``name``, [RBD ids of the images it is a
         clone of, nearest first])."""
@@ -795,6 +811,14 @@ class RBDDriver(base.VolumeDriver):
     def copy_image_to_volume(self, volume, image_path, image_format):
         qemu_img.convert(image_path, image_format, self._qemu_target(volume),
                          'raw', dest_exists=True)
+
+    def clear_volume(self, volume):
+        # a discard of the whole image: its objects go, reads are zeros
+        image = self._image(volume_name(volume['id']))
+        try:
+            image.discard(0, image.size())
+        finally:
+            image.close()
 
     def sync_volume(self, volume):
         # qemu-img flushed before it exited; a write librbd acknowledged is

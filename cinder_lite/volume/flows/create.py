@@ -11,6 +11,8 @@ recorded ``available`` and bootable.  A raw image goes straight into
 the storage where the driver gives a path to it, and is checked there.
 A failure anywhere removes the storage (the manager records ``error``),
 and the downloaded file is always removed.
+os-reimage writes an image over an existing volume with ``CopyImage``
+too (flows/reimage.py).
 """
 import logging
 import os
