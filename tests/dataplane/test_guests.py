@@ -123,6 +123,16 @@ def test_the_passive_guest_takes_over_and_the_old_writer_is_cut_off(
         assert not [t for t, _ in a_acks if t > run.times['resumed'] + 1], (
             run.a_console)
     print(run.summary())
-    # the takeover ended the old writer's attachment
+    # the takeover ended the old writer's attachment, and the audit
+    # trail (the dashboard's volume page shows it) says who took over
     assert api.get('/attachments/%s' % run.writer_attachment
                    ).status_code == 404
+
+    def trail(attachment_id):
+        return [(e['to_status'], e['attach_mode'], e['reason'])
+                for e in api.get('/os-attachment-events?attachment_id=%s'
+                                 % attachment_id).json()['attachment_events']]
+    assert ('detached', 'rw', 'taken over by %s' % run.reader_attachment) \
+        in trail(run.writer_attachment)
+    assert ('attached', 'rw', 'took over as the writer') in trail(
+        run.reader_attachment)

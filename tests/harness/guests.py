@@ -558,7 +558,7 @@ class ActivePassive:
         self.a_acks = self.b_acks = self.a_refused = []
         self.on_disk = {}
         self.a_console = self.b_console = ''
-        self.writer_attachment = None
+        self.writer_attachment = self.reader_attachment = None
 
     def lost(self):
         """A's acknowledged writes missing from the volume."""
@@ -610,7 +610,7 @@ def active_passive(s, start, sectors=400, b_writes=20, detection=1.0):
     ha, hb = dp.attacher(s, 'a'), dp.attacher(s, 'b')
     w_att = ha.attach(vid, str(uuid.uuid4()))
     r_att = hb.attach(vid, str(uuid.uuid4()))
-    run.writer_attachment = w_att['id']
+    run.writer_attachment, run.reader_attachment = w_att['id'], r_att['id']
     assert (w_att['attach_mode'], r_att['attach_mode']) == ('rw', 'ro')
     a = start('a', writer_role('A', sectors - 100),
               [disk(w_att['connection_info'], ha.connector)])
