@@ -13,9 +13,22 @@ from tests.harness import guests as guests_mod
 from tests.harness import util
 
 
-@pytest.fixture(params=['nbd', 'iscsi'])
-def proto_stack(request):
-    return request.getfixturevalue(request.param + '_stack')
+@pytest.fixture(params=['nbd', 'iscsi', 'rbd'])
+def proto_stack(request, tmp_path):
+    if request.param != 'rbd':
+        yield request.getfixturevalue(request.param + '_stack')
+        return
+    # RBD: read-only keys may watch the header, so that QEMU's librbd
+    # opens the image with them (``rbd_read_only_keys_watch``)
+    from tests.conftest import rbd_backend
+    from tests.harness import stack as stack_mod
+    ceph = request.getfixturevalue('ceph')
+    s = stack_mod.Stack(tmp_path / 'st', backends={'rbd': rbd_backend(
+        ceph, rbd_read_only_keys_watch=True)}).start()
+    yield s
+    left = s.volume_service('rbd').endpoints[0].driver.list_exports()
+    s.stop()
+    assert left == [], 'exports left behind: %s' % left
 
 
 def _disk(attachment, host, read_only=False):
@@ -66,30 +79,40 @@ def test_two_guests_share_a_volume_and_the_reader_cannot_write(
     # so QEMU shows the guest a read-only disk and the kernel refuses it
     assert guests_mod.acknowledged(b, 'B') == []
     assert [n for _, n, _ in guests_mod.refused(b, 'B')] == [11], b.text()
-    path = dp.volume_path(s, vid)
-    assert guests_mod.records(path, 11) == {
+    assert guests_mod.read_records(s, vid, 11) == {
         n: 'A %010d' % n for n in range(1, 11)}
     ha.detach(w_att['id'])
     hb.detach(r_att['id'])
 
 
-def test_qemu_cannot_open_a_read_only_attachment_for_writing(
+def test_a_read_only_attachment_gives_a_guest_no_write(
         proto_stack, guests):
-    """The read-only export says so (NBD: in its handshake; iSCSI: the
-    LUN is write protected): QEMU asked for a writable disk on it does
-    not start, and a guest cannot get one.  That the targets refuse the
-    writes themselves, sent anyway, is test_strangers_nbd's and
-    test_libiscsi's."""
+    """A guest whose QEMU is asked for a writable disk on a read-only
+    attachment.  NBD and iSCSI say read-only to QEMU (the export's flag
+    in the handshake; the LUN write protected), and QEMU does not start.
+    RBD says nothing of the kind: QEMU opens the image with the
+    read-only key, and the guest's write is refused by the OSDs (the
+    key's caps), so the guest's kernel reports the I/O error of the
+    storage.  That the NBD and iSCSI targets refuse writes sent anyway is
+    test_strangers_nbd's and test_libiscsi's."""
     s, api = proto_stack, proto_stack.client()
     api.create_type('shared', {'multiattach': '<is> True'})
     vid = api.create_volume(volume_type='shared')['id']
     hb = dp.attacher(s, 'b')
     r_att = hb.attach(vid, str(uuid.uuid4()), mode='ro')
-    b = guests('b', 'exit 0', [_disk(r_att, hb, read_only=False)])
-    assert b.proc.wait(timeout=120) != 0
-    said = b.qemu_log().lower()
-    assert 'read-only' in said or 'write protected' in said, said
+    b = guests('b', guests_mod.writer_role('B', 1),
+               [_disk(r_att, hb, read_only=False)])
+    if 'rbd' in s.backends:
+        assert b.wait_done() == 0, b.text()
+        assert guests_mod.acknowledged(b, 'B') == []
+        (_t, n, why), = guests_mod.refused(b, 'B')
+        assert n == 1 and 'error' in why.lower(), b.text()
+    else:
+        assert b.proc.wait(timeout=120) != 0
+        said = b.qemu_log().lower()
+        assert 'read-only' in said or 'write protected' in said, said
     hb.detach(r_att['id'])
+    assert guests_mod.read_records(s, vid, 1) == {}
 
 
 def test_the_passive_guest_takes_over_and_the_old_writer_is_cut_off(
@@ -116,7 +139,7 @@ def test_the_passive_guest_takes_over_and_the_old_writer_is_cut_off(
         'B %010d' % n for _, n in b_acks]
     # A's kernel saw its writes fail (the target cut it off), or (iSCSI)
     # its writes wait on a login the target refuses
-    if run.protocol == 'nbd':
+    if run.protocol in ('nbd', 'rbd'):
         assert run.a_refused and all(n >= b_first - 1
                                      for _, n, _ in run.a_refused)
     else:

@@ -401,6 +401,49 @@ class IscsiDisk:
                   id='dev-' + node)
 
 
+class RbdDisk:
+    """A volume on RBD, opened by QEMU's rbd driver (librbd) with the
+    attachment's cephx key: the keyring in a file only its owner reads
+    and a ceph.conf naming the monitors, both from the connection_info."""
+
+    def __init__(self, info, read_only=False):
+        self.info = info
+        self.read_only = read_only
+
+    def _parts(self, guest_dir, node):
+        info = self.info
+        user = info['auth_username']
+        keyring = os.path.join(guest_dir, 'keyring-' + node)
+        fd = os.open(keyring, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, 'w') as f:
+            f.write(info['keyring'])
+        conf = os.path.join(guest_dir, 'ceph-%s.conf' % node)
+        with open(conf, 'w') as f:
+            f.write('[global]\nmon_host = %s\nkeyring = %s\n'
+                    'admin_socket =\nlog_file =\n' % (
+                        ','.join('[v1:%s:%s]' % hp for hp in zip(
+                            info['hosts'], info['ports'])), keyring))
+        pool, _, image = info['name'].partition('/')
+        # cache.direct: QEMU then turns librbd's cache off, so that a
+        # write the guest sees acknowledged is on the OSDs (with the
+        # cache, a refused write is acknowledged and fails at a flush)
+        return {'driver': 'raw', 'node-name': node,
+                'read-only': self.read_only,
+                'cache': {'direct': True},
+                'file': {'driver': 'rbd', 'pool': pool, 'image': image,
+                         'user': user, 'conf': conf,
+                         'cache': {'direct': True}}}
+
+    def qemu_args(self, guest_dir, node):
+        return ['-blockdev', json.dumps(self._parts(guest_dir, node)),
+                '-device', 'virtio-blk-pci,drive=%s' % node]
+
+    def plug(self, guest, node):
+        guest.qmp('blockdev-add', **self._parts(guest.dir, node))
+        guest.qmp('device_add', driver='virtio-blk-pci', drive=node,
+                  id='dev-' + node)
+
+
 def disk(info, connector, read_only=False):
     """The Disk for an attachment's ``info`` (its driver_volume_type),
     as the host of ``connector`` would open it."""
@@ -409,24 +452,30 @@ def disk(info, connector, read_only=False):
         return IscsiDisk(info, connector['initiator'], read_only)
     if kind == 'nbd':
         return NbdDisk(info, read_only)
-    raise ValueError('guests open nbd and iscsi volumes, not %s' % kind)
+    if kind == 'rbd':
+        return RbdDisk(info, read_only)
+    raise ValueError('guests open nbd, iscsi and rbd volumes, not %s'
+                     % kind)
 
 
 # -- roles -----------------------------------------------------------------
 
 def writer_role(tag, count, interval=0.1, first=1, device='/dev/vda'):
     """Write records ``<tag> <n>`` to sectors first..first+count-1 of
-    ``device`` with direct I/O, one every ``interval`` s; print ``ACK
-    <tag> <n>`` after each write the disk acknowledged and ``FAIL <tag>
-    <n>`` after each it refused.  ``first``: a number, or a shell
-    expression the role evaluates when it gets there."""
+    ``device``, one every ``interval`` s, each flushed to the disk (dd's
+    fsync: busybox's ``oflag=direct`` falls back to the page cache for a
+    buffer it cannot align, and a write that fails there would be
+    reported only later); print ``ACK <tag> <n>`` after each write the
+    disk acknowledged and ``FAIL <tag> <n>`` after each it refused.
+    ``first``: a number, or a shell expression the role evaluates when it
+    gets there."""
     return '''
 i=%(first)s
 end=$((i + %(count)d))
 while [ $i -lt $end ]; do
   printf '%(tag)s %%010d\\n' $i > /tmp/record
   if dd if=/tmp/record of=%(device)s bs=512 seek=$i count=1 \\
-       conv=sync,notrunc oflag=direct 2>/tmp/err; then
+       conv=sync,notrunc,fsync oflag=direct 2>/tmp/err; then
     echo "ACK %(tag)s $i"
   else
     echo "FAIL %(tag)s $i $(head -n 1 /tmp/err)"
@@ -441,7 +490,9 @@ done
 def last_record(sectors, device='/dev/vda'):
     """Shell: ``$last`` := the last record on sectors 1..``sectors`` of
     ``device`` (direct I/O), ``$next`` := the sector after it."""
+    # the page cache is dropped first: what is read is the disk's
     return '''
+echo 3 > /proc/sys/vm/drop_caches
 dd if=%(device)s of=/tmp/disk bs=512 skip=1 count=%(sectors)d \\
    iflag=direct 2>/dev/null
 last=$(tr -d '\\000' < /tmp/disk | tail -n 1)
@@ -489,6 +540,7 @@ def reader_role(sectors, until=None, rounds=600, interval=0.1):
 r=0
 found=no
 while [ $r -lt %(rounds)d ]; do
+  echo 3 > /proc/sys/vm/drop_caches
   dd if=/dev/vda of=/tmp/disk bs=512 skip=1 count=%(sectors)d \\
      iflag=direct 2>/dev/null
   last=$(tr -d '\\000' < /tmp/disk | tail -n 1)
@@ -524,6 +576,24 @@ def refused(guest, tag):
             out.append((when, int(parts[2]),
                         parts[3] if len(parts) > 3 else ''))
     return out
+
+
+def read_records(s, volume_id, sectors):
+    """``records`` of a volume as a third host (``c``) reads it through a
+    read-only attachment of its own, whatever the backend."""
+    host = dp.attacher(s, 'c')
+    attachment, device = host.attach_device(volume_id, mode='ro')
+    try:
+        data = device.read(512, 512 * sectors)
+    finally:
+        host.detach(attachment['id'], device)
+    found = {}
+    for sector in range(1, sectors + 1):
+        chunk = data[(sector - 1) * 512:sector * 512].rstrip(b'\0')
+        text = chunk.decode(errors='replace').strip()
+        if text:
+            found[sector] = text
+    return found
 
 
 def records(path, sectors):
@@ -601,7 +671,8 @@ def active_passive(s, start, sectors=400, b_writes=20, detection=1.0):
     old writer's attachment is gone afterwards (the takeover ended it);
     B's is detached."""
     api = s.client()
-    protocol = 'iscsi' if hasattr(s, 'tgt_control') else 'nbd'
+    protocol = ('rbd' if 'rbd' in s.backends else 'iscsi'
+                if hasattr(s, 'tgt_control') else 'nbd')
     run = ActivePassive(protocol, detection)
     if not any(t['name'] == 'single' for t in api.get('/types').json()[
             'volume_types']):
@@ -641,9 +712,10 @@ def active_passive(s, start, sectors=400, b_writes=20, detection=1.0):
                       what='%d writes of B' % b_writes)
         a.resume()
         run.times['resumed'] = time.monotonic()
-        if protocol == 'nbd':
-            # the export A had is gone: QEMU's NBD client fails the
-            # requests and the guest's kernel reports I/O errors
+        if protocol in ('nbd', 'rbd'):
+            # the export A had is gone (RBD: A's client is blocklisted):
+            # QEMU fails the requests and the guest's kernel reports
+            # I/O errors
             util.wait_for(lambda: len(refused(a, 'A')) >= 3, 120,
                           what='A refused')
         else:
@@ -657,9 +729,9 @@ def active_passive(s, start, sectors=400, b_writes=20, detection=1.0):
         run.a_console, run.b_console = a.text(), b.text()
     run.a_acks, run.a_refused = acknowledged(a, 'A'), refused(a, 'A')
     run.b_acks = acknowledged(b, 'B')
-    run.on_disk = records(dp.volume_path(s, vid), sectors)
     b.stop()
     hb.detach(r_att['id'])
+    run.on_disk = read_records(s, vid, sectors)
     return run
 
 
