@@ -51,10 +51,13 @@ ROUTE_DECLARATIONS = (
         'DELETE': volume_metadata.delete_metadata_item}),
     ('/os-volume-manage', {'POST': manage.manage_volume}),
     ('/os-snapshot-manage', {'POST': manage.manage_snapshot}),
-    ('/manageable_volumes', {'GET': manage.list_manageable_volumes}),
+    # (POST here as on os-volume-manage: Cinder's v3 path for a manage)
+    ('/manageable_volumes', {'GET': manage.list_manageable_volumes,
+                             'POST': manage.manage_volume}),
     ('/manageable_volumes/detail', {
         'GET': manage.list_manageable_volumes_detail}),
-    ('/manageable_snapshots', {'GET': manage.list_manageable_snapshots}),
+    ('/manageable_snapshots', {'GET': manage.list_manageable_snapshots,
+                               'POST': manage.manage_snapshot}),
     ('/manageable_snapshots/detail', {
         'GET': manage.list_manageable_snapshots_detail}),
     ('/backups', {'GET': backups.list_backups,

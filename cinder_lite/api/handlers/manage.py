@@ -48,7 +48,7 @@ def manage_volume(req):
         'name': given.get('name'), 'description': given.get('description'),
         'volume_type': given.get('volume_type'),
         'availability_zone': given.get('availability_zone'),
-        'bootable': schema_common.to_bool(given.get('bootable', False)),
+        'bootable': schema_common.to_bool(given.get('bootable') or False),
         'metadata': given.get('metadata'),
     }
     volume, vtype = _service(req).manage(req.context, request)

@@ -14,7 +14,10 @@ manage_volume = {
                 'description': common.description_or_null,
                 'availability_zone': {'type': ['string', 'null'],
                                       'maxLength': 255},
-                'bootable': common.boolean,
+                # (null from openstackclient: not bootable)
+                'bootable': dict(common.boolean,
+                                 type=common.boolean['type'] + ['null'],
+                                 enum=common.boolean['enum'] + [None]),
                 'volume_type': {'type': ['string', 'null'],
                                 'maxLength': 255},
                 'host': {'type': ['string', 'null'], 'maxLength': 255},
