@@ -359,3 +359,49 @@ def test_managed_volume_over_nbd(nbd_stack):
         assert f.read(3) == b'new'
     assert api.delete('/volumes/%s' % vol['id']).status_code == 202
     api.wait_deleted(vol['id'])
+
+
+def _crashed_in(vid, status, kind='volume'):
+    """Leave a record as a volume service that died mid-way leaves it."""
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import snapshots as db_snapshots
+    from cinder_lite.db import volumes as db_volumes
+    records = db_volumes if kind == 'volume' else db_snapshots
+    with db_api.writer() as session:
+        records.update(session, vid, {'status': status})
+
+
+def test_reconcile_rolls_manage_and_unmanage_forward(stack, api):
+    manager, = stack.volume_service('file').endpoints
+    adopted = api.create_volume(size=1)
+    lost = api.create_volume(size=1)
+    gone = api.create_volume(size=1)
+    snap = snapshot(api, adopted['id'])
+    before = usage(api)
+    # adopted already (the file has the volume's name): finished
+    _crashed_in(adopted['id'], 'managing')
+    # never adopted (no file of its name): error_managing, a message
+    os.unlink(volume_file(stack, lost['id']))
+    _crashed_in(lost['id'], 'managing')
+    _crashed_in(gone['id'], 'unmanaging')
+    _crashed_in(snap['id'], 'managing', 'snapshot')
+    changes = manager.reconcile_now(max_age=0)
+    assert sorted(changes) == sorted([
+        'volume %s: managing -> available (manage rolled forward)'
+        % adopted['id'],
+        'volume %s: managing -> error_managing (manage rolled forward)'
+        % lost['id'],
+        'volume %s: unmanaging -> deleted (unmanage rolled forward)'
+        % gone['id'],
+        'snapshot %s: managing -> available' % snap['id']]), changes
+    assert api.get('/volumes/%s' % lost['id']).json()['volume'][
+        'status'] == 'error'
+    assert wait_error_message(api, lost['id'])
+    assert api.get('/volumes/%s' % gone['id']).status_code == 404
+    assert os.path.exists(volume_file(stack, gone['id']))
+    after = usage(api)
+    assert after['volumes'] == before['volumes'] - 1
+    # (the volume in error keeps what it was recorded with)
+    assert after['gigabytes'] == before['gigabytes'] - 1
+    exact()
+    assert manager.reconcile_now(max_age=0) == []
