@@ -154,8 +154,9 @@ class ManageService:
 
     def unmanage(self, context, volume_id):
         """``unmanaging`` and cast: the record goes, the storage stays."""
+        scope = None if context.is_admin else context.project_id
         with db_api.reader() as session:
-            volume = db_volumes.get(session, volume_id)
+            volume = db_volumes.get(session, volume_id, scope)
         policy.authorize(context, policy.VOLUME_UNMANAGE,
                          {'project_id': volume.project_id})
         self.volume_rpcapi.require(volume_rpcapi.MANAGE_RPC,
@@ -281,8 +282,9 @@ class ManageService:
         return snapshot
 
     def unmanage_snapshot(self, context, snapshot_id):
+        scope = None if context.is_admin else context.project_id
         with db_api.reader() as session:
-            snapshot = db_snapshots.get(session, snapshot_id)
+            snapshot = db_snapshots.get(session, snapshot_id, scope)
             policy.authorize(context, policy.SNAPSHOT_UNMANAGE,
                              {'project_id': snapshot.project_id})
             self.volume_rpcapi.require(volume_rpcapi.MANAGE_RPC,
