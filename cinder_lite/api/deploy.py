@@ -38,6 +38,7 @@ from cinder_lite.volume import api as volume_api
 from cinder_lite.volume import attachment_api
 from cinder_lite.volume import fence_api
 from cinder_lite.volume import image_api
+from cinder_lite.volume import manage_api
 from cinder_lite.volume import metadata_api
 from cinder_lite.volume import qos_api
 from cinder_lite.volume import quota_api
@@ -69,6 +70,8 @@ class Services:
         self.snapshots = snapshot_api.SnapshotService(
             conf, self.volumes.volume_rpcapi)
         self.backups = backup_api.BackupService(conf, self.volumes)
+        self.manage = manage_api.ManageService(conf,
+                                               self.volumes.volume_rpcapi)
 
 
 class ServiceSetup:

@@ -21,6 +21,7 @@ from cinder_lite.api.handlers import backups
 from cinder_lite.api.handlers import messages
 from cinder_lite.api.handlers import qos_specs
 from cinder_lite.api.handlers import quotas
+from cinder_lite.api.handlers import manage
 from cinder_lite.api.handlers import snapshots
 from cinder_lite.api.handlers import transfers
 from cinder_lite.api.handlers import types
@@ -48,6 +49,17 @@ ROUTE_DECLARATIONS = (
         'GET': volume_metadata.show_metadata_item,
         'PUT': volume_metadata.update_metadata_item,
         'DELETE': volume_metadata.delete_metadata_item}),
+    ('/os-volume-manage', {'POST': manage.manage_volume}),
+    ('/os-snapshot-manage', {'POST': manage.manage_snapshot}),
+    # (POST here as on os-volume-manage: Cinder's v3 path for a manage)
+    ('/manageable_volumes', {'GET': manage.list_manageable_volumes,
+                             'POST': manage.manage_volume}),
+    ('/manageable_volumes/detail', {
+        'GET': manage.list_manageable_volumes_detail}),
+    ('/manageable_snapshots', {'GET': manage.list_manageable_snapshots,
+                               'POST': manage.manage_snapshot}),
+    ('/manageable_snapshots/detail', {
+        'GET': manage.list_manageable_snapshots_detail}),
     ('/backups', {'GET': backups.list_backups,
                   'POST': backups.create_backup}),
     ('/backups/detail', {'GET': backups.list_backups_detail}),

@@ -173,6 +173,17 @@ class InvalidVolumeType(Invalid):
     msg_fmt = 'Invalid volume type: %(reason)s'
 
 
+class ManageExistingInvalidReference(Invalid):
+    # Cinder's words
+    msg_fmt = ('Manage existing volume failed due to invalid backend '
+               'reference %(existing_ref)s: %(reason)s')
+
+
+class ManageExistingAlreadyManaged(Invalid):
+    msg_fmt = ('Unable to manage existing volume. Volume %(volume_ref)s '
+               'already managed.')
+
+
 class InvalidTransition(Invalid):
     """A compare-and-swap found the row in a state the change does not
     allow."""

@@ -156,6 +156,12 @@ SNAPSHOT_FORCE_DELETE = \
     'volume_extension:snapshot_admin_actions:force_delete'
 SNAPSHOT_UPDATE_STATUS = \
     'snapshot_extension:snapshot_actions:update_snapshot_status'
+VOLUME_MANAGE = 'volume_extension:volume_manage'
+VOLUME_UNMANAGE = 'volume_extension:volume_unmanage'
+VOLUME_LIST_MANAGEABLE = 'volume_extension:list_manageable'
+SNAPSHOT_MANAGE = 'snapshot_extension:snapshot_manage'
+SNAPSHOT_UNMANAGE = 'snapshot_extension:snapshot_unmanage'
+SNAPSHOT_LIST_MANAGEABLE = 'snapshot_extension:list_manageable'
 BACKUP_CREATE = 'backup:create'
 BACKUP_GET = 'backup:get'
 BACKUP_GET_ALL = 'backup:get_all'
@@ -421,6 +427,28 @@ _RULES = [
         'Report the status and progress of a snapshot being made or '
         'deleted (os-update_snapshot_status).',
         ('POST', '/snapshots/{snapshot_id}/action')),
+    _op(VOLUME_MANAGE, 'rule:admin_api',
+        'Make a volume of a storage object a backend holds '
+        '(os-volume-manage).', ('POST', '/os-volume-manage')),
+    _op(VOLUME_UNMANAGE, 'rule:admin_api',
+        'Remove the record of a volume, leaving its storage on the '
+        'backend (os-unmanage).',
+        ('POST', '/volumes/{volume_id}/action (os-unmanage)')),
+    _op(VOLUME_LIST_MANAGEABLE, 'rule:admin_api',
+        'List what a backend holds that volumes could be made of.',
+        ('GET', '/manageable_volumes'),
+        ('GET', '/manageable_volumes/detail')),
+    _op(SNAPSHOT_MANAGE, 'rule:admin_api',
+        'Make a snapshot of a copy a backend holds (os-snapshot-manage).',
+        ('POST', '/os-snapshot-manage')),
+    _op(SNAPSHOT_UNMANAGE, 'rule:admin_api',
+        'Remove the record of a snapshot, leaving its copy on the backend '
+        '(os-unmanage).',
+        ('POST', '/snapshots/{snapshot_id}/action (os-unmanage)')),
+    _op(SNAPSHOT_LIST_MANAGEABLE, 'rule:admin_api',
+        'List what a backend holds that snapshots could be made of.',
+        ('GET', '/manageable_snapshots'),
+        ('GET', '/manageable_snapshots/detail')),
     _op(BACKUP_CREATE, ADMIN_OR_MEMBER, 'Back a volume up.',
         ('POST', '/backups')),
     _op(BACKUP_GET, ADMIN_OR_READER, 'Show a backup.',

@@ -43,6 +43,14 @@ BACKING_UP = 'backing-up'
 RESTORING_BACKUP = 'restoring-backup'
 ERROR_RESTORING = 'error_restoring'
 DELETED = 'deleted'
+# manage (os-volume-manage): the volume service adopts a storage object
+# that exists already; shown as ``creating`` and ``error``, as Cinder
+# shows them
+MANAGING = 'managing'
+ERROR_MANAGING = 'error_managing'
+# unmanage (os-unmanage): the record goes, the storage stays
+UNMANAGING = 'unmanaging'
+ERROR_UNMANAGING = 'error_unmanaging'
 
 # Set only by an operator (os-reset_status): the volume is being worked
 # on outside cinder_lite.  As in Cinder, its metadata and its fields do
@@ -53,12 +61,17 @@ VOLUME_STATUSES = frozenset([
     CREATING, AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING,
     DELETING, ERROR_DELETING, EXTENDING, ERROR_EXTENDING, RETYPING,
     REVERTING, AWAITING_TRANSFER, DOWNLOADING, UPLOADING, BACKING_UP,
-    RESTORING_BACKUP, ERROR_RESTORING, MAINTENANCE, DELETED])
+    RESTORING_BACKUP, ERROR_RESTORING, MAINTENANCE, MANAGING,
+    ERROR_MANAGING, UNMANAGING, ERROR_UNMANAGING, DELETED])
+
+# What the views show of statuses Cinder keeps to itself
+SHOWN_STATUS = {MANAGING: CREATING, ERROR_MANAGING: ERROR}
 
 # Statuses a volume service's operation owns while it runs (os-reset_status
 # leaves them alone while that service is up).
 VOLUME_BUSY_STATUSES = frozenset([CREATING, DELETING, EXTENDING,
-                                  DOWNLOADING, UPLOADING, REVERTING])
+                                  DOWNLOADING, UPLOADING, REVERTING,
+                                  MANAGING, UNMANAGING])
 
 VOLUME_UNCHANGEABLE_STATUSES = frozenset([MAINTENANCE])
 
@@ -124,7 +137,8 @@ def shown_reason(status_reason, operation):
 # -- snapshot ------------------------------------------------------------------
 # (the names are the volume's where Cinder's strings are the same)
 SNAPSHOT_STATUSES = frozenset([CREATING, AVAILABLE, ERROR, DELETING,
-                               ERROR_DELETING, DELETED])
+                               ERROR_DELETING, DELETED, MANAGING,
+                               UNMANAGING, ERROR_UNMANAGING])
 
 # Statuses a volume's snapshots may be in for a delete of the volume with
 # cascade=true (Cinder's; forced: any)
@@ -291,9 +305,19 @@ _v(DOWNLOADING, ERROR, 'reimage_failed')
 # (the re-image could not be sent: the status it had)
 _add_all(VOLUME, [DOWNLOADING], [AVAILABLE, ERROR, RESERVED],
          'reimage_unsent')
+# adopting storage that exists (os-volume-manage)
+_v(MANAGING, AVAILABLE, 'managed')
+_v(MANAGING, ERROR_MANAGING, 'manage_failed')
 # deleting it
-for _s in (AVAILABLE, ERROR, ERROR_DELETING, ERROR_EXTENDING):
+for _s in (AVAILABLE, ERROR, ERROR_DELETING, ERROR_EXTENDING,
+           ERROR_MANAGING):
     _v(_s, DELETING, 'delete')
+# unmanaging it (os-unmanage): from where a delete may start, as Cinder
+for _s in (AVAILABLE, ERROR, ERROR_EXTENDING, ERROR_MANAGING,
+           ERROR_RESTORING, ERROR_UNMANAGING):
+    _v(_s, UNMANAGING, 'unmanage')
+_v(UNMANAGING, DELETED, 'unmanaged')
+_v(UNMANAGING, ERROR_UNMANAGING, 'unmanage_failed')
 # os-force_delete: from any status, as in Cinder (a delete under way is
 # sent again)
 _add_all(VOLUME, VOLUME_FORCE_DELETE_STATUSES, [DELETING],
@@ -426,6 +450,13 @@ _s_(DELETING, ERROR_DELETING, 'delete_failed')
 # became of the volume
 _s_(AVAILABLE, RESTORING, 'revert')
 _s_(RESTORING, AVAILABLE, 'revert_ended')
+# os-snapshot-manage and os-unmanage
+_s_(MANAGING, AVAILABLE, 'managed')
+_s_(MANAGING, ERROR, 'manage_failed')
+for _s in (AVAILABLE, ERROR, ERROR_UNMANAGING):
+    _s_(_s, UNMANAGING, 'unmanage')
+_s_(UNMANAGING, DELETED, 'unmanaged')
+_s_(UNMANAGING, ERROR_UNMANAGING, 'unmanage_failed')
 # a backup of the snapshot reads it (not deleted meanwhile)
 _s_(AVAILABLE, 'backing-up', 'backup')
 _s_('backing-up', AVAILABLE, 'backup_ended')

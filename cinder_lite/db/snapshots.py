@@ -258,3 +258,33 @@ def summary(snapshot, volume_host=None):
             'user_id': snapshot.user_id, 'name': snapshot.name,
             'status': snapshot.status, 'host': volume_host,
             'created_at': created.isoformat() if created else None}
+
+
+def charge_size(session, snapshot_id, size, check=None):
+    """Give a snapshot being managed the size its copy turned out to have
+    (``volume_size``), charging the difference to its project; ``check``
+    refuses it beyond a limit.  InvalidTransition unless ``managing``."""
+    row = session.execute(_live(sa.select(S).where(
+        S.id == snapshot_id)).with_for_update()).scalar_one_or_none()
+    if row is None:
+        raise exception.SnapshotNotFound(snapshot_id=snapshot_id)
+    if row.status != states.MANAGING:
+        raise exception.InvalidTransition(
+            resource='snapshot', id=snapshot_id, target=states.MANAGING,
+            actual=row.status, allowed=states.MANAGING)
+    db_quotas.change(session, row.project_id, db_quotas.difference(
+        footprint(row),
+        db_quotas.snapshot_footprint(row.volume_type_id, size)), check)
+    session.execute(
+        sa.update(S).where(S.id == snapshot_id)
+        .values(volume_size=size, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))
+
+
+def live_ids(session, ids):
+    """Those of ``ids`` that are live snapshots, id -> volume id."""
+    if not ids:
+        return {}
+    return dict(session.execute(
+        sa.select(S.id, S.volume_id).where(S.id.in_(list(ids)),
+                                           S.deleted == sa.false())).all())

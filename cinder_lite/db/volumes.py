@@ -484,7 +484,8 @@ def stale(session, backend, cutoff):
             sa.func.coalesce(V.updated_at, V.created_at) <= cutoff,
             sa.or_(V.status.in_((states.CREATING, states.DELETING,
                                  states.EXTENDING, states.DOWNLOADING,
-                                 states.UPLOADING, states.REVERTING)),
+                                 states.UPLOADING, states.REVERTING,
+                                 states.MANAGING, states.UNMANAGING)),
                    # growing while in use (``begin_grow``)
                    V.pending_size.is_not(None)))).scalars().all()
 
@@ -561,3 +562,34 @@ def touch(session, volume_id, status):
                models.Volume.status == status)
         .values(updated_at=models.utcnow())
         .execution_options(synchronize_session=False))
+
+
+def charge_size(session, volume_id, size, check=None):
+    """Give a volume being managed the size its storage turned out to
+    have, charging the difference to its project (``check`` refuses it
+    beyond a limit: nothing changes then).  InvalidTransition when it is
+    no longer ``managing``."""
+    counted = _lock_counted(session, volume_id)
+    if counted is None:
+        raise exception.VolumeNotFound(volume_id=volume_id)
+    if counted.status != states.MANAGING:
+        raise exception.InvalidTransition(
+            resource='volume', id=volume_id, target=states.MANAGING,
+            actual=counted.status, allowed=states.MANAGING)
+    db_quotas.change(session, counted.project_id, db_quotas.difference(
+        _counts(counted),
+        db_quotas.footprint(counted.volume_type_id, size)), check)
+    session.execute(
+        sa.update(models.Volume).where(models.Volume.id == volume_id)
+        .values(size=size, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))
+
+
+def live_ids(session, ids):
+    """Those of ``ids`` that are live volumes, id -> status."""
+    if not ids:
+        return {}
+    V = models.Volume
+    return dict(session.execute(
+        sa.select(V.id, V.status).where(V.id.in_(list(ids)),
+                                        V.deleted == sa.false())).all())

@@ -36,6 +36,7 @@ from cinder_lite.volume.flows import snapshot as snapshot_flow
 from cinder_lite.volume import snapshot_api
 from cinder_lite.volume.flows import upload as upload_flow
 from cinder_lite.volume import glance
+from cinder_lite.volume import manage_manager
 from cinder_lite.volume import image_api
 from cinder_lite.volume import reconcile as reconcile_mod
 from cinder_lite.volume import rpcapi
@@ -88,8 +89,20 @@ class _RollForward:
     def delete_snapshot(self, snapshot):
         self._manager.delete_snapshot(self._ctxt, snapshot)
 
+    def manage_existing(self, volume):
+        self._manager.manage_existing(self._ctxt, volume, None)
 
-class VolumeManager:
+    def unmanage_volume(self, volume):
+        self._manager.unmanage_volume(self._ctxt, volume['id'])
+
+    def manage_existing_snapshot(self, snapshot):
+        self._manager.manage_existing_snapshot(self._ctxt, snapshot, None)
+
+    def unmanage_snapshot(self, snapshot):
+        self._manager.unmanage_snapshot(self._ctxt, snapshot)
+
+
+class VolumeManager(manage_manager.ManageEndpoints):
 
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
 

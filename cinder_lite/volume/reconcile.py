@@ -62,6 +62,15 @@ volume ``downloading``      the image was being written (a create from
                             an image, or os-reimage): the storage is
                             removed, the volume becomes ``error`` and the
                             owner gets a message
+volume ``managing``         a manage was interrupted: it is run again on
+                            the volume's own storage: ``available`` when
+                            the object was adopted, else
+                            ``error_managing`` with a message (the object
+                            stays where it was)
+volume ``unmanaging``       the unmanage is rolled forward (the record
+                            ends, the storage stays)
+snapshot ``managing``,      as for volumes (``available`` or ``error``)
+``unmanaging``
 volume ``uploading``        the copy into an image was interrupted: the
                             volume is what its attachments make it again,
                             the owner gets a message (the queued image
@@ -191,8 +200,8 @@ def _snapshots(backend, max_age, busy):
         found = [(db_snapshots.summary(s, host), s.updated_at)
                  for s, host in db_snapshots.stale(
                      session, backend.backend_id,
-                     (states.CREATING, states.DELETING, states.RESTORING),
-                     cutoff)]
+                     (states.CREATING, states.DELETING, states.RESTORING,
+                      states.MANAGING, states.UNMANAGING), cutoff)]
     changes = []
     for snapshot, updated_at in found:
         if snapshot['id'] in busy:
@@ -210,6 +219,10 @@ def _snapshots(backend, max_age, busy):
             continue
         if before == states.CREATING:
             backend.roll_forward.create_snapshot(snapshot)
+        elif before == states.MANAGING:
+            backend.roll_forward.manage_existing_snapshot(snapshot)
+        elif before == states.UNMANAGING:
+            backend.roll_forward.unmanage_snapshot(snapshot)
         else:
             backend.roll_forward.delete_snapshot(snapshot)
         with db_api.reader() as session:
@@ -219,7 +232,8 @@ def _snapshots(backend, max_age, busy):
                 after = states.DELETED
         LOG.warning('reconcile: snapshot %s: %s -> %s (%s rolled forward)',
                     snapshot['id'], before, after,
-                    'create' if before == states.CREATING else 'delete')
+                    {states.CREATING: 'create', states.MANAGING: 'manage',
+                     states.UNMANAGING: 'unmanage'}.get(before, 'delete'))
         changes.append('snapshot %s: %s -> %s' % (snapshot['id'], before,
                                                   after))
     return changes
@@ -388,6 +402,15 @@ def _volume(backend, volume):
         backend.roll_forward.delete_volume(volume)
         after = _status(volume['id']) or states.DELETED
         why = 'delete rolled forward'
+    elif status in (states.MANAGING, states.UNMANAGING):
+        before = status
+        if status == states.MANAGING:
+            backend.roll_forward.manage_existing(volume)
+        else:
+            backend.roll_forward.unmanage_volume(volume)
+        after = _status(volume['id']) or states.DELETED
+        why = '%s rolled forward' % (
+            'manage' if status == states.MANAGING else 'unmanage')
     elif status == states.DOWNLOADING:
         before = status
         after = _download_interrupted(backend, volume)

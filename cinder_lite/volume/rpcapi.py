@@ -28,6 +28,9 @@ History:
     1.11 - revert_to_snapshot (cast, carrying the volume and its latest
           snapshot); reimage (cast: an image over a ``downloading``
           volume)
+    1.12 - manage_existing, unmanage_volume, manage_existing_snapshot,
+          unmanage_snapshot (casts); get_manageable_volumes,
+          get_manageable_snapshots (calls)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -36,8 +39,9 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.11'
+RPC_API_VERSION = '1.12'
 BACKUP_RPC = '1.10'
+MANAGE_RPC = '1.12'
 
 
 def backend_host(host):
@@ -214,3 +218,34 @@ class VolumeAPI:
                           version=BACKUP_RPC, timeout=timeout,
                           backup_id=backup_id, volume_id=volume_id,
                           snapshot_id=snapshot_id, temporary=temporary)
+
+    # -- manage and unmanage (1.11) --------------------------------------
+    def manage_existing(self, ctxt, host, volume, ref):
+        self._prepare(host, MANAGE_RPC).cast(ctxt, 'manage_existing',
+                                             volume=volume, ref=ref)
+
+    def unmanage_volume(self, ctxt, host, volume_id):
+        self._prepare(host, MANAGE_RPC).cast(ctxt, 'unmanage_volume',
+                                             volume_id=volume_id)
+
+    def get_manageable_volumes(self, ctxt, host, marker, limit, offset,
+                               sort_keys, sort_dirs):
+        return self._call(ctxt, host, 'get_manageable_volumes',
+                          version=MANAGE_RPC, marker=marker, limit=limit,
+                          offset=offset, sort_keys=sort_keys,
+                          sort_dirs=sort_dirs)
+
+    def manage_existing_snapshot(self, ctxt, host, snapshot, ref):
+        self._prepare(host, MANAGE_RPC).cast(
+            ctxt, 'manage_existing_snapshot', snapshot=snapshot, ref=ref)
+
+    def unmanage_snapshot(self, ctxt, host, snapshot):
+        self._prepare(host, MANAGE_RPC).cast(ctxt, 'unmanage_snapshot',
+                                             snapshot=snapshot)
+
+    def get_manageable_snapshots(self, ctxt, host, marker, limit, offset,
+                                 sort_keys, sort_dirs):
+        return self._call(ctxt, host, 'get_manageable_snapshots',
+                          version=MANAGE_RPC, marker=marker, limit=limit,
+                          offset=offset, sort_keys=sort_keys,
+                          sort_dirs=sort_dirs)

@@ -187,6 +187,11 @@ def _accept(template):
     return make
 
 
+def _manage_snapshot(path):
+    return lambda w: (path, {'snapshot': {
+        'volume_id': w.volume, 'ref': {'source-name': 'personas-none'}}})
+
+
 def _fresh_volume_action(body):
     return _fresh('/volumes/{id}/action', 'volume', body)
 
@@ -339,6 +344,33 @@ ROUTES = [
     # the rest of the catalogue
     Route('GET', '/os-availability-zone', _path('/os-availability-zone'),
           OPEN),
+    # manage and unmanage (a reference no backend holds: the volume or
+    # snapshot is recorded, and fails on the backend)
+    Route('POST', '/os-volume-manage', lambda w: ('/os-volume-manage', {
+        'volume': {'host': w.volume_host,
+                   'ref': {'source-name': 'personas-none'}}}), ADMIN(202)),
+    Route('POST', '/manageable_volumes', lambda w: ('/manageable_volumes', {
+        'volume': {'host': w.volume_host,
+                   'ref': {'source-name': 'personas-none'}}}), ADMIN(202)),
+    Route('GET', '/manageable_volumes', lambda w: (
+        '/manageable_volumes?host=%s' % w.volume_host, None), ADMIN(200)),
+    Route('GET', '/manageable_volumes/detail', lambda w: (
+        '/manageable_volumes/detail?host=%s' % w.volume_host, None),
+        ADMIN(200)),
+    Route('POST', '/os-snapshot-manage',
+          _manage_snapshot('/os-snapshot-manage'), ADMIN(202)),
+    Route('POST', '/manageable_snapshots',
+          _manage_snapshot('/manageable_snapshots'), ADMIN(202)),
+    Route('GET', '/manageable_snapshots', lambda w: (
+        '/manageable_snapshots?host=%s' % w.volume_host, None), ADMIN(200)),
+    Route('GET', '/manageable_snapshots/detail', lambda w: (
+        '/manageable_snapshots/detail?host=%s' % w.volume_host, None),
+        ADMIN(200)),
+    Route('POST', '/volumes/{volume_id}/action', _fresh_volume_action(
+        {'os-unmanage': None}), ADMIN(202, 404)),
+    Route('POST', '/snapshots/{snapshot_id}/action', _fresh(
+        '/snapshots/{id}/action', 'snapshot', {'os-unmanage': None}),
+        ADMIN(202, 404)),
     Route('GET', '/os-hosts', _path('/os-hosts'), ADMIN(200)),
     Route('GET', '/os-hosts/{host_name}',
           _path('/os-hosts/{w.volume_host}'), ADMIN(200)),

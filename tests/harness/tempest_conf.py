@@ -135,6 +135,10 @@ def sections(stack, made, workspace):
             # POSIX directory (openstack.CinderLite); Tempest asks for a
             # container only of the swift driver
             'backup_driver': 'posix',
+            # how the file and RBD drivers name what they hold (an
+            # unmanaged volume or snapshot keeps its name)
+            'manage_volume_ref': 'source-name,volume-%s',
+            'manage_snapshot_ref': 'source-name,snapshot-%s',
         },
         'volume-feature-enabled': {
             'multi_backend': 'true' if len(names) > 1 else 'false',
@@ -146,9 +150,10 @@ def sections(stack, made, workspace):
             # claimed: backups (issue 46), made, restored,
             # exported and imported by the deployment's backup service
             'backup': 'true',
-            # not offered (doc/tempest.rst): manage/unmanage,
-            # replication, encryption
-            'manage_volume': 'false', 'manage_snapshot': 'false',
+            # claimed: manage and unmanage of volumes and snapshots
+            # (issue 47)
+            'manage_volume': 'true', 'manage_snapshot': 'true',
+            # not offered (doc/tempest.rst): replication, encryption
             'replication': 'false',
             'extend_attached_encrypted_volume': 'false',
             # image <-> volume <-> instance snapshot dependencies: the

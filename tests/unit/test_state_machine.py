@@ -58,10 +58,19 @@ VOLUME_EVENTS = {
     'delete': {s: V.DELETING for s in (V.AVAILABLE, V.ERROR,
                                        V.ERROR_DELETING,
                                        V.ERROR_EXTENDING,
-                                       V.ERROR_RESTORING)},
+                                       V.ERROR_RESTORING,
+                                       V.ERROR_MANAGING)},
     'force_delete': {s: V.DELETING
                      for s in V.VOLUME_STATUSES - {V.DELETED}},
     'deleted': {V.DELETING: V.DELETED},
+    # os-volume-manage, os-unmanage
+    'managed': {V.MANAGING: V.AVAILABLE},
+    'manage_failed': {V.MANAGING: V.ERROR_MANAGING},
+    'unmanage': {s: V.UNMANAGING for s in (
+        V.AVAILABLE, V.ERROR, V.ERROR_EXTENDING, V.ERROR_MANAGING,
+        V.ERROR_RESTORING, V.ERROR_UNMANAGING)},
+    'unmanaged': {V.UNMANAGING: V.DELETED},
+    'unmanage_failed': {V.UNMANAGING: V.ERROR_UNMANAGING},
     'delete_failed': {V.DELETING: V.ERROR_DELETING},
     'extend': {V.AVAILABLE: V.EXTENDING, V.ERROR_EXTENDING: V.EXTENDING},
     'extended': {V.EXTENDING: V.AVAILABLE},
@@ -109,6 +118,13 @@ SNAPSHOT_EVENTS = {
     'force_delete': {s: V.DELETING
                      for s in V.SNAPSHOT_FORCE_DELETE_STATUSES},
     'deleted': {V.DELETING: V.DELETED},
+    # os-snapshot-manage, os-unmanage
+    'managed': {V.MANAGING: V.AVAILABLE},
+    'manage_failed': {V.MANAGING: V.ERROR},
+    'unmanage': {s: V.UNMANAGING for s in (V.AVAILABLE, V.ERROR,
+                                           V.ERROR_UNMANAGING)},
+    'unmanaged': {V.UNMANAGING: V.DELETED},
+    'unmanage_failed': {V.UNMANAGING: V.ERROR_UNMANAGING},
     'delete_failed': {V.DELETING: V.ERROR_DELETING},
     'backup': {V.AVAILABLE: 'backing-up'},
     'backup_ended': {'backing-up': V.AVAILABLE},

@@ -197,10 +197,16 @@ def _update_snapshot_status(req, sid, args):
                                 progress)
 
 
+def _unmanage(req, sid, body):
+    req.environ['cinder_lite.services'].manage.unmanage_snapshot(
+        req.context, sid)
+
+
 ACTIONS = {
     'os-reset_status': _reset_status,
     'os-force_delete': _force_delete,
     'os-update_snapshot_status': _update_snapshot_status,
+    'os-unmanage': _unmanage,
 }
 
 

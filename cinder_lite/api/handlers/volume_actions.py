@@ -171,6 +171,8 @@ def _reimage(req, vid, body):
     _images(req).reimage(req.context, vid, body['image_id'],
                          schema_common.to_bool(
                              body.get('reimage_reserved', False)))
+def _unmanage(req, vid, body):
+    req.environ['cinder_lite.services'].manage.unmanage(req.context, vid)
 
 
 DISPATCH = {
@@ -195,6 +197,7 @@ DISPATCH = {
     'os-extend': _extend,
     'revert': _revert,
     'os-reimage': _reimage,
+    'os-unmanage': _unmanage,
 }
 
 

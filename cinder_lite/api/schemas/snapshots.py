@@ -78,6 +78,7 @@ action = {
         },
         # Cinder accepts any body here ({} or null)
         'os-force_delete': {},
+        'os-unmanage': {},
         'os-update_snapshot_status': {
             'type': 'object',
             'properties': {

@@ -117,6 +117,8 @@ ACTIONS = {
     # Cinder accepts any body here ({} from Tempest, null from
     # cinderclient)
     'os-force_delete': {'type': ['object', 'null']},
+    # (null from cinderclient, {} from Tempest)
+    'os-unmanage': {'type': ['object', 'null']},
     'os-update_readonly_flag': {
         'type': 'object',
         'properties': {'readonly': common.boolean},

@@ -2,6 +2,7 @@
 Tempest's response schemas forbid others)."""
 from cinder_lite.api import wsgi
 from cinder_lite.common import policy
+from cinder_lite.common import states
 
 GROUP_SNAPSHOTS = (3, 14)
 USER_ID = (3, 41)
@@ -18,7 +19,8 @@ def summary(req, snapshot, metadata):
         'name': snapshot.name,
         'description': snapshot.description,
         'volume_id': snapshot.volume_id,
-        'status': snapshot.status,
+        'status': states.SHOWN_STATUS.get(snapshot.status,
+                                          snapshot.status),
         'size': snapshot.volume_size,
         'metadata': metadata or {},
     }

@@ -2,6 +2,7 @@
 from cinder_lite.api.views import links
 from cinder_lite.api import wsgi
 from cinder_lite.common import policy
+from cinder_lite.common import states
 
 
 def summary(req, conf, volume):
@@ -45,7 +46,7 @@ def detail(req, conf, volume, type_name, attachments=(), metadata=None,
         'name': volume.name,
         'description': volume.description,
         'size': volume.size,
-        'status': volume.status,
+        'status': states.SHOWN_STATUS.get(volume.status, volume.status),
         'availability_zone': volume.availability_zone,
         'created_at': wsgi.isotime(volume.created_at),
         'updated_at': wsgi.isotime(volume.updated_at),

@@ -203,3 +203,54 @@ class VolumeDriver(metaclass=abc.ABCMeta):
     def terminate_connection(self, volume, connector, attachment_id):
         """Drop the attachment's connection (sessions, ACLs)."""
         raise NotImplementedError()
+
+    # -- manage and unmanage (os-volume-manage, os-snapshot-manage) ---------
+    def manage_existing_get_size(self, volume, ref):
+        """The size in GiB (rounded up) of the storage object ``ref``
+        (a dict: ``source-name`` or ``source-id``) that ``volume`` is to
+        adopt; ManageExistingInvalidReference when there is none such,
+        ManageExistingAlreadyManaged when another volume owns it."""
+        raise exception.InvalidInput(
+            reason='backend %s cannot manage existing volumes'
+                   % self.backend_name)
+
+    def manage_existing(self, volume, ref):
+        """Make the storage object ``ref`` the storage of ``volume`` (a
+        call again after a crash, with ``ref`` naming the volume's own
+        storage, is no error)."""
+        raise exception.InvalidInput(
+            reason='backend %s cannot manage existing volumes'
+                   % self.backend_name)
+
+    def unmanage(self, volume):
+        """Let go of the storage of ``volume``, which stays in place under
+        the reference ``list_manageable_volumes`` then shows."""
+
+    def list_manageable_volumes(self):
+        """What the backend holds that could be a volume: a list of dicts
+        with ``reference`` (the ref to manage it by), ``size`` (GiB),
+        ``volume_id`` (the volume id its name says it belongs to, or
+        None) and ``extra_info`` (a string or None)."""
+        return []
+
+    def manage_existing_snapshot_get_size(self, snapshot, ref):
+        """As ``manage_existing_get_size``, for a copy that is to become
+        ``snapshot`` of the volume ``snapshot['volume_id']``."""
+        raise exception.InvalidInput(
+            reason='backend %s cannot manage existing snapshots'
+                   % self.backend_name)
+
+    def manage_existing_snapshot(self, snapshot, ref):
+        """Make the copy ``ref`` the copy of ``snapshot``."""
+        raise exception.InvalidInput(
+            reason='backend %s cannot manage existing snapshots'
+                   % self.backend_name)
+
+    def unmanage_snapshot(self, snapshot):
+        """Let go of the copy of ``snapshot``, which stays in place."""
+
+    def list_manageable_snapshots(self):
+        """As ``list_manageable_volumes``, with ``snapshot_id`` instead of
+        ``volume_id`` and ``source_reference``: the reference of the volume
+        it is a copy of (None when the backend cannot tell)."""
+        return []

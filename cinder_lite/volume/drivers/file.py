@@ -262,6 +262,122 @@ class FileDriver(base.VolumeDriver):
         qemu_img.convert(self.path(volume['id']), 'raw', image_path,
                          image_format)
 
+    # -- manage and unmanage ------------------------------------------------
+    # A file of volumes_dir that no volume owns becomes a volume's by a new
+    # name (a hard link, then the old name goes): the link refuses to
+    # replace a file that is there, and a crash between the two steps
+    # leaves the data under both names, never under none.  Unmanaged
+    # files keep the name they had (volume-<id>, snapshot-<id>).
+    def _ref_path(self, ref, own, prefix):
+        """The file ``ref`` names (``source-name``: its name in the
+        directory; ``source-id``: the id in ``<prefix><id>``); ``own`` (the
+        object's own file) for ``ref`` None (a manage rolled forward)."""
+        if ref is None:
+            return own
+        name = ref.get('source-name')
+        if name is None and ref.get('source-id'):
+            name = prefix + ref['source-id']
+        if not isinstance(name, str) or not name or '/' in name or \
+                name in ('.', '..') or name.startswith('.') or \
+                name.endswith('.creating'):
+            raise exception.ManageExistingInvalidReference(
+                existing_ref=ref, reason='not the name of a file of %s'
+                                         % self.root)
+        return os.path.join(self.root, name)
+
+    def _size_of(self, path, ref, own):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            raise exception.ManageExistingInvalidReference(
+                existing_ref=ref, reason='no such file in %s'
+                                         % self.root) from None
+        if not os.path.isfile(path) or os.path.islink(path):
+            raise exception.ManageExistingInvalidReference(
+                existing_ref=ref, reason='not a regular file')
+        if path != own and st.st_nlink > 1:
+            raise exception.ManageExistingInvalidReference(
+                existing_ref=ref, reason='the file has other names (%d '
+                                         'links)' % st.st_nlink)
+        # as Cinder: whole GiB, rounded up (a file of 0 bytes is 1 GiB)
+        return max(1, -(-st.st_size // GiB))
+
+    def _adopt(self, path, own, size_gib, what):
+        if path != own:
+            try:
+                os.link(path, own)
+            except FileExistsError:
+                if not os.path.samefile(path, own):
+                    raise exception.CinderLiteError(
+                        'cannot manage %s: %s exists already'
+                        % (path, own)) from None
+            os.unlink(path)
+        os.chmod(own, 0o600)
+        with open(own, 'r+b') as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() < size_gib * GiB:
+                f.truncate(size_gib * GiB)
+        LOG.info('managed %s as %s (%d GiB)', path, what, size_gib)
+
+    def manage_existing_get_size(self, volume, ref):
+        own = self.path(volume['id'])
+        return self._size_of(self._ref_path(ref, own, 'volume-'), ref, own)
+
+    def manage_existing(self, volume, ref):
+        own = self.path(volume['id'])
+        path = self._ref_path(ref, own, 'volume-')
+        self._adopt(path, own, self._size_of(path, ref, own),
+                    'volume %s' % volume['id'])
+
+    def manage_existing_snapshot_get_size(self, snapshot, ref):
+        own = self.snapshot_path(snapshot['id'])
+        return self._size_of(self._ref_path(ref, own, 'snapshot-'), ref,
+                             own)
+
+    def manage_existing_snapshot(self, snapshot, ref):
+        own = self.snapshot_path(snapshot['id'])
+        path = self._ref_path(ref, own, 'snapshot-')
+        self._adopt(path, own, self._size_of(path, ref, own),
+                    'snapshot %s of volume %s' % (snapshot['id'],
+                                                  snapshot['volume_id']))
+
+    def _files(self):
+        with os.scandir(self.root) as entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith('.') or name.endswith('.creating'):
+                    continue
+                try:
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:       # gone meanwhile
+                    continue
+                yield name, st
+
+    @staticmethod
+    def _entry(name, st, key, prefix):
+        owner = name[len(prefix):] if name.startswith(prefix) else None
+        return {'reference': {'source-name': name},
+                'size': max(1, -(-st.st_size // GiB)),
+                key: owner,
+                'reason_not_safe': ('the file has other names'
+                                    if st.st_nlink > 1 else None),
+                'extra_info': None}
+
+    def list_manageable_volumes(self):
+        return [self._entry(name, st, 'volume_id', 'volume-')
+                for name, st in self._files()
+                if not name.startswith('snapshot-')]
+
+    def list_manageable_snapshots(self):
+        # which volume a snapshot file was taken of is not written down
+        # anywhere on this backend: source_reference stays None
+        return [dict(self._entry(name, st, 'snapshot_id', 'snapshot-'),
+                     source_reference=None)
+                for name, st in self._files()
+                if name.startswith('snapshot-')]
+
     # -- connections: through the backend's target --------------------------
     def create_export(self, volume, connector, mode, attachment_id):
         path = self.path(volume['id'])

@@ -649,6 +649,137 @@ class RBDDriver(base.VolumeDriver):
         LOG.info('rolled %s back to RBD snapshot %s in %.3f s', name, snap,
                  time.monotonic() - started)
 
+    # -- manage and unmanage ------------------------------------------------
+    # An image of the pool becomes a volume's by a rename to its name
+    # (librbd refuses to rename onto an image that exists); an RBD snapshot
+    # of a volume's image becomes a snapshot's by a rename of the snapshot.
+    # Unmanaged, each keeps the name it had.
+    def _ref_name(self, ref, own, prefix):
+        if ref is None:
+            return own
+        name = ref.get('source-name')
+        if name is None and ref.get('source-id'):
+            name = prefix + ref['source-id']
+        if not isinstance(name, str) or not name:
+            raise exception.ManageExistingInvalidReference(
+                existing_ref=ref, reason='it names no RBD image')
+        return name
+
+    def _image_size(self, name, ref):
+        rbd = rbd_module()
+        try:
+            image = self._image(name, read_only=True)
+        except (rbd.ImageNotFound, rbd.InvalidArgument):
+            raise exception.ManageExistingInvalidReference(
+                existing_ref=ref, reason='no image %s in pool %s'
+                                         % (name, self.pool)) from None
+        try:
+            return max(1, -(-image.size() // GiB))
+        finally:
+            image.close()
+
+    def manage_existing_get_size(self, volume, ref):
+        return self._image_size(
+            self._ref_name(ref, volume_name(volume['id']), 'volume-'), ref)
+
+    def manage_existing(self, volume, ref):
+        rbd = rbd_module()
+        own = volume_name(volume['id'])
+        name = self._ref_name(ref, own, 'volume-')
+        size = self._image_size(name, ref)
+        if name != own:
+            rbd.RBD().rename(self.ioctx(), name, own)
+        image = self._image(own)
+        try:
+            if image.size() < size * GiB:
+                image.resize(size * GiB)
+            if volume.get('multiattach'):
+                # many writers: no exclusive lock (see _features)
+                unwanted = image.features() & (
+                    rbd.RBD_FEATURE_FAST_DIFF | rbd.RBD_FEATURE_OBJECT_MAP
+                    | rbd.RBD_FEATURE_EXCLUSIVE_LOCK)
+                if unwanted:
+                    image.update_features(unwanted, False)
+        finally:
+            image.close()
+        LOG.info('managed image %s of pool %s as %s (%d GiB)', name,
+                 self.pool, own, size)
+
+    def _snap_of(self, snapshot, ref):
+        """(image, snapshot name, size in GiB) of the RBD snapshot ``ref``
+        of the volume's image."""
+        rbd = rbd_module()
+        image_name = volume_name(snapshot['volume_id'])
+        snap = self._ref_name(ref, snapshot_name(snapshot['id']),
+                              'snapshot-')
+        try:
+            image = self._image(image_name, read_only=True)
+        except rbd.ImageNotFound:
+            raise exception.ManageExistingInvalidReference(
+                existing_ref=ref, reason='the image %s of the volume is '
+                                         'missing' % image_name) from None
+        try:
+            found = {s['name']: s['size'] for s in image.list_snaps()}
+        finally:
+            image.close()
+        if snap not in found or snap.startswith(CLONE_SNAP % ''):
+            raise exception.ManageExistingInvalidReference(
+                existing_ref=ref, reason='image %s has no snapshot %s'
+                                         % (image_name, snap))
+        return image_name, snap, max(1, -(-found[snap] // GiB))
+
+    def manage_existing_snapshot_get_size(self, snapshot, ref):
+        return self._snap_of(snapshot, ref)[2]
+
+    def manage_existing_snapshot(self, snapshot, ref):
+        image_name, snap, _size = self._snap_of(snapshot, ref)
+        own = snapshot_name(snapshot['id'])
+        self._set_omap('cinder_lite.snapshots', {snapshot['id']: image_name})
+        image = self._image(image_name)
+        try:
+            if snap != own:
+                image.rename_snap(snap, own)
+            if not image.is_protected_snap(own):
+                image.protect_snap(own)
+        finally:
+            image.close()
+        LOG.info('managed RBD snapshot %s@%s as %s', image_name, snap, own)
+
+    def unmanage_snapshot(self, snapshot):
+        # the RBD snapshot stays; the record of its image goes with the
+        # record of the snapshot
+        self._remove_omap('cinder_lite.snapshots', (snapshot['id'],))
+
+    def _entry(self, name, size, key, prefix, **extra):
+        owner = name[len(prefix):] if name.startswith(prefix) else None
+        return dict({'reference': {'source-name': name},
+                     'size': max(1, -(-size // GiB)), key: owner,
+                     'reason_not_safe': None, 'extra_info': None}, **extra)
+
+    def _images(self):
+        rbd = rbd_module()
+        for name in rbd.RBD().list(self.ioctx()):
+            try:
+                image = self._image(name, read_only=True)
+            except rbd.ImageNotFound:      # deleted meanwhile
+                continue
+            try:
+                yield name, image.size(), [
+                    (s['name'], s['size']) for s in image.list_snaps()]
+            finally:
+                image.close()
+
+    def list_manageable_volumes(self):
+        return [self._entry(name, size, 'volume_id', 'volume-')
+                for name, size, _snaps in self._images()]
+
+    def list_manageable_snapshots(self):
+        return [self._entry(snap, size, 'snapshot_id', 'snapshot-',
+                            source_reference={'source-name': name})
+                for name, _size, snaps in self._images()
+                for snap, size in snaps
+                if not snap.startswith(CLONE_SNAP % '')]
+
     def _ancestry(self, name):
         """(RBD id of the image ``name``, [RBD ids of the images it is a
         clone of, nearest first])."""
