@@ -20,6 +20,9 @@ import glob
 import os
 import re
 import shutil
+import signal
+import socket
+import subprocess
 import time
 
 import pytest
@@ -79,6 +82,81 @@ def deployment():
     assert not bad, 'did not stop cleanly on SIGTERM: %r\n%s' % (bad, logs)
     assert d.leftovers == {}, 'left running in the namespaces: %r' % (
         d.leftovers,)
+
+
+def _reaches(net, node, peer, port, timeout=10.0):
+    """A TCP connection from ``node`` to ``peer``'s ``port`` opens
+    (within ``timeout``: a refusal is meant to wait only that long, a
+    connection that opens does at once)."""
+    return netns.port_open(net.ns[node], net.address[peer], port,
+                           timeout=timeout)
+
+
+def test_network_isolates_and_makes_faults_per_node():
+    """The harness itself: nodes reach each other over the bridge and
+    nothing else; each fault takes away what it says and its counterpart
+    gives it back; teardown leaves no namespace and no process."""
+    if netns.unavailable():
+        util.skip_or_fail('network namespaces: %s' % netns.unavailable())
+    net = netns.Network(['a', 'b', 'c']).create()
+    names = set(net.ns.values()) | {net.switch}
+    sleeper = None
+    try:
+        # a listener on b and on c (sockets made inside their namespaces)
+        listeners = []
+        for node in ('b', 'c'):
+            with netns.entered(net.ns[node]):
+                sock = socket.socket()
+            sock.bind((net.address[node], 0))
+            sock.listen(64)
+            listeners.append(sock)
+        port_b, port_c = (s.getsockname()[1] for s in listeners)
+        assert _reaches(net, 'a', 'b', port_b)
+        assert _reaches(net, 'a', 'c', port_c)
+        # no route out: a namespace reaches only its own network
+        for cmd in (['ip', 'route'], ['ip', '-6', 'route']):
+            assert 'default' not in net.run('a', *cmd).stdout
+        # a cut from b only: c still answers
+        net.cut('a', ['b'])
+        assert not _reaches(net, 'a', 'b', port_b, timeout=1.0)
+        assert _reaches(net, 'a', 'c', port_c)
+        assert net.cuts() == {'a': {'b'}}
+        net.heal('a')
+        assert _reaches(net, 'a', 'b', port_b)
+        # the link down: nothing; up: all back
+        net.link('a', False)
+        assert not _reaches(net, 'a', 'c', port_c, timeout=1.0)
+        net.link('a', True)
+        util.wait_for(lambda: _reaches(net, 'a', 'c', port_c), 30,
+                      interval=0.2, what='a link back up')
+        # every packet lost at random is every packet lost
+        net.lose('a', 100)
+        assert not _reaches(net, 'a', 'b', port_b, timeout=1.0)
+        net.heal('a')
+        assert _reaches(net, 'a', 'b', port_b)
+        net.limit_rate('a', rate='8mbit')
+        assert 'tbf' in net.run('a', 'tc', 'qdisc', 'show', 'dev',
+                                net.interface('a')).stdout
+        assert _reaches(net, 'a', 'b', port_b)
+        net.clear_qdisc('a')
+        if netns.netem_unavailable():
+            with pytest.raises(netns.Unsupported):
+                net.netem('a', delay='5ms')
+        else:
+            net.netem('a', delay='5ms')
+            assert _reaches(net, 'a', 'b', port_b)
+        # a process started on b runs inside b, and teardown ends it
+        sleeper = subprocess.Popen(net.argv('b', ['sleep', '600']))
+        util.wait_for(lambda: sleeper.pid in net.processes('b'), 30,
+                      interval=0.05, what='sleep inside b')
+        assert sleeper.pid not in net.processes('a')
+        for sock in listeners:
+            sock.close()
+    finally:
+        left = net.destroy()
+    assert sleeper is not None and set(left) == {sleeper.pid}, left
+    assert sleeper.wait(10) == -signal.SIGTERM
+    assert not names & set(os.listdir(netns.NETNS_DIR))
 
 
 def _service(api, deployment, node):
