@@ -9,6 +9,12 @@ ports, from the same Debian packages, and go when the test ends.
 
 Each has ``url`` (what a Cluster connects to), ``start()``, ``stop()``
 (as an outage: the data stays) and ``destroy()`` (stop and remove).
+
+``host`` and ``netns`` put a server on another address inside a network
+namespace of the test's own (tests/harness/netns.py): it runs there
+(``ip netns exec``), listens on ``host`` only and lets in clients from
+``clients`` (a CIDR), and the harness probes it from inside that
+namespace, never from the root one.
 """
 import glob
 import os
@@ -17,14 +23,17 @@ import signal
 import subprocess
 import uuid
 
+from tests.harness import netns as netns_mod
 from tests.harness import util
 
 START_TIMEOUT = 90.0
 
 
-def _run(argv, user=None, env=None, timeout=120):
+def _run(argv, user=None, env=None, timeout=120, netns=None):
     if user is not None:
         argv = ['runuser', '-u', user, '--'] + argv
+    if netns is not None:
+        argv = ['ip', 'netns', 'exec', netns] + argv
     done = subprocess.run(argv, capture_output=True, text=True, env=env,
                           timeout=timeout)
     if done.returncode != 0:
@@ -34,7 +43,9 @@ def _run(argv, user=None, env=None, timeout=120):
     return done
 
 
-def _port_open(port, host='127.0.0.1'):
+def _port_open(port, host='127.0.0.1', netns=None):
+    if netns is not None:
+        return netns_mod.port_open(netns, host, port)
     import socket
     try:
         socket.create_connection((host, port), timeout=1).close()
@@ -61,12 +72,17 @@ class MariaDB:
 
     kind = 'mysql'
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, host='127.0.0.1', netns=None,
+                 clients=None):
         self.dir = _owned_dir(os.path.join(workdir, 'mariadb'), 'mysql')
         self.data = os.path.join(self.dir, 'data')
         self.socket = os.path.join(self.dir, 'mysqld.sock')
-        self.port = util.free_port()
-        self.url = 'mysql+pymysql://root@127.0.0.1:%d' % self.port
+        self.host, self.netns = host, netns
+        # root's host pattern: 10.1.2.0/24 -> '10.1.2.%'
+        self.client_host = host if clients is None else \
+            clients.split('/')[0].rsplit('.', 1)[0] + '.%'
+        self.port = 3306 if netns else util.free_port()
+        self.url = 'mysql+pymysql://root@%s:%d' % (host, self.port)
         self._proc = None
         _run(['mariadb-install-db', '--no-defaults', '--user=mysql',
               '--datadir=' + self.data, '--auth-root-authentication-method'
@@ -74,26 +90,31 @@ class MariaDB:
 
     def start(self):
         log = open(os.path.join(self.dir, 'mariadbd.log'), 'ab')
+        prefix = ['ip', 'netns', 'exec', self.netns] if self.netns else []
         self._proc = subprocess.Popen(
-            ['/usr/sbin/mariadbd', '--no-defaults', '--user=mysql',
-             '--datadir=' + self.data, '--port=%d' % self.port,
-             '--bind-address=127.0.0.1', '--socket=' + self.socket,
-             '--pid-file=' + os.path.join(self.dir, 'mariadbd.pid'),
-             '--skip-name-resolve', '--innodb-buffer-pool-size=32M',
-             '--innodb-log-file-size=16M'],
+            prefix + [
+                '/usr/sbin/mariadbd', '--no-defaults', '--user=mysql',
+                '--datadir=' + self.data, '--port=%d' % self.port,
+                '--bind-address=' + self.host, '--socket=' + self.socket,
+                '--pid-file=' + os.path.join(self.dir, 'mariadbd.pid'),
+                '--skip-name-resolve', '--innodb-buffer-pool-size=32M',
+                '--innodb-log-file-size=16M'],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         util.wait_for(lambda: self._proc.poll() is not None or
-                      _port_open(self.port), START_TIMEOUT,
-                      interval=0.1, what='a private MariaDB listening')
+                      _port_open(self.port, self.host, self.netns),
+                      START_TIMEOUT, interval=0.1,
+                      what='a private MariaDB listening')
         if self._proc.poll() is not None:
             with open(os.path.join(self.dir, 'mariadbd.log'),
                       errors='replace') as f:
                 raise RuntimeError('mariadbd exited: %s' % f.read()[-2000:])
-        # root may connect from 127.0.0.1 without a password
+        # root may connect from its clients without a password (over the
+        # server's socket, a file: no network is crossed)
         _run(['mariadb', '--no-defaults', '-S', self.socket, '-uroot', '-e',
-              "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'; GRANT ALL ON "
-              "*.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;"])
+              "CREATE USER IF NOT EXISTS 'root'@'{0}'; GRANT ALL ON "
+              "*.* TO 'root'@'{0}' WITH GRANT OPTION;".format(
+                  self.client_host)])
         return self
 
     def stop(self):
@@ -114,26 +135,31 @@ class PostgreSQL:
 
     kind = 'postgresql'
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, host='127.0.0.1', netns=None,
+                 clients=None):
         self.dir = _owned_dir(os.path.join(workdir, 'postgresql'),
                               'postgres')
         self.data = os.path.join(self.dir, 'data')
-        self.port = util.free_port()
-        self.url = 'postgresql+psycopg://postgres@127.0.0.1:%d' % self.port
+        self.host, self.netns = host, netns
+        self.port = 5432 if netns else util.free_port()
+        self.url = 'postgresql+psycopg://postgres@%s:%d' % (host, self.port)
         self.bindir = sorted(glob.glob('/usr/lib/postgresql/*/bin'))[-1]
         _run([os.path.join(self.bindir, 'initdb'), '-D', self.data,
               '-U', 'postgres', '--auth=trust', '--no-sync'],
              user='postgres', timeout=180)
+        if clients is not None:
+            with open(os.path.join(self.data, 'pg_hba.conf'), 'a') as f:
+                f.write('host all all %s trust\n' % clients)
 
     def _ctl(self, *args):
         return _run([os.path.join(self.bindir, 'pg_ctl'), '-D', self.data]
-                    + list(args), user='postgres')
+                    + list(args), user='postgres', netns=self.netns)
 
     def start(self):
         self._ctl('-l', os.path.join(self.dir, 'postgres.log'), '-w',
                   '-t', str(int(START_TIMEOUT)), '-o',
-                  '-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off'
-                  % (self.port, self.dir), 'start')
+                  '-p %d -k %s -c listen_addresses=%s -c fsync=off'
+                  % (self.port, self.dir, self.host), 'start')
         return self
 
     def stop(self):
@@ -153,40 +179,52 @@ class RabbitMQ:
     and ``start_app`` take the broker away and back as an outage does,
     the node and its users staying."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, host='127.0.0.1', netns=None):
         self.dir = _owned_dir(os.path.join(workdir, 'rabbitmq'), 'rabbitmq')
-        self.port = util.free_port()
+        self.host, self.netns = host, netns
+        self.port = 5672 if netns else util.free_port()
         self.node = 'cl-test-%s@localhost' % uuid.uuid4().hex[:8]
-        self.url = 'rabbit://guest:guest@127.0.0.1:%d/' % self.port
+        self.url = 'rabbit://guest:guest@%s:%d/' % (host, self.port)
         plugins = os.path.join(self.dir, 'enabled_plugins')
         with open(plugins, 'w') as f:
             f.write('[].\n')
+        config = os.path.join(self.dir, 'none')
+        if host != '127.0.0.1':
+            # guest may log in from other hosts than loopback: the
+            # clients are the namespace network's nodes
+            config = os.path.join(self.dir, 'rabbitmq.conf')
+            with open(config, 'w') as f:
+                f.write('loopback_users = none\n')
         self.env = dict(
             os.environ, RABBITMQ_NODENAME=self.node,
-            RABBITMQ_NODE_IP_ADDRESS='127.0.0.1',
+            RABBITMQ_NODE_IP_ADDRESS=host,
             RABBITMQ_NODE_PORT=str(self.port),
             RABBITMQ_DIST_PORT=str(util.free_port()),
             RABBITMQ_MNESIA_BASE=os.path.join(self.dir, 'mnesia'),
             RABBITMQ_LOG_BASE=self.dir,
             RABBITMQ_PID_FILE=os.path.join(self.dir, 'rabbitmq.pid'),
             RABBITMQ_ENABLED_PLUGINS_FILE=plugins,
-            RABBITMQ_CONFIG_FILE=os.path.join(self.dir, 'none'))
+            RABBITMQ_CONFIG_FILE=config)
         self._started = False
 
     def ctl(self, *args):
         return _run(['rabbitmqctl', '-n', self.node] + list(args),
-                    env=self.env)
+                    env=self.env, netns=self.netns)
+
+    def _listening(self):
+        return _port_open(self.port, self.host, self.netns)
 
     def start(self):
-        _run(['rabbitmq-server', '-detached'], env=self.env)
+        _run(['rabbitmq-server', '-detached'], env=self.env,
+             netns=self.netns)
         self._started = True
         # (until the node has registered, rabbitmqctl cannot find it)
-        util.wait_for(lambda: _port_open(self.port), START_TIMEOUT,
+        util.wait_for(self._listening, START_TIMEOUT,
                       interval=0.2, what='a private RabbitMQ listening')
         return self
 
     def wait_app(self):
-        util.wait_for(lambda: _port_open(self.port), START_TIMEOUT,
+        util.wait_for(self._listening, START_TIMEOUT,
                       interval=0.2, what='the private RabbitMQ back')
 
     def stop_app(self):
@@ -198,7 +236,9 @@ class RabbitMQ:
     def destroy(self):
         if self._started:
             try:
-                self.ctl('stop')
+                # (given the pid file, stop waits until the node's process
+                # has exited; without it, only until the node agreed to)
+                self.ctl('stop', os.path.join(self.dir, 'rabbitmq.pid'))
             except RuntimeError:
                 pid = self._pid()
                 if pid:

@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import rbd_backend
 from tests.harness import cluster as cluster_mod
+from tests.harness import netns_cluster
 from tests.harness import openstack
 from tests.harness import servers
 from tests.harness import stack
@@ -28,6 +29,12 @@ def pytest_runtest_makereport(item, call):
             ('cinder_lite %s cluster logs (%s)' % (cluster.kind,
                                                    cluster.workdir),
              cluster.logs()))
+    deployment = getattr(item, 'funcargs', {}).get('deployment')
+    if report.failed and isinstance(deployment, netns_cluster.Deployment) \
+            and os.path.isdir(deployment.workdir):
+        report.sections.append(
+            ('cinder_lite namespace deployment logs (%s)'
+             % deployment.workdir, deployment.logs()))
     cloud = _openstack.get('cloud')
     if report.failed and cloud is not None and \
             'openstack_cloud' in getattr(item, 'fixturenames', ()):
