@@ -230,6 +230,15 @@ def sweep_stale():
     _end(list(pids_in(inodes)), timeout=5)
     for name in stale:
         _run(['ip', 'netns', 'del', name], check=False)
+    for pid in {int(NAME_RE.match(n).group(1)) for n in stale}:
+        # the guard route of that run (``Network.create``)
+        _run(['ip', 'route', 'del', 'blackhole', '%s.0/24' % subnet_of(pid)],
+             check=False)
+
+
+def subnet_of(pid):
+    """The first three octets of the subnet of a test process ``pid``."""
+    return '10.%d.%d' % ((pid >> 8) & 0xff, pid & 0xff)
 
 
 def _probe_machine():
@@ -302,7 +311,7 @@ class Network:
     def __init__(self, nodes):
         pid = os.getpid()
         self.prefix = 'cl%dn%d' % (pid, next(_counter))
-        self.subnet = '10.%d.%d' % ((pid >> 8) & 0xff, pid & 0xff)
+        self.subnet = subnet_of(pid)
         self.switch = '%s-switch' % self.prefix
         self.nodes = list(nodes)
         self.ns = {n: '%s-%s' % (self.prefix, n) for n in self.nodes}
@@ -311,6 +320,7 @@ class Network:
         self._made = []
         self._inodes = {}
         self._cuts = {}
+        self._blackhole = False
 
     def interface(self, node):
         return 'v-%s' % node
@@ -319,6 +329,12 @@ class Network:
     def create(self):
         sweep_stale()
         try:
+            # a guard: from the root namespace the subnet would go out of
+            # the machine by its default route; while the network exists
+            # it is a blackhole there, so a stray packet is dropped here
+            _run(['ip', 'route', 'replace', 'blackhole',
+                  '%s.0/24' % self.subnet])
+            self._blackhole = True
             self._add_namespace(self.switch)
             sw = ['ip', '-n', self.switch]
             _run(sw + ['link', 'add', BRIDGE, 'type', 'bridge'])
@@ -365,6 +381,10 @@ class Network:
         for name in reversed(self._made):
             _run(['ip', 'netns', 'del', name], check=False)
         self._made, self._inodes = [], {}
+        if self._blackhole:
+            _run(['ip', 'route', 'del', 'blackhole', '%s.0/24' % self.subnet],
+                 check=False)
+            self._blackhole = False
         return left
 
     # -- running things -------------------------------------------------------

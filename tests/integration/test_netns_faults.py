@@ -116,6 +116,11 @@ def test_network_isolates_and_makes_faults_per_node():
         # no route out: a namespace reaches only its own network
         for cmd in (['ip', 'route'], ['ip', '-6', 'route']):
             assert 'default' not in net.run('a', *cmd).stdout
+        # and from the root namespace the subnet goes nowhere: a stray
+        # packet to it is dropped on this machine, not routed out of it
+        guard = subprocess.run(['ip', 'route', 'show', 'type', 'blackhole'],
+                               capture_output=True, text=True).stdout
+        assert '%s.0/24' % net.subnet in guard, guard
         # a cut from b only: c still answers
         net.cut('a', ['b'])
         assert not _reaches(net, 'a', 'b', port_b, timeout=1.0)
@@ -157,6 +162,9 @@ def test_network_isolates_and_makes_faults_per_node():
     assert sleeper is not None and set(left) == {sleeper.pid}, left
     assert sleeper.wait(10) == -signal.SIGTERM
     assert not names & set(os.listdir(netns.NETNS_DIR))
+    assert '%s.0/24' % net.subnet not in subprocess.run(
+        ['ip', 'route', 'show', 'type', 'blackhole'], capture_output=True,
+        text=True).stdout
 
 
 def _service(api, deployment, node):
