@@ -88,7 +88,8 @@ def remove(session, volume_id):
 SUMMARY_COLUMNS = ('id', 'size', 'host', 'cluster_name', 'project_id',
                    'user_id', 'name', 'status', 'availability_zone',
                    'volume_type_id', 'created_at', 'multiattach',
-                   'snapshot_id', 'source_volid', 'image_id', 'backup_id')
+                   'snapshot_id', 'source_volid', 'image_id', 'backup_id',
+                   'migration_status')
 
 
 class Record:

@@ -25,6 +25,9 @@ History:
           or writes a volume, or a temporary snapshot of it);
           create_volume of a volume with ``backup_id`` hands it to a
           backup service to restore into once its storage exists
+    1.11 - migrate_volume (cast, to the source's service: the volume
+          moves to another backend), migrate_finish (call, to the
+          destination's: the new storage takes the volume's id)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -33,8 +36,9 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.10'
+RPC_API_VERSION = '1.11'
 BACKUP_RPC = '1.10'
+MIGRATION_RPC = '1.11'
 
 
 def backend_host(host):
@@ -200,3 +204,15 @@ class VolumeAPI:
                           version=BACKUP_RPC, timeout=timeout,
                           backup_id=backup_id, volume_id=volume_id,
                           snapshot_id=snapshot_id, temporary=temporary)
+
+    def migrate_volume(self, ctxt, host, volume_id, dest_host, dest_cluster,
+                       new_type_id=None):
+        self._prepare(host, MIGRATION_RPC).cast(
+            ctxt, 'migrate_volume', volume_id=volume_id,
+            dest_host=dest_host, dest_cluster=dest_cluster,
+            new_type_id=new_type_id)
+
+    def migrate_finish(self, ctxt, host, target_id, volume_id):
+        return self._call(ctxt, host, 'migrate_finish',
+                          version=MIGRATION_RPC, target_id=target_id,
+                          volume_id=volume_id)
