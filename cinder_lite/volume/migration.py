@@ -44,7 +44,8 @@ from cinder_lite.volume import types as volume_types
 LOG = logging.getLogger(__name__)
 
 CHUNK = 4 * 1024 * 1024
-# how often a running copy renews the two volumes' updated_at
+# how often (at most) a running copy renews the two volumes'
+# updated_at; a third of reconcile_after when that is shorter
 RENEW_EVERY = 5.0
 
 
@@ -88,6 +89,8 @@ class Migrator:
         self.conf = manager.conf
         self.driver = manager.driver
         self.rpc = rpcapi.VolumeAPI(manager.conf)
+        self.renew_every = max(0.2, min(RENEW_EVERY,
+                                        self.conf.reconcile_after / 3.0))
 
     # -- the source's side --------------------------------------------------
     def migrate(self, ctxt, volume_id, dest_host, dest_cluster,
@@ -173,7 +176,7 @@ class Migrator:
                 raise exception.BackendError(
                     reason='the destination did not make the new volume in '
                            '%d s' % self.conf.migration_create_timeout)
-            if time.monotonic() - renewed > RENEW_EVERY:
+            if time.monotonic() - renewed > self.renew_every:
                 self._renew(volume_id)
                 renewed = time.monotonic()
             if self.manager._stop.wait(0.2):
@@ -255,7 +258,7 @@ class Migrator:
                 dst.write(offset, data)
             copied += len(data)
             now = time.monotonic()
-            if now - renewed > RENEW_EVERY:
+            if now - renewed > self.renew_every:
                 self._renew(volume['id'], target['id'])
                 renewed = now
             if limit:

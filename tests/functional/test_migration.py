@@ -8,6 +8,8 @@ import os
 
 import pytest
 
+from tests.harness import clients
+from tests.harness.clients import props
 from tests.harness import stack as stack_mod
 from tests.harness import util
 
@@ -201,3 +203,37 @@ def test_retype_on_demand_migrates(two):
     after = api.get('/volumes/%s' % vol['id']).json()['volume']
     assert after['volume_type'] == 'silver'
     assert after['migration_status'] == 'success'
+
+
+def test_clients(two):
+    """``cinder migrate``, ``cinder retype --migration-policy on-demand``
+    and ``openstack volume migrate``, as operators type them."""
+    api = two.client()
+    vol = _on(api, 'a')
+    digest = _fill(_file(two, 'a', vol['id']))
+    clients.cinder(two, 'migrate', '--lock-volume', 'True', vol['id'],
+                   'testnode@b#back-b')
+    moved = _wait_migration(api, vol['id'])
+    assert moved['os-vol-host-attr:host'] == 'testnode@b#back-b'
+    assert props(clients.cinder(two, 'show', vol['id']))[
+        'migration_status'] == 'success'
+    clients.openstack(two, 'volume', 'migrate', '--host', 'testnode@a',
+                      vol['id'])
+    back = _wait_migration(api, vol['id'])
+    assert back['os-vol-host-attr:host'] == 'testnode@a#back-a'
+    assert _digest(_file(two, 'a', vol['id'])) == digest
+    api.create_type('gold-b', {'volume_backend_name': 'back-b'})
+    clients.cinder(two, 'retype', '--migration-policy', 'on-demand',
+                   vol['id'], 'gold-b')
+    _wait_migration(api, vol['id'])
+    util.wait_for(lambda: api.get('/volumes/%s' % vol['id']).json()[
+        'volume']['status'] == 'available', timeout=20, what='available')
+    shown = props(clients.cinder(two, 'show', vol['id']))
+    assert shown['volume_type'] == 'gold-b'
+    assert shown['os-vol-host-attr:host'] == 'testnode@b#back-b'
+    assert _digest(_file(two, 'b', vol['id'])) == digest
+    # a refusal reaches the operator with Cinder's words (cinderclient
+    # prints it and exits 0)
+    out = clients.run_cinder(two, 'migrate', vol['id'], 'testnode@b#back-b')
+    assert 'Destination host must be different than the current host. ' \
+        '(HTTP 400)' in out.stdout, out
