@@ -237,3 +237,49 @@ def test_clients(two):
     out = clients.run_cinder(two, 'migrate', vol['id'], 'testnode@b#back-b')
     assert 'Destination host must be different than the current host. ' \
         '(HTTP 400)' in out.stdout, out
+
+
+def test_while_it_copies(tmp_path):
+    """A throttled copy (volume_copy_bps_limit): meanwhile the temporary
+    volume is an admin's to see (``target:<id>``), neither volume can be
+    deleted, another migration and the completion are refused; then it
+    ends as any other."""
+    s = stack_mod.Stack(tmp_path / 'state', backends={'a': A, 'b': B},
+                        extra={'volume_copy_bps_limit': 8 * MiB}).start()
+    try:
+        api = s.client()
+        vol = _on(api, 'a')
+        path = _file(s, 'a', vol['id'])
+        with open(path, 'r+b') as f:
+            f.write(os.urandom(48 * MiB))
+        digest = _digest(path)
+        assert _migrate(api, vol['id'], {'host': 'testnode@b'}
+                        ).status_code == 202
+        util.wait_for(lambda: api.get('/volumes/%s' % vol['id']).json()[
+            'volume']['migration_status'] == 'migrating', timeout=20,
+            what='migrating')
+        listed = api.get('/volumes/detail').json()['volumes']
+        assert len(listed) == 2, listed
+        temp = [v for v in listed if v['id'] != vol['id']][0]
+        assert temp['migration_status'] == 'target:%s' % vol['id']
+        assert temp['os-vol-host-attr:host'] == 'testnode@b#back-b'
+        member = s.client(user='demo', roles='member')
+        assert [v['id'] for v in member.get('/volumes').json()[
+            'volumes']] == [vol['id']]
+        for vid in (vol['id'], temp['id']):
+            resp = api.delete('/volumes/%s' % vid)
+            assert resp.status_code == 400, resp.text
+            assert 'Volume cannot be deleted while migrating' in resp.text
+        resp = _migrate(api, vol['id'], {'host': 'testnode@b'})
+        assert resp.status_code == 400 and 'must not be migrating' in \
+            resp.text, resp.text
+        resp = api.post('/volumes/%s/action' % vol['id'], json={
+            'os-migrate_volume_completion': {'new_volume': temp['id']}})
+        assert resp.status_code == 400, resp.text
+        assert 'is being migrated by its volume service' in resp.text
+        _wait_migration(api, vol['id'])
+        assert _digest(_file(s, 'b', vol['id'])) == digest
+        util.wait_for(lambda: api.get('/volumes/%s' % temp['id'])
+                      .status_code == 404, timeout=20, what='temp gone')
+    finally:
+        s.stop()
