@@ -210,13 +210,7 @@ class Migrator:
                 ctxt, dest_host, export, target['id'], None, False, 'rw',
                 connector)
             try:
-                # (made here: its secrets are in it)
-                src = devices.connect(
-                    dict(source_info['data'],
-                         driver_volume_type=source_info[
-                             'driver_volume_type']),
-                    source_address=self.conf.migration_my_ip,
-                    initiator=connector['initiator'])
+                src = self._open(source_info, export)
                 try:
                     dst = self._open(dest_info, export)
                     try:
