@@ -295,8 +295,19 @@ class VolumeActions:
 
     # -- admin and type actions -----------------------------------------------
     def reset_status(self, context, volume_id, status=None,
-                     attach_status=None):
+                     attach_status=None, migration_status=None):
         volume = self._volume(context, volume_id, policy.RESET_STATUS)
+        if migration_status is not None:
+            # Cinder's values ('none' clears it); a migration under way
+            # notices at its next step and gives up, its temporary volume
+            # deleted
+            wanted = migration_status.lower()
+            allowed = sorted(s for s in states.MIGRATION_STATUSES if s) + [
+                'none']
+            if wanted not in allowed:
+                raise exception.InvalidInput(
+                    reason='migration_status must be one of %s' %
+                    ', '.join(allowed))
         if attach_status is not None and attach_status not in (
                 states.ATTACHED, states.DETACHED):
             raise exception.InvalidInput(
@@ -311,6 +322,14 @@ class VolumeActions:
             # an export behind.
             for att in self._live(volume.id):
                 self.attachments.delete(context, att.id, force=True)
+        if migration_status is not None:
+            with db_api.writer() as session:
+                db_volumes.update(session, volume.id, {
+                    'migration_status': None if wanted == 'none'
+                    else wanted})
+            LOG.warning('volume %s: migration_status %s -> %s by '
+                        'os-reset_status', volume.id,
+                        volume.migration_status, wanted)
         if status is None:
             return
         with db_api.writer() as session:

@@ -283,3 +283,23 @@ def test_while_it_copies(tmp_path):
                       .status_code == 404, timeout=20, what='temp gone')
     finally:
         s.stop()
+
+
+def test_reset_migration_status(two):
+    """os-reset_status with ``migration_status``, as Cinder: its values,
+    'none' clearing it."""
+    api = two.client()
+    vol = _on(api, 'a')
+
+    def reset(value):
+        return api.post('/volumes/%s/action' % vol['id'], json={
+            'os-reset_status': {'migration_status': value}})
+    assert reset('error').status_code == 202
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'migration_status'] == 'error'
+    resp = reset('sideways')
+    assert resp.status_code == 400
+    assert 'migration_status must be one of' in resp.text
+    assert reset('none').status_code == 202
+    assert api.get('/volumes/%s' % vol['id']).json()['volume'][
+        'migration_status'] is None

@@ -86,7 +86,8 @@ def _force_detach(req, vid, body):
 
 def _reset_status(req, vid, body):
     _actions(req).reset_status(req.context, vid, body.get('status'),
-                               body.get('attach_status'))
+                               body.get('attach_status'),
+                               body.get('migration_status'))
 
 
 def _force_delete(req, vid, body):
