@@ -85,7 +85,6 @@ def test_migrate_moves_the_data_and_keeps_the_id(two):
     assert after['id'] == vol['id']
     assert _digest(_file(two, 'b', vol['id'])) == digest
     # the old storage is gone, the temporary volume too
-    assert not os.path.exists(_file(two, 'a', vol['id']))
     util.wait_for(lambda: os.listdir(os.path.join(
         two.state_path, 'volumes', 'a')) == [], timeout=20,
         what='nothing left on a')
@@ -99,12 +98,15 @@ def test_migrate_moves_the_data_and_keeps_the_id(two):
     assert resp.status_code == 202, resp.text
     api.wait_volume(vol['id'], 'available')
     assert os.path.getsize(_file(two, 'b', vol['id'])) == 2 * 1024 ** 3
+    grown = _digest(_file(two, 'b', vol['id']))
     # and back (a host without its pool: the backend's pool)
     resp = _migrate(api, vol['id'], {'host': 'testnode@a'})
     assert resp.status_code == 202, resp.text
     back = _wait_migration(api, vol['id'])
     assert back['os-vol-host-attr:host'] == 'testnode@a#back-a'
-    assert _digest(_file(two, 'a', vol['id']))[:0] == ''
+    assert _digest(_file(two, 'a', vol['id'])) == grown
+    util.wait_for(lambda: not os.path.exists(_file(two, 'b', vol['id'])),
+                  timeout=20, what='old storage on b removed')
     api.delete('/volumes/%s' % vol['id'])
     api.wait_deleted(vol['id'])
 
