@@ -21,6 +21,7 @@ from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import services as db_services
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volume_migrations as db_migrations
+from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import rpcapi as volume_rpcapi
 
@@ -61,7 +62,15 @@ class MigrationService:
         with db_api.reader() as session:
             volume = db_volumes.get(session, volume_id)
             dest = self._destination(session, host, cluster)
+            vtype = db_types.get(session, volume.volume_type_id)
         self.check_movable(volume, dest, host or cluster)
+        if dest.caps and not capabilities.satisfies(
+                dest.caps, vtype['extra_specs']):
+            # what Cinder's scheduler filters refuse (No valid host)
+            raise exception.InvalidHost(
+                reason='%s cannot hold volume %s: its type %s asks for '
+                       'capabilities that backend does not report.' % (
+                           host or cluster, volume.id, vtype['name']))
         self.start(context, volume, dest,
                    lock_event='migrate_lock' if lock_volume else None)
 

@@ -64,9 +64,20 @@ def _wait_migration(api, vid, want='success'):
 
 
 def _on(api, section):
+    """A volume on backend ``section`` of a type both backends hold (a
+    migration, as Cinder's scheduler filters, goes only where the type
+    may be): made with a type pinned there, retyped in place."""
     api.create_type('on-%s' % section,
                     {'volume_backend_name': 'back-%s' % section})
-    return api.create_volume(size=1, volume_type='on-%s' % section)
+    vol = api.create_volume(size=1, volume_type='on-%s' % section)
+    if 'either' not in [t['name'] for t in api.get('/types').json()[
+            'volume_types']]:
+        api.create_type('either',
+                        {'volume_backend_name': '<or> back-a <or> back-b'})
+    resp = api.post('/volumes/%s/action' % vol['id'], json={
+        'os-retype': {'new_type': 'either'}})
+    assert resp.status_code == 202, resp.text
+    return api.get('/volumes/%s' % vol['id']).json()['volume']
 
 
 def test_migrate_moves_the_data_and_keeps_the_id(two):
@@ -123,6 +134,11 @@ def test_refusals_are_cinders(two):
 
     refused({'host': 'testnode@a#back-a'},
             'Destination host must be different than the current host')
+    pinned = api.create_volume(size=1, volume_type='on-a')
+    resp = _migrate(api, pinned['id'], {'host': 'testnode@b'})
+    assert resp.status_code == 400, resp.text
+    assert 'testnode@b cannot hold volume %s: its type on-a' % \
+        pinned['id'] in resp.text
     refused({'host': 'testnode@nowhere'},
             'No available service named testnode@nowhere')
     refused({}, "'host' is a required property")

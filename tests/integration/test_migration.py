@@ -114,6 +114,12 @@ def test_service_killed_mid_copy_on_either_side(cluster):
     api.create_type('mig-ma', {'volume_backend_name': 'ma'})
     vol = api.create_volume(size=1, volume_type='mig-ma')
     vid = vol['id']
+    # of a type both backends hold (a migration goes only where its type
+    # may be), retyped in place
+    api.create_type('mig-any', {'volume_backend_name': '<or> ma <or> noma'})
+    resp = api.post('/volumes/%s/action' % vid, json={
+        'os-retype': {'new_type': 'mig-any'}})
+    assert resp.status_code == 202, resp.text
     path = os.path.join(_dir(cluster, 'ma'), 'volume-%s' % vid)
     with open(path, 'r+b') as f:
         for offset in range(0, DATA, 16 * MiB):

@@ -57,6 +57,11 @@ def test_file_to_rbd_and_back(mixed):
     api.create_type('on-file', {'volume_backend_name': 'file-b'})
     vol = api.create_volume(size=1, volume_type='on-file')
     vid = vol['id']
+    api.create_type('anywhere',
+                    {'volume_backend_name': '<or> file-b <or> rbd-b'})
+    resp = api.post('/volumes/%s/action' % vid, json={
+        'os-retype': {'new_type': 'anywhere'}})
+    assert resp.status_code == 202, resp.text
     path = os.path.join(mixed.state_path, 'volumes', 'f', 'volume-%s' % vid)
     with open(path, 'r+b') as f:
         for offset in (0, 300 * MiB, 1023 * MiB):
