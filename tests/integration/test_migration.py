@@ -30,8 +30,8 @@ CLUSTER_OPTIONS = {
                       'volume_copy_bps_limit': 16 * MiB},
     'node_options': {
         'ma': dict(NBD, target_port_range='%d-%d' % (_PORT, _PORT + 19)),
-        'noma': dict(NBD, target_port_range='%d-%d' % (_PORT + 20,
-                                                         _PORT + 39))},
+        'noma': dict(NBD, target_port_range='%d-%d' % (
+            _PORT + 20, _PORT + 39))},
 }
 SERVICES = {'ma': 'node-ma@ma', 'noma': 'node-noma@noma'}
 
