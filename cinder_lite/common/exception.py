@@ -144,6 +144,10 @@ class InvalidVolume(Invalid):
     msg_fmt = 'Invalid volume: %(reason)s'
 
 
+class InvalidHost(Invalid):
+    msg_fmt = 'Invalid host: %(reason)s'
+
+
 class InvalidSnapshot(Invalid):
     # Cinder's words
     msg_fmt = 'Invalid snapshot: %(reason)s'

@@ -120,6 +120,9 @@ REIMAGE = 'volume:reimage'
 REIMAGE_RESERVED = 'volume:reimage_reserved'
 FORCE_DETACH = 'volume_extension:volume_admin_actions:force_detach'
 RESET_STATUS = 'volume_extension:volume_admin_actions:reset_status'
+MIGRATE = 'volume_extension:volume_admin_actions:migrate_volume'
+MIGRATE_COMPLETE = \
+    'volume_extension:volume_admin_actions:migrate_volume_completion'
 HOST_FENCE = 'volume_extension:host_fence'
 MESSAGES = 'message:get_all'
 ATTACHMENT_EVENTS = 'volume:attachment_events'
@@ -324,6 +327,13 @@ _RULES = [
         'Detach one attachment whatever its state.',
         ('POST', '/volumes/{volume_id}/action')),
     _op(RESET_STATUS, 'rule:admin_api', 'Overwrite the status of a volume.',
+        ('POST', '/volumes/{volume_id}/action')),
+    _op(MIGRATE, 'rule:admin_api',
+        'Move a volume to another backend (os-migrate_volume).',
+        ('POST', '/volumes/{volume_id}/action')),
+    _op(MIGRATE_COMPLETE, 'rule:admin_api',
+        'End a migration whose data another service copied '
+        '(os-migrate_volume_completion).',
         ('POST', '/volumes/{volume_id}/action')),
     _op(HOST_FENCE, 'rule:admin_api',
         'Fence a consumer host off volumes at the storage targets (cut '

@@ -183,6 +183,22 @@ BACKUP_FORCE_DELETE_STATUSES = tuple(sorted(BACKUP_STATUSES - {DELETED}))
 BACKUP_SOURCE_STATUSES = (AVAILABLE,)
 BACKUP_FORCE_SOURCE_STATUSES = VOLUME_COPY_STATUSES
 
+# -- migration of a volume to another backend (its ``migration_status``) ------
+# None: it never migrated.  Cinder's words; on the temporary volume a
+# migration makes on the destination: MIGRATION_TARGET + the volume's id.
+MIGRATION_STARTING = 'starting'
+MIGRATION_MIGRATING = 'migrating'
+MIGRATION_COMPLETING = 'completing'
+MIGRATION_SUCCESS = 'success'
+MIGRATION_ERROR = 'error'
+MIGRATION_TARGET = 'target:'
+MIGRATION_STATUSES = frozenset([None, MIGRATION_STARTING,
+                                MIGRATION_MIGRATING, MIGRATION_COMPLETING,
+                                MIGRATION_SUCCESS, MIGRATION_ERROR])
+# a migration runs: no other may start
+MIGRATION_RUNNING = (MIGRATION_STARTING, MIGRATION_MIGRATING,
+                     MIGRATION_COMPLETING)
+
 # -- service -----------------------------------------------------------------
 SERVICE_UP = 'up'
 SERVICE_DOWN = 'down'
@@ -270,7 +286,7 @@ class StateMachine(object):
         if current not in sources:
             raise exception.InvalidTransition(
                 resource=self.resource, id=id, target=target,
-                actual=current, allowed=', '.join(sources))
+                actual=current, allowed=', '.join(map(str, sources)))
         return target
 
 
@@ -381,6 +397,14 @@ _add_all(VOLUME, VOLUME_FORCE_DELETE_STATUSES,
 _add_all(VOLUME, sorted(VOLUME_STATUSES - {DELETED} - VOLUME_BUSY_STATUSES),
          sorted(VOLUME_RESET_STATUSES), 'reset_status_served')
 
+# a migration (os-migrate_volume with lock_volume, and a retype that
+# moves the volume to another backend): nothing else happens to it
+# meanwhile; then it is available again
+_v(AVAILABLE, MAINTENANCE, 'migrate_lock')
+_v(MAINTENANCE, AVAILABLE, 'migrate_unlock')
+_v(AVAILABLE, RETYPING, 'retype_migrate')
+_v(RETYPING, AVAILABLE, 'retype_migrated')
+
 ATTACHMENT = StateMachine('attachment', ATTACHMENT_STATUSES)
 _a = ATTACHMENT.add_transition
 # connecting: the API marks it, the volume service records the connection
@@ -487,4 +511,20 @@ _b(DELETING, ERROR_DELETING, 'delete_failed')
 _b(ERROR_DELETING, DELETING, 'delete')
 _add_all(BACKUP, BACKUP_FORCE_DELETE_STATUSES, BACKUP_RESET_STATUSES,
          'reset_status')
-del _v, _a, _s_, _b, _s, _targets
+
+MIGRATION = StateMachine('migration', MIGRATION_STATUSES)
+_m = MIGRATION.add_transition
+# os-migrate_volume (or a retype with migration) starts one, unless one
+# runs
+for _s in (None, MIGRATION_SUCCESS, MIGRATION_ERROR):
+    _m(_s, MIGRATION_STARTING, 'start')
+# the source volume service took it and copies the data
+_m(MIGRATION_STARTING, MIGRATION_MIGRATING, 'copy')
+# the data is on the destination: the volumes swap
+_m(MIGRATION_MIGRATING, MIGRATION_COMPLETING, 'complete')
+_m(MIGRATION_COMPLETING, MIGRATION_SUCCESS, 'completed')
+# it failed (or a service stopped in it: reconcile); the volume stays
+# where it was
+for _s in MIGRATION_RUNNING:
+    _m(_s, MIGRATION_ERROR, 'fail')
+del _v, _a, _s_, _b, _s, _targets, _m

@@ -32,6 +32,20 @@ volume_opts = [
                     'transitional state before reconciliation resolves it. '
                     'Keep it above volume_rpc_timeout so that requests '
                     'still queued on the bus are not overtaken.'),
+    cfg.IntOpt('volume_copy_bps_limit', default=0, min=0,
+               help='Bytes per second a migration of a volume to another '
+                    'backend copies at most (0: as fast as the storage '
+                    'goes), so that a migration leaves the backends\' '
+                    'bandwidth to the volumes in use.'),
+    cfg.IntOpt('migration_create_timeout', default=300, min=1,
+               help='Seconds a migration waits for the destination '
+                    'backend to make the new volume before it gives up '
+                    '(the migration is then error, the volume stays '
+                    'where it is).'),
+    cfg.StrOpt('migration_my_ip', default='127.0.0.1',
+               help='Address this volume service reaches the targets of '
+                    'other backends from when it copies a volume to them '
+                    '(migration).'),
 ]
 
 backend_opts = [

@@ -126,6 +126,10 @@ class Volume(TimestampMixin, Base):
     # the backup a volume made for a restore is written from once it
     # exists (migration 0017); null for any other volume
     backup_id = sa.Column(sa.String(36))
+    # where a migration to another backend is (migration 0021;
+    # ``states.MIGRATION``), ``target:<volume id>`` on the temporary
+    # volume a migration makes; null when it never migrated
+    migration_status = sa.Column(sa.String(255))
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 

@@ -88,7 +88,8 @@ def remove(session, volume_id):
 SUMMARY_COLUMNS = ('id', 'size', 'host', 'cluster_name', 'project_id',
                    'user_id', 'name', 'status', 'availability_zone',
                    'volume_type_id', 'created_at', 'multiattach',
-                   'snapshot_id', 'source_volid', 'image_id', 'backup_id')
+                   'snapshot_id', 'source_volid', 'image_id', 'backup_id',
+                   'migration_status')
 
 
 class Record:
@@ -180,7 +181,13 @@ def _filtered(stmt, project_id, filters):
     if project_id is not None:
         stmt = stmt.where(models.Volume.project_id == project_id)
     for key, value in (filters or {}).items():
-        if key == 'metadata':
+        if key == 'no_migration_targets':
+            # (the temporary volumes of migrations left out)
+            stmt = stmt.where(sa.or_(
+                models.Volume.migration_status.is_(None),
+                ~models.Volume.migration_status.startswith(
+                    states.MIGRATION_TARGET)))
+        elif key == 'metadata':
             stmt = stmt.where(*db_metadata.matching(value))
         elif key == 'glance_metadata':
             stmt = stmt.where(*db_image_metadata.matching(value))

@@ -24,6 +24,7 @@ from cinder_lite.db import services as db_services
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import attachment_api
+from cinder_lite.volume import migrate_api
 from cinder_lite.volume import rpcapi as volume_rpcapi
 from cinder_lite.volume import rules
 from cinder_lite.volume import types as volume_types
@@ -38,6 +39,8 @@ class VolumeActions:
         self.attachments = attachments
         self.volumes = volumes
         self.volume_rpcapi = attachments.volume_rpcapi
+        self.migrations = migrate_api.MigrationService(conf,
+                                                       self.volume_rpcapi)
 
     def _volume(self, context, volume_id, rule):
         scope = None if context.is_admin else context.project_id
@@ -292,8 +295,19 @@ class VolumeActions:
 
     # -- admin and type actions -----------------------------------------------
     def reset_status(self, context, volume_id, status=None,
-                     attach_status=None):
+                     attach_status=None, migration_status=None):
         volume = self._volume(context, volume_id, policy.RESET_STATUS)
+        if migration_status is not None:
+            # Cinder's values ('none' clears it); a migration under way
+            # notices at its next step and gives up, its temporary volume
+            # deleted
+            wanted = migration_status.lower()
+            allowed = sorted(s for s in states.MIGRATION_STATUSES if s) + [
+                'none']
+            if wanted not in allowed:
+                raise exception.InvalidInput(
+                    reason='migration_status must be one of %s' %
+                    ', '.join(allowed))
         if attach_status is not None and attach_status not in (
                 states.ATTACHED, states.DETACHED):
             raise exception.InvalidInput(
@@ -308,6 +322,14 @@ class VolumeActions:
             # an export behind.
             for att in self._live(volume.id):
                 self.attachments.delete(context, att.id, force=True)
+        if migration_status is not None:
+            with db_api.writer() as session:
+                db_volumes.update(session, volume.id, {
+                    'migration_status': None if wanted == 'none'
+                    else wanted})
+            LOG.warning('volume %s: migration_status %s -> %s by '
+                        'os-reset_status', volume.id,
+                        volume.migration_status, wanted)
         if status is None:
             return
         with db_api.writer() as session:
@@ -435,7 +457,7 @@ class VolumeActions:
             if not self.conf.allow_multiattach:
                 raise exception.InvalidVolumeType(
                     reason='multi-attach is turned off in this cloud')
-        self._check_backend_holds(volume, target, migration_policy)
+        dest = self._check_backend_holds(volume, target, migration_policy)
 
         def changes_sharing_from(vol, vol_type):
             # The volume's own flag is the truth after create, not the
@@ -487,6 +509,17 @@ class VolumeActions:
                 db_volumes.retype(session, vol.id, target['id'],
                                   {'multiattach': multiattach},
                                   quota.Checker(self.conf, session))
+        if dest is not None:
+            # the type's backend differs: the volume migrates there and
+            # takes the type when it has moved (Cinder's retype with
+            # migration)
+            if changes_sharing and volume.status != states.AVAILABLE:
+                raise refusal
+            self.migrations.check_movable(volume, dest, dest.host)
+            self.migrations.start(context, volume, dest,
+                                  lock_event='retype_migrate',
+                                  new_type_id=target['id'])
+            return
         quota.ensuring_rows(move)
         LOG.info('volume %s retyped %s -> %s', volume.id, current['name'],
                  target['name'])
@@ -518,12 +551,19 @@ class VolumeActions:
                                volume.host), limit))
 
     def _check_backend_holds(self, volume, target, migration_policy):
+        """None when the volume's backend can hold ``target``; the
+        backend it migrates to (``on-demand``) when another can."""
         caps = self._backend_caps(volume)
         if not capabilities.satisfies(caps, target['extra_specs']):
             if migration_policy == 'on-demand':
-                reason = ('its backend %s cannot hold type %s and '
-                          'migration is not supported' % (volume.host,
-                                                          target['name']))
+                with db_api.reader() as session:
+                    dest = self.migrations.destination_for_type(
+                        session, volume, target['extra_specs'])
+                if dest is not None:
+                    return dest
+                reason = ('its backend %s cannot hold type %s and no '
+                          'other backend that can is up' % (
+                              volume.host, target['name']))
             else:
                 reason = ('its backend %s cannot hold type %s and the '
                           'migration policy is never' % (volume.host,

@@ -437,6 +437,10 @@ class VolumeService:
         project = policy.list_scope(context, policy.VOLUME_GET_ALL,
                                     policy.VOLUME_ALL_TENANTS, filters,
                                     all_tenants)
+        if not context.is_admin:
+            # as Cinder: the temporary volume of a migration is for
+            # admins' eyes only
+            filters = dict(filters or {}, no_migration_targets=True)
         with db_api.reader() as session:
             rows = db_volumes.list_volumes(session, project, filters,
                                            sort_keys, sort_dirs, limit,
@@ -511,6 +515,13 @@ class VolumeService:
                         reason='Volume %s is being extended to %d GiB; '
                                'delete it once the extend has finished.'
                         % (volume_id, current.pending_size))
+                if current.migration_status not in (
+                        None, states.MIGRATION_ERROR,
+                        states.MIGRATION_SUCCESS):
+                    # Cinder's refusal: migrating, or the temporary
+                    # volume of a migration (its service deletes it)
+                    raise exception.InvalidVolume(
+                        reason='Volume cannot be deleted while migrating')
                 self._check_not_frozen(session, current)
                 self._mark_snapshots(session, context, volume_id, force,
                                      cascade)

@@ -1,4 +1,4 @@
-"""The volume manager's side of manage and unmanage (RPC 1.11), mixed
+"""The volume manager's side of manage and unmanage (RPC 1.12), mixed
 into ``VolumeManager``.
 
 A manage runs in three steps, each safe to run again: the driver sizes
@@ -43,7 +43,7 @@ class ManageEndpoints:
 
     # -- volumes ---------------------------------------------------------
     def manage_existing(self, ctxt, volume, ref):
-        """RPC 1.11 (cast): adopt the object ``ref`` as the storage of the
+        """RPC 1.12 (cast): adopt the object ``ref`` as the storage of the
         ``managing`` volume ``volume`` (``volumes.summary``); ``ref``
         None: the volume's own storage (a manage rolled forward)."""
         volume_id = volume['id']
@@ -74,7 +74,7 @@ class ManageEndpoints:
                                                status=states.AVAILABLE)))
 
     def unmanage_volume(self, ctxt, volume_id):
-        """RPC 1.11 (cast): let go of the storage of an ``unmanaging``
+        """RPC 1.12 (cast): let go of the storage of an ``unmanaging``
         volume and end its record."""
         try:
             with db_api.reader() as session:
@@ -97,7 +97,7 @@ class ManageEndpoints:
 
     def get_manageable_volumes(self, ctxt, marker=None, limit=None,
                                offset=None, sort_keys=None, sort_dirs=None):
-        """RPC 1.11 (call): Cinder's entries of what the backend holds,
+        """RPC 1.12 (call): Cinder's entries of what the backend holds,
         paged."""
         entries = self.driver.list_manageable_volumes()
         with db_api.reader() as session:
@@ -109,7 +109,7 @@ class ManageEndpoints:
 
     # -- snapshots ---------------------------------------------------------
     def manage_existing_snapshot(self, ctxt, snapshot, ref):
-        """RPC 1.11 (cast): adopt the copy ``ref`` as the ``managing``
+        """RPC 1.12 (cast): adopt the copy ``ref`` as the ``managing``
         snapshot ``snapshot`` (``snapshots.summary``); ``ref`` None: its
         own copy (rolled forward)."""
         snapshot_id = snapshot['id']
@@ -144,7 +144,7 @@ class ManageEndpoints:
                                          states.AVAILABLE))
 
     def unmanage_snapshot(self, ctxt, snapshot):
-        """RPC 1.11 (cast): let go of the copy of an ``unmanaging``
+        """RPC 1.12 (cast): let go of the copy of an ``unmanaging``
         snapshot and end its record."""
         try:
             with self.working_on(snapshot['id']):
@@ -165,7 +165,7 @@ class ManageEndpoints:
     def get_manageable_snapshots(self, ctxt, marker=None, limit=None,
                                  offset=None, sort_keys=None,
                                  sort_dirs=None):
-        """RPC 1.11 (call): as ``get_manageable_volumes``, of copies."""
+        """RPC 1.12 (call): as ``get_manageable_volumes``, of copies."""
         entries = self.driver.list_manageable_snapshots()
         with db_api.reader() as session:
             live = db_snapshots.live_ids(

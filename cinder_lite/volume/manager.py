@@ -38,6 +38,7 @@ from cinder_lite.volume.flows import upload as upload_flow
 from cinder_lite.volume import glance
 from cinder_lite.volume import manage_manager
 from cinder_lite.volume import image_api
+from cinder_lite.volume import migration
 from cinder_lite.volume import reconcile as reconcile_mod
 from cinder_lite.volume import rpcapi
 
@@ -130,6 +131,7 @@ class VolumeManager(manage_manager.ManageEndpoints):
         self._takeover_locks = {}
         self._stop = threading.Event()
         self._periodic = None
+        self.migrator = migration.Migrator(self)
 
     @contextlib.contextmanager
     def working_on(self, *ids):
@@ -301,6 +303,15 @@ class VolumeManager(manage_manager.ManageEndpoints):
         LOG.info('volume %s: made for backup %s, handed to a backup '
                  'service', volume['id'], backup_id)
 
+    # -- migrations (RPC 1.13; cinder_lite.volume.migration) ---------------
+    def migrate_volume(self, ctxt, volume_id, dest_host, dest_cluster=None,
+                       new_type_id=None):
+        self.migrator.migrate(ctxt, volume_id, dest_host, dest_cluster,
+                              new_type_id)
+
+    def migrate_finish(self, ctxt, target_id, volume_id):
+        self.migrator.finish(ctxt, target_id, volume_id)
+
     # -- backups --------------------------------------------------------------
     def backup_export(self, ctxt, backup_id, volume_id, snapshot_id,
                       temporary, mode, connector):
@@ -410,6 +421,10 @@ class VolumeManager(manage_manager.ManageEndpoints):
                 return
         try:
             with self.working_on(volume_id):
+                # a migration's temporary volume: what bears the migrated
+                # volume's id here and is not its storage goes with it
+                migration.drop_old_storage(self.driver, self.backend_id,
+                                           volume)
                 delete_flow.run(self.driver, volume)
         except Exception as e:
             LOG.exception('volume %s: deleting -> error_deleting', volume_id)

@@ -83,6 +83,11 @@ volume ``reverting``        the revert to a snapshot was interrupted:
                             settled and does nothing)
 ==========================  ===============================================
 
+Migrations to another backend have rules of their own
+(``cinder_lite.volume.migration.reconcile``): a temporary volume whose
+migration stopped is deleted with what its backend holds of it, and the
+migration becomes ``error``.
+
 ``reserved`` attachments hold nothing on the backend and stay reserved for
 their owners (a volume with only reservations is ``reserved``, not in a
 transition); connected attachments keep their exports (re-created by
@@ -107,6 +112,7 @@ from cinder_lite.volume import flows
 from cinder_lite.volume.flows import promote as promote_flow
 from cinder_lite.volume import image_api
 from cinder_lite.volume import revert_api
+from cinder_lite.volume import migration
 from cinder_lite.volume import rules
 
 LOG = logging.getLogger(__name__)
@@ -189,6 +195,8 @@ def run(backend, max_age, busy=()):
         if change:
             changes.append(change)
     changes.extend(_snapshots(backend, max_age, busy))
+    # (volumes migrating to another backend: their own rules)
+    changes.extend(migration.reconcile(backend, max_age, busy))
     return changes
 
 

@@ -31,6 +31,9 @@ History:
     1.12 - manage_existing, unmanage_volume, manage_existing_snapshot,
           unmanage_snapshot (casts); get_manageable_volumes,
           get_manageable_snapshots (calls)
+    1.13 - migrate_volume (cast, to the source's service: the volume
+          moves to another backend), migrate_finish (call, to the
+          destination's: the new storage takes the volume's id)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -39,9 +42,10 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.12'
+RPC_API_VERSION = '1.13'
 BACKUP_RPC = '1.10'
 MANAGE_RPC = '1.12'
+MIGRATION_RPC = '1.13'
 
 
 def backend_host(host):
@@ -219,7 +223,7 @@ class VolumeAPI:
                           backup_id=backup_id, volume_id=volume_id,
                           snapshot_id=snapshot_id, temporary=temporary)
 
-    # -- manage and unmanage (1.11) --------------------------------------
+    # -- manage and unmanage (1.12) --------------------------------------
     def manage_existing(self, ctxt, host, volume, ref):
         self._prepare(host, MANAGE_RPC).cast(ctxt, 'manage_existing',
                                              volume=volume, ref=ref)
@@ -249,3 +253,16 @@ class VolumeAPI:
                           version=MANAGE_RPC, marker=marker, limit=limit,
                           offset=offset, sort_keys=sort_keys,
                           sort_dirs=sort_dirs)
+
+    # -- migration (1.13) ------------------------------------------------
+    def migrate_volume(self, ctxt, host, volume_id, dest_host, dest_cluster,
+                       new_type_id=None):
+        self._prepare(host, MIGRATION_RPC).cast(
+            ctxt, 'migrate_volume', volume_id=volume_id,
+            dest_host=dest_host, dest_cluster=dest_cluster,
+            new_type_id=new_type_id)
+
+    def migrate_finish(self, ctxt, host, target_id, volume_id):
+        return self._call(ctxt, host, 'migrate_finish',
+                          version=MIGRATION_RPC, target_id=target_id,
+                          volume_id=volume_id)

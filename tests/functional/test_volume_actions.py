@@ -341,7 +341,8 @@ def test_retype(api, plain):
     resp = act(api, vol['id'], {'os-retype': {
         'new_type': 'elsewhere', 'migration_policy': 'on-demand'}},
         expect=400)
-    assert 'migration is not supported' in resp.json()['badRequest'][
+    # no backend holds it: nowhere to migrate to
+    assert 'no other backend that can is up' in resp.json()['badRequest'][
         'message']
     act(api, vol['id'], {'os-retype': {'new_type': 'nope'}}, expect=404)
     act(api, vol['id'], {'os-retype': {'new_type': 'plain2',

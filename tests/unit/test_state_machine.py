@@ -96,6 +96,11 @@ VOLUME_EVENTS = {
     'revert_unsent': {V.REVERTING: V.AVAILABLE},
     'revert_failed': {V.REVERTING: V.ERROR},
     'revert_interrupted': {V.REVERTING: V.ERROR},
+    # a migration (lock_volume, or a retype that moves the volume)
+    'migrate_lock': {V.AVAILABLE: V.MAINTENANCE},
+    'migrate_unlock': {V.MAINTENANCE: V.AVAILABLE},
+    'retype_migrate': {V.AVAILABLE: V.RETYPING},
+    'retype_migrated': {V.RETYPING: V.AVAILABLE},
 }
 # events whose target the caller names: event -> (sources, targets)
 DERIVED = (V.AVAILABLE, V.IN_USE, V.ATTACHING, V.DETACHING, V.RESERVED)
@@ -321,3 +326,24 @@ def test_the_guard_passes_named_events():
     code = ("db_volumes.transition(s, v, 'force_delete' if f else 'delete')\n"
             "db_attachments.transition(s, a, change, values={'x': 1})\n")
     assert find_hand_passed_sources([('m.py', ast.parse(code))]) == []
+
+
+def test_the_migration_machine():
+    """A migration starts from none, success or error, runs starting ->
+    migrating -> completing -> success, and fails from any running
+    step (volume_migrations.move applies these by compare-and-swap)."""
+    m = V.MIGRATION
+    assert set(m.events) == {'start', 'copy', 'complete', 'completed',
+                             'fail'}
+    for status in (None, V.MIGRATION_SUCCESS, V.MIGRATION_ERROR):
+        assert m.process_event(status, 'start') == V.MIGRATION_STARTING
+    for status in V.MIGRATION_RUNNING:
+        assert m.process_event(status, 'fail') == V.MIGRATION_ERROR
+        with pytest.raises(exception.InvalidTransition):
+            m.process_event(status, 'start')
+    assert m.process_event(V.MIGRATION_STARTING, 'copy') == \
+        V.MIGRATION_MIGRATING
+    assert m.process_event(V.MIGRATION_MIGRATING, 'complete') == \
+        V.MIGRATION_COMPLETING
+    assert m.process_event(V.MIGRATION_COMPLETING, 'completed') == \
+        V.MIGRATION_SUCCESS

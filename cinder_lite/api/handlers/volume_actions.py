@@ -26,10 +26,15 @@ from cinder_lite.volume import rules
 UPLOAD_IMAGE_PARAMS = (3, 1)
 VOLUME_REVERT = (3, 40)
 REIMAGE = (3, 68)
+MIGRATE_CLUSTER = (3, 16)
 
 
 def _actions(req):
     return req.environ['cinder_lite.services'].actions
+
+
+def _migrations(req):
+    return req.environ['cinder_lite.services'].actions.migrations
 
 
 def _images(req):
@@ -89,7 +94,8 @@ def _force_detach(req, vid, body):
 
 def _reset_status(req, vid, body):
     _actions(req).reset_status(req.context, vid, body.get('status'),
-                               body.get('attach_status'))
+                               body.get('attach_status'),
+                               body.get('migration_status'))
 
 
 def _force_delete(req, vid, body):
@@ -145,6 +151,31 @@ def _retype(req, vid, body):
                          body.get('migration_policy') or 'never')
 
 
+def _migrate_volume(req, vid, body):
+    """202.  ``host``, or from 3.16 ``host`` or ``cluster``."""
+    validation.validate(microversion.pick(schema.MIGRATE_VOLUME,
+                                          req.version),
+                        {'os-migrate_volume': body})
+    host, cluster = body.get('host'), body.get('cluster')
+    if req.version >= MIGRATE_CLUSTER and bool(host) == bool(cluster):
+        raise webob.exc.HTTPBadRequest(
+            explanation='One and only one of cluster and host must be set.')
+    _migrations(req).migrate(
+        req.context, vid, host=host or None, cluster=cluster or None,
+        force_host_copy=schema_common.to_bool(
+            body.get('force_host_copy', False)),
+        lock_volume=schema_common.to_bool(body.get('lock_volume', False)))
+
+
+def _migrate_volume_completion(req, vid, body):
+    """200 with ``save_volume_id``."""
+    error = body.get('error')
+    saved = _migrations(req).complete(
+        req.context, vid, body['new_volume'],
+        schema_common.to_bool(error) if error is not None else False)
+    return wsgi.json_response({'save_volume_id': saved})
+
+
 def _extend(req, vid, body):
     new_size = int(body['new_size'])
     if not 1 <= new_size <= schema_common.MAX_INT:
@@ -171,6 +202,8 @@ def _reimage(req, vid, body):
     _images(req).reimage(req.context, vid, body['image_id'],
                          schema_common.to_bool(
                              body.get('reimage_reserved', False)))
+
+
 def _unmanage(req, vid, body):
     req.environ['cinder_lite.services'].manage.unmanage(req.context, vid)
 
@@ -198,6 +231,8 @@ DISPATCH = {
     'revert': _revert,
     'os-reimage': _reimage,
     'os-unmanage': _unmanage,
+    'os-migrate_volume': _migrate_volume,
+    'os-migrate_volume_completion': _migrate_volume_completion,
 }
 
 

@@ -157,6 +157,17 @@ ACTIONS = {
         'type': 'object',
         'properties': {'snapshot_id': {'type': ['string', 'null']}},
     },
+    # checked again per microversion (MIGRATE_VOLUME)
+    'os-migrate_volume': {'type': 'object'},
+    'os-migrate_volume_completion': {
+        'type': 'object',
+        'properties': {
+            'new_volume': {'type': 'string', 'format': 'uuid'},
+            'error': {'type': ['boolean', 'string', 'null']},
+        },
+        'required': ['new_volume'],
+        'additionalProperties': False,
+    },
     'os-extend': {
         'type': 'object',
         'properties': {
@@ -186,3 +197,25 @@ def _only(name, schema):
 UPLOAD_IMAGE = (
     ((None, (3, 0)), _only('os-volume_upload_image', _upload_image)),
     (((3, 1), None), _only('os-volume_upload_image', _upload_image_v31)))
+
+# os-migrate_volume: ``host`` required; from 3.16 ``host`` or ``cluster``
+# (exactly one: the handler says so)
+_migrate_volume = {
+    'type': 'object',
+    'properties': {
+        'host': {'type': 'string', 'minLength': 1, 'maxLength': 255},
+        'force_host_copy': common.boolean,
+        'lock_volume': common.boolean,
+    },
+    'required': ['host'],
+    'additionalProperties': False,
+}
+_migrate_volume_v316 = copy.deepcopy(_migrate_volume)
+_migrate_volume_v316['properties']['host'] = {
+    'type': ['string', 'null'], 'maxLength': 255}
+_migrate_volume_v316['properties']['cluster'] = {
+    'type': ['string', 'null'], 'maxLength': 255}
+del _migrate_volume_v316['required']
+MIGRATE_VOLUME = (
+    ((None, (3, 15)), _only('os-migrate_volume', _migrate_volume)),
+    (((3, 16), None), _only('os-migrate_volume', _migrate_volume_v316)))

@@ -65,13 +65,12 @@ def detail(req, conf, volume, type_name, attachments=(), metadata=None,
         'consistencygroup_id': None,
     }
     if is_admin:
-        # as Cinder: admins only, None while no migration runs (cinder_lite
-        # has none)
-        view['migration_status'] = None
+        # as Cinder: admins only; None when it never migrated
+        view['migration_status'] = volume.migration_status
     if is_admin and extended:
         # Cinder's admin extensions extend show and list only
         view['os-vol-host-attr:host'] = volume.host
-        view['os-vol-mig-status-attr:migstat'] = None
+        view['os-vol-mig-status-attr:migstat'] = volume.migration_status
         view['os-vol-mig-status-attr:name_id'] = None
         view['os-vol-tenant-attr:tenant_id'] = volume.project_id
     elif extended and policy.check(req.context, policy.VOLUME_TENANT_ATTR,

@@ -48,6 +48,16 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         """Remove the storage of ``volume``; absent storage is not an
         error."""
 
+    def rename_volume(self, volume, new_id):
+        """Make the storage of ``volume`` (a dict with ``id``) the
+        storage of volume ``new_id`` on this backend: the last step of a
+        migration here, where the new storage takes the migrated volume's
+        id.  Done already (no storage of ``volume``, storage of
+        ``new_id``) is no error."""
+        raise exception.InvalidVolume(
+            reason='backend %s cannot receive migrated volumes'
+            % self.backend_name)
+
     @abc.abstractmethod
     def extend_volume(self, volume, new_size):
         """Grow the storage of ``volume`` to ``new_size`` GiB."""

@@ -215,6 +215,21 @@ class FileDriver(base.VolumeDriver):
                 continue
             LOG.info('deleted %s', path)
 
+    def rename_volume(self, volume, new_id):
+        old, new = self.path(volume['id']), self.path(new_id)
+        if not os.path.exists(old) and os.path.exists(new):
+            return
+        if os.path.exists(new):
+            raise exception.CinderLiteError(
+                'volume %s has a file here already' % new_id)
+        os.rename(old, new)
+        fd = os.open(self.root, os.O_RDONLY)
+        try:
+            os.fsync(fd)        # the rename is durable
+        finally:
+            os.close(fd)
+        LOG.info('renamed %s to %s', old, new)
+
     def extend_volume(self, volume, new_size):
         with open(self.path(volume['id']), 'r+b') as f:
             f.seek(0, os.SEEK_END)

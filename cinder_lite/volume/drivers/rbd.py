@@ -268,6 +268,17 @@ class RBDDriver(base.VolumeDriver):
             reason='no id for %s that nests with no other image\'s after '
                    '%d tries' % (name, tries))
 
+    def rename_volume(self, volume, new_id):
+        rbd = rbd_module()
+        old, new = volume_name(volume['id']), volume_name(new_id)
+        try:
+            rbd.RBD().rename(self.ioctx(), old, new)
+        except rbd.ImageNotFound:
+            # renamed already (a completion run again)
+            self._image(new, read_only=True).close()
+            return
+        LOG.info('renamed %s to %s in pool %s', old, new, self.pool)
+
     def delete_volume(self, volume):
         rbd = rbd_module()
         name = volume_name(volume['id'])

@@ -1,0 +1,226 @@
+"""The service layer of migrations to another backend: os-migrate_volume,
+os-migrate_volume_completion and the retype that moves a volume
+(``migration_policy=on-demand``).  The work runs on the volume services
+(``cinder_lite.volume.migration``); here the request is checked, the
+volume marked ``starting`` by compare-and-swap and the source's service
+asked.
+
+Only a detached volume migrates: cinder_lite does not drive Nova's swap
+of an attached volume's disk, so an in-use one is refused (400) with
+the reason, a multiattach one in use with its own.
+"""
+import logging
+
+from cinder_lite.common import capabilities
+from cinder_lite.common import constants
+from cinder_lite.common import exception
+from cinder_lite.common import policy
+from cinder_lite.common import states
+from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
+from cinder_lite.db import services as db_services
+from cinder_lite.db import snapshots as db_snapshots
+from cinder_lite.db import volume_migrations as db_migrations
+from cinder_lite.db import volume_types as db_types
+from cinder_lite.db import volumes as db_volumes
+from cinder_lite.volume import rpcapi as volume_rpcapi
+
+LOG = logging.getLogger(__name__)
+
+# Cinder's refusal when the volume cannot start a migration
+CANNOT_START = ('Volume %s status must be available or in-use, must not be '
+                'migrating, have snapshots, be replicated, be part of a '
+                'group and destination host must be different than the '
+                'current host')
+
+
+class Destination:
+    """Where a volume goes: ``host`` (``node@backend#pool``, or the
+    cluster's ``cluster@backend#pool``), ``cluster_name`` (that, when the
+    backend is a cluster's), ``backend`` (its RPC server name) and the
+    capabilities it reported last."""
+
+    def __init__(self, host, cluster_name, backend, caps):
+        self.host = host
+        self.cluster_name = cluster_name
+        self.backend = backend
+        self.caps = caps or {}
+
+
+class MigrationService:
+
+    def __init__(self, conf, volume_rpcapi_client):
+        self.conf = conf
+        self.volume_rpcapi = volume_rpcapi_client
+
+    # -- os-migrate_volume ----------------------------------------------------
+    def migrate(self, context, volume_id, host=None, cluster=None,
+                force_host_copy=False, lock_volume=False):
+        """``force_host_copy``: the copy is always the volume services'
+        here (no backend migrates on its own), so it changes nothing."""
+        policy.authorize(context, policy.MIGRATE, {})
+        with db_api.reader() as session:
+            volume = db_volumes.get(session, volume_id)
+            dest = self._destination(session, host, cluster)
+            vtype = db_types.get(session, volume.volume_type_id)
+        self.check_movable(volume, dest, host or cluster)
+        if dest.caps and not capabilities.satisfies(
+                dest.caps, vtype['extra_specs']):
+            # what Cinder's scheduler filters refuse (No valid host)
+            raise exception.InvalidHost(
+                reason='%s cannot hold volume %s: its type %s asks for '
+                       'capabilities that backend does not report.' % (
+                           host or cluster, volume.id, vtype['name']))
+        self.start(context, volume, dest,
+                   lock_event='migrate_lock' if lock_volume else None)
+
+    def _destination(self, session, host, cluster):
+        """The backend named by ``host`` or ``cluster``, if one of its
+        services is enabled and up; InvalidHost otherwise."""
+        name = cluster or host
+        backend = volume_rpcapi.backend_host(name)
+        members = [m for m in db_services.backend_members(
+            session, backend, constants.VOLUME_BINARY)
+            if not m.disabled and db_services.is_up(
+                m.heartbeat_at, self.conf.service_down_time)]
+        if cluster is None:
+            # a host of a cluster: the volume goes to its cluster
+            members = [m for m in members if m.host == backend]
+        if not members:
+            raise exception.InvalidHost(
+                reason='No available service named %s' % name)
+        member = db_services.freshest(members)
+        caps = member.capabilities or {}
+        owner = member.cluster_name or member.host
+        pool = name.partition('#')[2] or caps.get(
+            'volume_backend_name') or owner.partition('@')[2]
+        dest_host = '%s#%s' % (owner, pool)
+        return Destination(dest_host,
+                           dest_host if member.cluster_name else None,
+                           owner, caps)
+
+    def check_movable(self, volume, dest, named):
+        if volume.host and volume_rpcapi.backend_host(volume.host) == \
+                dest.backend:
+            raise exception.InvalidHost(
+                reason='Destination host must be different than the '
+                       'current host.')
+        if volume.status in (states.IN_USE, states.ATTACHING,
+                             states.DETACHING, states.RESERVED):
+            if volume.multiattach:
+                raise exception.InvalidVolume(
+                    reason='Volume %s is a multiattach volume in use: it '
+                           'cannot be migrated while it is attached.'
+                           % volume.id)
+            raise exception.InvalidVolume(
+                reason='Volume %s is in use: this cloud migrates detached '
+                       'volumes only (the swap of an attached disk by '
+                       'Nova is not driven); detach it first.' % volume.id)
+        if dest.caps and \
+                volume.size > capabilities.capacity_limit(dest.caps):
+            raise exception.InvalidHost(
+                reason='%s cannot hold volume %s (%d GiB).' % (
+                    named, volume.id, volume.size))
+
+    def start(self, context, volume, dest, lock_event=None,
+              new_type_id=None):
+        """Mark the migration ``starting`` (and the volume
+        ``lock_event``'s status) under the volume's lock, then ask the
+        source's service.  Refused with Cinder's message when the volume
+        is not available, migrates already, has snapshots or
+        attachments."""
+        # the source's service copies: it must be up
+        with db_api.reader() as session:
+            db_services.check_backend_up(
+                session, volume_rpcapi.backend_host(volume.host or ''),
+                constants.VOLUME_BINARY, self.conf.service_down_time)
+        refusal = exception.InvalidVolume(reason=CANNOT_START % volume.id)
+        with db_api.writer() as session:
+            vol = db_volumes.lock(session, volume.id)
+            if vol.status != states.AVAILABLE or \
+                    db_migrations.target_of(vol.migration_status) or \
+                    vol.migration_status in states.MIGRATION_RUNNING or \
+                    db_snapshots.of_volume(session, vol.id) or \
+                    db_attachments.live_for_volume(session, vol.id):
+                raise refusal
+            try:
+                db_migrations.move(session, vol.id, 'start')
+            except exception.InvalidTransition:
+                raise refusal
+            if lock_event:
+                db_volumes.transition(session, vol.id, lock_event)
+        LOG.info('volume %s: migration -> starting, from %s to %s%s',
+                 volume.id, volume.host, dest.host,
+                 ' (retype)' if new_type_id else '')
+        try:
+            self.volume_rpcapi.migrate_volume(
+                context, volume.host, volume.id, dest.host,
+                dest.cluster_name, new_type_id)
+        except Exception:
+            LOG.exception('volume %s: the migration could not be sent',
+                          volume.id)
+            with db_api.writer() as session:
+                db_migrations.move(session, volume.id, 'fail')
+                if lock_event:
+                    db_volumes.transition(
+                        session, volume.id,
+                        {'migrate_lock': 'migrate_unlock',
+                         'retype_migrate': 'retype_migrated'}[lock_event])
+            raise
+
+    # -- retype with migration ---------------------------------------------
+    def destination_for_type(self, session, volume, extra_specs):
+        """The backend (enabled, up, in the volume's availability zone,
+        room for it) whose capabilities satisfy ``extra_specs``, the one
+        with the most free space; None when there is none."""
+        best = None
+        for service in db_services.list_services(
+                session, binary=constants.VOLUME_BINARY):
+            caps = service.capabilities or {}
+            owner = service.cluster_name or service.host
+            if service.disabled or not db_services.is_up(
+                    service.heartbeat_at, self.conf.service_down_time) or \
+                    service.availability_zone != volume.availability_zone \
+                    or owner == volume_rpcapi.backend_host(
+                        volume.host or '') or \
+                    not capabilities.satisfies(caps, extra_specs) or \
+                    capabilities.capacity_limit(caps) < volume.size:
+                continue
+            free = float(caps.get('free_capacity_gb') or 0)
+            if best is None or free > best[0]:
+                best = (free, service)
+        if best is None:
+            return None
+        return self._destination(session, best[1].cluster_name or
+                                 best[1].host, best[1].cluster_name)
+
+    # -- os-migrate_volume_completion -----------------------------------
+    def complete(self, context, volume_id, new_volume_id, error):
+        """Cinder's completion, which Nova calls once it swapped an
+        attached volume's disk.  Here only detached volumes migrate and
+        their volume service completes them itself: a completion of one
+        is refused while its copy runs; ``error`` of a migration that
+        stopped (``error`` already) is accepted.  Returns the id the
+        volume keeps."""
+        policy.authorize(context, policy.MIGRATE_COMPLETE, {})
+        with db_api.reader() as session:
+            volume = db_volumes.get(session, volume_id)
+            new = db_volumes.get(session, new_volume_id)
+        if db_migrations.target_of(new.migration_status) != volume.id:
+            raise exception.InvalidVolume(
+                reason='Destination volume %s not mid-migration.' % new.id)
+        if volume.migration_status in states.MIGRATION_RUNNING:
+            raise exception.InvalidVolume(
+                reason='Volume %s is being migrated by its volume service, '
+                       'which completes the migration itself.' % volume.id)
+        if not error:
+            raise exception.InvalidVolume(
+                reason='Source volume %s not mid-migration.' % volume.id)
+        # the migration failed: its temporary volume goes
+        with db_api.writer() as session:
+            try:
+                db_volumes.transition(session, new.id, 'force_delete')
+            except exception.InvalidTransition:
+                return volume.id
+        self.volume_rpcapi.delete_volume(context, new.host, new.id)
+        return volume.id
