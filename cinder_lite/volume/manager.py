@@ -34,6 +34,7 @@ from cinder_lite.volume.flows import snapshot as snapshot_flow
 from cinder_lite.volume import snapshot_api
 from cinder_lite.volume.flows import upload as upload_flow
 from cinder_lite.volume import glance
+from cinder_lite.volume import group_manager
 from cinder_lite.volume import image_api
 from cinder_lite.volume import reconcile as reconcile_mod
 from cinder_lite.volume import rpcapi
@@ -87,7 +88,7 @@ class _RollForward:
         self._manager.delete_snapshot(self._ctxt, snapshot)
 
 
-class VolumeManager:
+class VolumeManager(group_manager.GroupEndpoints):
 
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
 

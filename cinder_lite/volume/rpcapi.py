@@ -25,6 +25,8 @@ History:
           or writes a volume, or a temporary snapshot of it);
           create_volume of a volume with ``backup_id`` hands it to a
           backup service to restore into once its storage exists
+    1.11 - delete_group, create_group_snapshot, delete_group_snapshot,
+          create_group_from_src (casts; generic volume groups)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -33,7 +35,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.10'
+RPC_API_VERSION = '1.11'
 BACKUP_RPC = '1.10'
 
 
@@ -82,6 +84,22 @@ class VolumeAPI:
     def delete_snapshot(self, ctxt, host, snapshot):
         self._prepare(host, '1.5').cast(ctxt, 'delete_snapshot',
                                         snapshot=snapshot)
+
+    def delete_group(self, ctxt, host, group_id):
+        self._prepare(host, '1.11').cast(ctxt, 'delete_group',
+                                         group_id=group_id)
+
+    def create_group_from_src(self, ctxt, host, group_id, volumes):
+        self._prepare(host, '1.11').cast(ctxt, 'create_group_from_src',
+                                         group_id=group_id, volumes=volumes)
+
+    def create_group_snapshot(self, ctxt, host, group_snapshot):
+        self._prepare(host, '1.11').cast(ctxt, 'create_group_snapshot',
+                                         group_snapshot=group_snapshot)
+
+    def delete_group_snapshot(self, ctxt, host, group_snapshot):
+        self._prepare(host, '1.11').cast(ctxt, 'delete_group_snapshot',
+                                         group_snapshot=group_snapshot)
 
     def delete_volume(self, ctxt, host, volume_id):
         self._prepare(host).cast(ctxt, 'delete_volume', volume_id=volume_id)
