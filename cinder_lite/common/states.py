@@ -452,12 +452,11 @@ _add_all(BACKUP, BACKUP_FORCE_DELETE_STATUSES, BACKUP_RESET_STATUSES,
 
 GROUP = StateMachine('group', GROUP_STATUSES)
 _g = GROUP.add_transition
-# the scheduler chose its backend (or none)
+# the scheduler chose its backend (or none); a group made from a group
+# snapshot or a source group: available once its volumes are, error when
+# one of them failed
 _g(CREATING, AVAILABLE, 'created')
 _g(CREATING, ERROR, 'create_failed')
-# a group made from a group snapshot or a source group: available once
-# its volumes are, error when one of them fails
-_g(CREATING, ERROR, 'schedule_failed')
 # DELETE (POST /groups/{id}/action {"delete": ...}): from Cinder's
 # statuses; the volume service removes its volumes, then the group
 for _s in (AVAILABLE, ERROR, ERROR_DELETING):

@@ -192,6 +192,17 @@ def creating(session, cutoff):
     ).scalars().all()
 
 
+def stale(session, host_prefix, statuses, cutoff):
+    """Live groups in ``statuses`` on backend ``host_prefix`` (any
+    pool), unchanged since ``cutoff`` (reconciliation)."""
+    return session.execute(_live(sa.select(G).where(
+        G.status.in_(statuses),
+        sa.or_(G.host == host_prefix,
+               G.host.startswith(host_prefix + '#', autoescape=True)),
+        sa.func.coalesce(G.updated_at, G.created_at) <= cutoff))
+    ).scalars().all()
+
+
 def summary(group, volume_type_ids=(), group_specs=None):
     """What the scheduler and volume service need of a group."""
     return {'id': group.id, 'project_id': group.project_id,
@@ -201,3 +212,15 @@ def summary(group, volume_type_ids=(), group_specs=None):
             'availability_zone': group.availability_zone,
             'volume_type_ids': list(volume_type_ids),
             'group_specs': dict(group_specs or {})}
+
+
+def request_spec(group, volume_types, group_specs):
+    """What the scheduler needs to place a group: every volume type it
+    must hold (with its extra specs) and its group type's specs."""
+    return {'group': summary(group, [t['id'] for t in volume_types],
+                             group_specs),
+            'availability_zone': group.availability_zone,
+            'group_specs': dict(group_specs or {}),
+            'volume_types': [{'id': t['id'], 'name': t['name'],
+                              'extra_specs': t['extra_specs']}
+                             for t in volume_types]}

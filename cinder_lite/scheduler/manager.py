@@ -23,7 +23,6 @@ from cinder_lite.scheduler import host_state
 from cinder_lite.scheduler import rpcapi
 from cinder_lite.scheduler import weighers
 from cinder_lite import service
-from cinder_lite.volume import group_api
 from cinder_lite.volume import rpcapi as volume_rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -251,7 +250,7 @@ class SchedulerManager:
             except exception.NotFound:
                 vtypes.append({'id': type_id, 'name': type_id,
                                'extra_specs': {}})
-        return group_api.scheduling_request(group, vtypes, specs)
+        return db_groups.request_spec(group, vtypes, specs)
 
     def _fail(self, ctxt, volume_id, reason):
         LOG.warning('volume %s: creating -> error: %s', volume_id, reason)

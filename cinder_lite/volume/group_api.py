@@ -67,18 +67,6 @@ def list_scope(context, rule, filters, all_tenants):
     return context.project_id
 
 
-def scheduling_request(group, volume_types, group_specs):
-    """What the scheduler needs to place a group: every volume type it
-    must hold (with its extra specs) and its group type's specs."""
-    return {'group': db_groups.summary(group, [t['id'] for t in
-                                               volume_types], group_specs),
-            'availability_zone': group.availability_zone,
-            'group_specs': dict(group_specs or {}),
-            'volume_types': [{'id': t['id'], 'name': t['name'],
-                              'extra_specs': t['extra_specs']}
-                             for t in volume_types]}
-
-
 class GroupService:
 
     def __init__(self, conf, volume_rpc=None, scheduler_rpc=None):
@@ -131,7 +119,7 @@ class GroupService:
         try:
             self.scheduler_rpcapi.create_group(
                 context, group.id,
-                scheduling_request(group, vtypes, gtype['group_specs']))
+                db_groups.request_spec(group, vtypes, gtype['group_specs']))
         except Exception:
             self._forget(group.id)
             raise

@@ -9,6 +9,7 @@ here: a group snapshot that must be one point in time is then refused
 (the group snapshot ``error``, with a user message saying which
 attachment), as is one on a backend that cannot hold writers at all.
 """
+import datetime
 import logging
 
 from cinder_lite.common import exception
@@ -18,6 +19,8 @@ from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import group_snapshots as db_group_snapshots
 from cinder_lite.db import groups as db_groups
 from cinder_lite.db import messages as db_messages
+from cinder_lite.db import models
+from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.volume.flows import group_snapshot as group_snapshot_flow
 
 LOG = logging.getLogger(__name__)
@@ -30,8 +33,8 @@ EVENT_GROUP_DELETE_FAILED = 'VOLUME_GROUP_015_001'
 
 
 class GroupEndpoints:
-    """Needs the manager's ``host``, ``driver``, ``working_on`` and
-    ``delete_volume``."""
+    """Needs the manager's ``host``, ``backend_id``, ``driver``,
+    ``working_on``, ``create_volume`` and ``delete_volume``."""
 
     def delete_group(self, ctxt, group_id):
         """RPC 1.11: delete the group's volumes marked ``deleting``, then
@@ -149,6 +152,57 @@ class GroupEndpoints:
                 ctxt, group_snapshot, 'delete_failed',
                 EVENT_GROUP_SNAPSHOT_DELETE_FAILED,
                 'delete group snapshot: %s' % getattr(e, 'message', e))
+
+    def reconcile_groups(self, ctxt, max_age, busy=()):
+        """Settle what a service that stopped left of this backend's
+        groups: a group snapshot left ``creating`` becomes ``error`` (its
+        snapshots too: the writers it held were let go when the target
+        restarted, and its copies go with its delete); one left
+        ``deleting``, and a group left ``deleting``, are deleted again; a
+        group made from a source and left ``creating`` is settled by its
+        volumes.  Returns the changes."""
+        cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
+        changes = []
+        with db_api.reader() as session:
+            snaps = [(g, [db_snapshots.summary(s, self.host) for s in
+                          db_group_snapshots.snapshots_of(session, g.id)])
+                     for g in db_group_snapshots.stale(
+                         session, self.backend_id,
+                         (states.CREATING, states.DELETING), cutoff)
+                     if g.id not in busy]
+            groups = [(g.id, g.status) for g in db_groups.stale(
+                session, self.backend_id,
+                (states.CREATING, states.DELETING), cutoff)
+                if g.id not in busy]
+        for found, members in snaps:
+            summary = {'id': found.id, 'group_id': found.group_id,
+                       'project_id': found.project_id,
+                       'snapshots': members}
+            if found.status == states.CREATING:
+                with db_api.writer() as session:
+                    try:
+                        db_group_snapshots.transition(
+                            session, found.id, 'create_interrupted')
+                    except exception.InvalidTransition:
+                        continue
+                    db_group_snapshots.mark_snapshots(
+                        session, found.id, 'create_interrupted')
+                change = 'group snapshot %s: creating -> error' % found.id
+            else:
+                self.delete_group_snapshot(ctxt, summary)
+                change = 'group snapshot %s: deleting rolled forward' % (
+                    found.id)
+            LOG.warning('reconcile: %s', change)
+            changes.append(change)
+        for group_id, status in groups:
+            if status == states.DELETING:
+                self.delete_group(ctxt, group_id)
+            elif not self.settle_group_from_src(group_id):
+                continue
+            change = 'group %s: %s settled' % (group_id, status)
+            LOG.warning('reconcile: %s', change)
+            changes.append(change)
+        return changes
 
     @staticmethod
     def _group_snapshot_failed(ctxt, group_snapshot, event, message_id,

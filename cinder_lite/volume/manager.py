@@ -172,7 +172,8 @@ class VolumeManager(group_manager.GroupEndpoints):
             rpc_timeout=self.conf.volume_rpc_timeout,
             takeover_lock=self.takeover_lock,
             roll_forward=_RollForward(self, self.admin_context())),
-            max_age, busy)
+            max_age, busy) + self.reconcile_groups(
+                self.admin_context(), max_age, busy)
 
     @staticmethod
     def admin_context():
