@@ -28,7 +28,9 @@ per second, reads and writes each on their own; it has no limit of
 operations per second, so the ``*_iops_sec`` keys are not applied.
 
 Every read-write export runs nbdkit's pause filter, controlled through
-a Unix socket beside its record (``<attachment>.pause``): ``hold``
+a Unix socket beside its record (``<attachment>.pause``; in a private
+directory under the temporary directory when the state directory's
+path is too long for a socket address): ``hold``
 pauses every read-write export of some volumes -- nbdkit answers once
 the requests it had received are done, and leaves later ones waiting --
 and resumes them when the block ends.  That is how a group snapshot is
@@ -43,13 +45,16 @@ messages (refused clients among them) go to a log file beside it.
 """
 import contextlib
 import errno
+import hashlib
 import json
 import logging
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -74,6 +79,9 @@ STOP_TIMEOUT_S = 0.005
 # how long a pause may wait for the requests nbdkit is doing (it answers
 # once they are done), and a resume for its answer
 HOLD_TIMEOUT_S = 10.0
+# the longest path a Unix socket's address holds (sun_path, 108 bytes
+# with its NUL)
+SOCKET_PATH_MAX = 107
 
 # how long reach() waits for each handshake it tries
 PROBE_TIMEOUT_S = 2.0
@@ -181,19 +189,42 @@ class NbdTarget:
         os.rename(tmp, path)
         return path
 
-    def _pause_name(self, attachment_id):
-        # relative to the state directory (nbdkit's working directory):
-        # a Unix socket's path is limited to 107 bytes
-        return '%s.pause' % attachment_id
+    def _pause_path(self, attachment_id):
+        """The pause control socket of an attachment's export: in the
+        state directory, or, when that path would pass the 107 bytes a
+        Unix socket's address holds, in a directory of this user's own
+        under the temporary directory named after the state directory."""
+        name = '%s.pause' % attachment_id
+        path = os.path.join(self.state_dir, name)
+        if len(path.encode()) <= SOCKET_PATH_MAX:
+            return path
+        short = os.path.join(tempfile.gettempdir(), 'cinder-lite-nbd-%s' % (
+            hashlib.sha256(self.state_dir.encode()).hexdigest()[:16]))
+        try:
+            os.mkdir(short, 0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(short)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or \
+                st.st_mode & 0o077:
+            raise exception.CinderLiteError(
+                '%s is not a private directory of this user; cannot put '
+                'NBD pause control sockets there' % short)
+        return os.path.join(short, name)
 
     def _forget_files(self, attachment_id):
         for path in (self._psk_file(attachment_id),
                      self._log_file(attachment_id),
-                     os.path.join(self.state_dir,
-                                  self._pause_name(attachment_id))):
+                     self._pause_path(attachment_id)):
             try:
                 os.unlink(path)
             except FileNotFoundError:
+                pass
+        short = os.path.dirname(self._pause_path(attachment_id))
+        if short != self.state_dir:
+            try:
+                os.rmdir(short)     # the last socket of a short directory
+            except OSError:
                 pass
 
     def _state_file(self, attachment_id):
@@ -252,18 +283,14 @@ class NbdTarget:
     # -- holding the writers of volumes --------------------------------------
     @contextlib.contextmanager
     def _control(self, record):
-        """A connection to an export's pause control socket (reached
-        through the state directory's descriptor: its full path may be
-        too long for a socket address)."""
-        dirfd = os.open(self.state_dir, os.O_PATH | os.O_DIRECTORY)
+        """A connection to an export's pause control socket."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.settimeout(HOLD_TIMEOUT_S)
-            sock.connect('/proc/self/fd/%d/%s' % (dirfd, record['pause']))
+            sock.connect(record['pause'])
             yield sock
         finally:
             sock.close()
-            os.close(dirfd)
 
     @contextlib.contextmanager
     def hold(self, volume_ids):
@@ -411,7 +438,7 @@ class NbdTarget:
         rate = rate_limit(qos_specs, 'NBD export of attachment %s'
                           % attachment_id)
         argv.append('--filter=exportname')
-        pause = self._pause_name(attachment_id) if mode != 'ro' else None
+        pause = self._pause_path(attachment_id) if mode != 'ro' else None
         if pause:
             argv.append('--filter=pause')
         if rate:
@@ -424,7 +451,7 @@ class NbdTarget:
             argv.append('rate=%d' % rate)
         if pause:
             try:
-                os.unlink(os.path.join(self.state_dir, pause))
+                os.unlink(pause)
             except FileNotFoundError:
                 pass
             argv.append('pause-control=%s' % pause)
