@@ -95,12 +95,18 @@ def lock_live(session, type_id):
     return _row(session, type_id, lock=True)
 
 
-def list_types(session, project_id=None, is_public=None):
+SORT_KEYS = ('id', 'name', 'description', 'is_public', 'created_at',
+             'updated_at')
+
+
+def list_types(session, project_id=None, is_public=None,
+               sort_keys=('created_at',), sort_dirs=('asc',)):
     stmt = _visible(sa.select(GT), project_id)
     if is_public is not None:
         stmt = stmt.where(GT.is_public.is_(bool(is_public)))
-    rows = session.execute(stmt.order_by(GT.created_at, GT.id)
-                           ).scalars().all()
+    order = [getattr(GT, k).desc() if d == 'desc' else getattr(GT, k).asc()
+             for k, d in zip(sort_keys, sort_dirs)]
+    rows = session.execute(stmt.order_by(*order, GT.id)).scalars().all()
     specs = _specs_of(session, [r.id for r in rows])
     return [_view(r, specs[r.id]) for r in rows]
 

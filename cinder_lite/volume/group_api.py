@@ -157,22 +157,13 @@ class GroupService:
         self.volume_rpcapi.require(GROUP_RPC, 'a group from a source')
         scope = self._scope(context)
         with db_api.reader() as session:
+            # (not found: 404, as Cinder)
             if group_snapshot_id:
-                try:
-                    source_snap = db_group_snapshots.get(
-                        session, group_snapshot_id, scope)
-                except exception.GroupSnapshotNotFound:
-                    raise exception.InvalidInput(
-                        reason='Group snapshot %s could not be found.'
-                               % group_snapshot_id) from None
+                source_snap = db_group_snapshots.get(
+                    session, group_snapshot_id, scope)
                 source = db_groups.get(session, source_snap.group_id)
             else:
-                try:
-                    source = db_groups.get(session, source_group_id, scope)
-                except exception.GroupNotFound:
-                    raise exception.InvalidInput(
-                        reason='Source group %s could not be found.'
-                               % source_group_id) from None
+                source = db_groups.get(session, source_group_id, scope)
             policy.authorize(context, policy.GROUP_GET,
                              {'project_id': source.project_id})
             if not source.host:
@@ -482,11 +473,8 @@ def group_for_volume(session, context, group_id, volume_type, conf):
     type, its backend up.  Checked again under its lock by
     ``lock_for_volume``."""
     scope = None if context.is_admin else context.project_id
-    try:
-        group = db_groups.get(session, group_id, scope)
-    except exception.GroupNotFound:
-        raise exception.InvalidInput(
-            reason='Group %s could not be found.' % group_id) from None
+    # (not found: 404, as Cinder)
+    group = db_groups.get(session, group_id, scope)
     policy.authorize(context, policy.GROUP_UPDATE,
                      {'project_id': group.project_id})
     _check_for_volume(session, group, volume_type)

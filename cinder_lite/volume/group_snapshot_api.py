@@ -47,13 +47,8 @@ class GroupSnapshotService:
         policy.authorize(context, policy.GROUP_SNAPSHOT_CREATE)
         self.volume_rpcapi.require(group_api.GROUP_RPC, 'a group snapshot')
         with db_api.reader() as session:
-            try:
-                group = db_groups.get(session, group_id,
-                                      self._scope(context))
-            except exception.GroupNotFound:
-                raise exception.InvalidGroup(
-                    reason='Group %s could not be found.' % group_id
-                ) from None
+            # (not found: 404, as Cinder)
+            group = db_groups.get(session, group_id, self._scope(context))
             policy.authorize(context, policy.GROUP_SNAPSHOT_CREATE,
                              {'project_id': group.project_id})
             self._check_group(group)

@@ -87,12 +87,13 @@ class GroupTypeService:
             raise exception.InvalidInput(
                 reason='Group type %s not found.' % name_or_id) from None
 
-    def list(self, context, is_public=True):
+    def list(self, context, is_public=True, sort_keys=('created_at',),
+             sort_dirs=('asc',)):
         if not context.is_admin:
             is_public = None
         with db_api.reader() as session:
             return db_group_types.list_types(session, self._scope(context),
-                                             is_public)
+                                             is_public, sort_keys, sort_dirs)
 
     def update(self, context, type_id, values):
         policy.authorize(context, policy.GROUP_TYPE_MANAGE)

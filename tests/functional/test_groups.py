@@ -282,7 +282,7 @@ def test_group_snapshots(stack, api, group, vtype):
     assert error(stack_mod.Client(api.base, version='3.13').get(
         '/group_snapshots'), 404)
     assert error(api.post('/group_snapshots', json={'group_snapshot': {
-        'group_id': '00000000-0000-0000-0000-000000000000'}}), 400)
+        'group_id': '00000000-0000-0000-0000-000000000000'}}), 404)
     before = usage(api)
     gs = gh.create_group_snapshot(api, group['id'], name='gs',
                                   description='both')

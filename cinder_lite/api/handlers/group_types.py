@@ -12,6 +12,8 @@ from cinder_lite.api.schemas import groups as schema
 from cinder_lite.api import validation
 from cinder_lite.api.views import groups as views
 from cinder_lite.api import wsgi
+from cinder_lite.db import group_types as db_group_types
+from cinder_lite.db import query
 
 GROUP_TYPES = (3, 11)
 
@@ -53,7 +55,11 @@ def create_group_type(req):
 @wsgi.expected_errors(400, 403)
 def list_group_types(req):
     require(req, GROUP_TYPES)
-    types = _service(req).list(req.context, _is_public_param(req))
+    keys, dirs = query.parse_sort(
+        req.GET.get('sort'), req.GET.get('sort_key'),
+        req.GET.get('sort_dir'), allowed=db_group_types.SORT_KEYS)
+    types = _service(req).list(req.context, _is_public_param(req), keys,
+                               dirs)
     return wsgi.json_response(
         {'group_types': [views.group_type(req, t) for t in types]})
 
