@@ -37,6 +37,9 @@ from cinder_lite.volume import actions
 from cinder_lite.volume import api as volume_api
 from cinder_lite.volume import attachment_api
 from cinder_lite.volume import fence_api
+from cinder_lite.volume import group_api
+from cinder_lite.volume import group_snapshot_api
+from cinder_lite.volume import group_type_api
 from cinder_lite.volume import image_api
 from cinder_lite.volume import manage_api
 from cinder_lite.volume import metadata_api
@@ -72,6 +75,11 @@ class Services:
         self.backups = backup_api.BackupService(conf, self.volumes)
         self.manage = manage_api.ManageService(conf,
                                                self.volumes.volume_rpcapi)
+        self.group_types = group_type_api.GroupTypeService(conf)
+        self.groups = group_api.GroupService(
+            conf, self.volumes.volume_rpcapi, self.volumes.scheduler_rpcapi)
+        self.group_snapshots = group_snapshot_api.GroupSnapshotService(
+            conf, self.volumes.volume_rpcapi)
 
 
 class ServiceSetup:

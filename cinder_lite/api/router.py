@@ -16,6 +16,9 @@ from cinder_lite.api.handlers import attachment_events
 from cinder_lite.api.handlers import host_fences
 from cinder_lite.api.handlers import attachments
 from cinder_lite.api.handlers import extensions
+from cinder_lite.api.handlers import group_snapshots
+from cinder_lite.api.handlers import group_types
+from cinder_lite.api.handlers import groups
 from cinder_lite.api.handlers import hosts
 from cinder_lite.api.handlers import backups
 from cinder_lite.api.handlers import messages
@@ -109,6 +112,36 @@ ROUTE_DECLARATIONS = (
     ('/types/{type_id}/os-volume-type-access', {
         'GET': types.list_type_access}),
     ('/types/{type_id}/action', {'POST': types.type_action}),
+    # generic volume groups (3.11+, 3.13+, 3.14+)
+    ('/group_types', {'GET': group_types.list_group_types,
+                      'POST': group_types.create_group_type}),
+    ('/group_types/{group_type_id}', {
+        'GET': group_types.show_group_type,
+        'PUT': group_types.update_group_type,
+        'DELETE': group_types.delete_group_type}),
+    ('/group_types/{group_type_id}/group_specs', {
+        'GET': group_types.list_group_specs,
+        'POST': group_types.create_group_specs}),
+    ('/group_types/{group_type_id}/group_specs/{key}', {
+        'GET': group_types.show_group_spec,
+        'PUT': group_types.update_group_spec,
+        'DELETE': group_types.delete_group_spec}),
+    ('/groups', {'GET': groups.list_groups, 'POST': groups.create_group}),
+    ('/groups/detail', {'GET': groups.list_groups_detail}),
+    ('/groups/action', {'POST': groups.create_group_from_src}),
+    ('/groups/{group_id}', {'GET': groups.show_group,
+                            'PUT': groups.update_group}),
+    ('/groups/{group_id}/action', {'POST': groups.group_action}),
+    ('/group_snapshots', {
+        'GET': group_snapshots.list_group_snapshots,
+        'POST': group_snapshots.create_group_snapshot}),
+    ('/group_snapshots/detail', {
+        'GET': group_snapshots.list_group_snapshots_detail}),
+    ('/group_snapshots/{group_snapshot_id}', {
+        'GET': group_snapshots.show_group_snapshot,
+        'DELETE': group_snapshots.delete_group_snapshot}),
+    ('/group_snapshots/{group_snapshot_id}/action', {
+        'POST': group_snapshots.group_snapshot_action}),
     ('/os-availability-zone', {
         'GET': hosts.list_availability_zones}),
     ('/os-hosts', {'GET': hosts.list_hosts}),

@@ -110,6 +110,36 @@ class BackupMetadataNotFound(NotFound):
     msg_fmt = 'Backup %(backup_id)s has no metadata with key %(key)s.'
 
 
+class GroupTypeNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'Group type %(group_type_id)s could not be found.'
+
+
+class GroupTypeNotFoundByName(NotFound):
+    msg_fmt = 'Group type with name %(group_type_name)s could not be found.'
+
+
+class GroupTypeSpecsNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = ('Group Type %(group_type_id)s has no specs with key '
+               '%(group_specs_key)s.')
+
+
+class GroupTypeAccessNotFound(NotFound):
+    msg_fmt = ('Group type access not found for %(group_type_id)s / '
+               '%(project_id)s combination.')
+
+
+class GroupNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'Group %(group_id)s could not be found.'
+
+
+class GroupSnapshotNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'GroupSnapshot %(group_snapshot_id)s could not be found.'
+
+
 class MarkerNotFound(NotFound):
     # Cinder's words (404 on snapshot lists)
     msg_fmt = 'Marker %(marker)s could not be found.'
@@ -171,6 +201,33 @@ class InvalidBackup(Invalid):
 
 class BackupDriverError(CinderLiteError):
     msg_fmt = 'The backup store failed: %(reason)s'
+
+
+class InvalidGroup(Invalid):
+    # Cinder's words
+    msg_fmt = 'Invalid Group: %(reason)s'
+
+
+class InvalidGroupType(Invalid):
+    # Cinder's words
+    msg_fmt = 'Invalid group type: %(reason)s'
+
+
+class InvalidGroupSnapshot(Invalid):
+    # Cinder's words
+    msg_fmt = 'Invalid GroupSnapshot: %(reason)s'
+
+
+class GroupTypeInUse(Invalid):
+    # Cinder's words
+    msg_fmt = ('Group Type %(group_type_id)s deletion is not allowed with '
+               'groups present with the type.')
+
+
+class CannotHoldWrites(CinderLiteError):
+    """A target cannot pause the writers of a volume (a group snapshot
+    that must be one point in time is refused)."""
+    msg_fmt = 'The writers of volume %(volume_id)s cannot be held: %(reason)s'
 
 
 class InvalidVolumeType(Invalid):
@@ -318,6 +375,16 @@ class VolumeTypeInUse(Invalid):
     msg_fmt = 'Target volume type is still in use.'
 
 
+class GroupTypeExists(Conflict):
+    # Cinder's words
+    msg_fmt = 'Group Type %(id)s already exists.'
+
+
+class GroupTypeAccessExists(Conflict):
+    msg_fmt = ('Group type access for %(group_type_id)s / %(project_id)s '
+               'combination already exists.')
+
+
 class QoSSpecsExists(Conflict):
     # Cinder's words
     msg_fmt = 'QoS Specs %(specs_id)s already exists.'
@@ -337,6 +404,11 @@ class VolumeLimitExceeded(OverQuota):
     # Cinder's words
     msg_fmt = ("Maximum number of volumes allowed (%(allowed)d) exceeded "
                "for quota '%(name)s'.")
+
+
+class GroupLimitExceeded(OverQuota):
+    # Cinder's words
+    msg_fmt = 'Maximum number of groups allowed (%(allowed)d) exceeded'
 
 
 class SnapshotLimitExceeded(OverQuota):

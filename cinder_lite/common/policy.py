@@ -496,9 +496,72 @@ _RULES = [
         'list responses.', ('GET', '/types'), ('GET', '/types/{type_id}')),
 ]
 
+# -- generic volume groups (Cinder's names) ----------------------------------
+GROUP_TYPE_MANAGE = 'group:group_types_manage'
+GROUP_TYPE_SPECS_READ = 'group:access_group_types_specs'
+GROUP_TYPE_SPECS_MANAGE = 'group:group_types_specs'
+GROUP_GET = 'group:get'
+GROUP_GET_ALL = 'group:get_all'
+GROUP_CREATE = 'group:create'
+GROUP_UPDATE = 'group:update'
+GROUP_DELETE = 'group:delete'
+GROUP_RESET_STATUS = 'group:reset_status'
+GROUP_SNAPSHOT_GET = 'group:get_group_snapshot'
+GROUP_SNAPSHOT_GET_ALL = 'group:get_all_group_snapshots'
+GROUP_SNAPSHOT_CREATE = 'group:create_group_snapshot'
+GROUP_SNAPSHOT_DELETE = 'group:delete_group_snapshot'
+GROUP_SNAPSHOT_RESET_STATUS = 'group:reset_group_snapshot_status'
+
+_GROUP_RULES = [
+    _op(GROUP_TYPE_MANAGE, 'rule:admin_api',
+        'Create, update or delete a group type, and give or take access '
+        'to a private one.',
+        ('POST', '/group_types'), ('PUT', '/group_types/{group_type_id}'),
+        ('DELETE', '/group_types/{group_type_id}')),
+    _op(GROUP_TYPE_SPECS_READ, 'rule:admin_api',
+        'Show the group specs of group types in their views.',
+        ('GET', '/group_types/{group_type_id}')),
+    _op(GROUP_TYPE_SPECS_MANAGE, 'rule:admin_api',
+        'List, show, create, update or delete the group specs of a group '
+        'type.',
+        ('GET', '/group_types/{group_type_id}/group_specs'),
+        ('POST', '/group_types/{group_type_id}/group_specs'),
+        ('PUT', '/group_types/{group_type_id}/group_specs/{key}'),
+        ('DELETE', '/group_types/{group_type_id}/group_specs/{key}')),
+    _op(GROUP_GET, ADMIN_OR_READER, 'Show a group.',
+        ('GET', '/groups/{group_id}')),
+    _op(GROUP_GET_ALL, ADMIN_OR_READER, 'List groups.',
+        ('GET', '/groups'), ('GET', '/groups/detail')),
+    _op(GROUP_CREATE, ADMIN_OR_MEMBER,
+        'Create a group (also from a group snapshot or another group).',
+        ('POST', '/groups'), ('POST', '/groups/action')),
+    _op(GROUP_UPDATE, ADMIN_OR_MEMBER,
+        'Rename a group, or add volumes to it or remove them.',
+        ('PUT', '/groups/{group_id}')),
+    _op(GROUP_DELETE, ADMIN_OR_MEMBER,
+        'Delete a group (with its volumes: delete-volumes).',
+        ('POST', '/groups/{group_id}/action')),
+    _op(GROUP_RESET_STATUS, 'rule:admin_api',
+        'Overwrite the status of a group (reset_status).',
+        ('POST', '/groups/{group_id}/action')),
+    _op(GROUP_SNAPSHOT_GET, ADMIN_OR_READER, 'Show a group snapshot.',
+        ('GET', '/group_snapshots/{group_snapshot_id}')),
+    _op(GROUP_SNAPSHOT_GET_ALL, ADMIN_OR_READER, 'List group snapshots.',
+        ('GET', '/group_snapshots'), ('GET', '/group_snapshots/detail')),
+    _op(GROUP_SNAPSHOT_CREATE, ADMIN_OR_MEMBER,
+        'Take a snapshot of every volume of a group at one moment.',
+        ('POST', '/group_snapshots')),
+    _op(GROUP_SNAPSHOT_DELETE, ADMIN_OR_MEMBER,
+        'Delete a group snapshot and its snapshots.',
+        ('DELETE', '/group_snapshots/{group_snapshot_id}')),
+    _op(GROUP_SNAPSHOT_RESET_STATUS, 'rule:admin_api',
+        'Overwrite the status of a group snapshot (reset_status).',
+        ('POST', '/group_snapshots/{group_snapshot_id}/action')),
+]
+
 
 def list_rules():
-    return _BASE + _RULES
+    return _BASE + _RULES + _GROUP_RULES
 
 
 _enforcer = None

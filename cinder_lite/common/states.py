@@ -198,6 +198,26 @@ MIGRATION_STATUSES = frozenset([None, MIGRATION_STARTING,
 # a migration runs: no other may start
 MIGRATION_RUNNING = (MIGRATION_STARTING, MIGRATION_MIGRATING,
                      MIGRATION_COMPLETING)
+# -- generic volume group and group snapshot ---------------------------------
+UPDATING = 'updating'
+GROUP_STATUSES = frozenset([CREATING, AVAILABLE, ERROR, DELETING,
+                            ERROR_DELETING, UPDATING, IN_USE, DELETED])
+GROUP_SNAPSHOT_STATUSES = frozenset([CREATING, AVAILABLE, ERROR, DELETING,
+                                     ERROR_DELETING, UPDATING, DELETED])
+# os-reset_status of a group (3.20) and of a group snapshot (3.19):
+# Cinder's lists (every status but ``deleted``)
+GROUP_RESET_STATUSES = tuple(sorted(GROUP_STATUSES - {DELETED}))
+GROUP_SNAPSHOT_RESET_STATUSES = tuple(sorted(GROUP_SNAPSHOT_STATUSES
+                                             - {DELETED}))
+# a group is changed (update, snapshot, volume created in it) only while
+# available, as Cinder
+GROUP_USABLE_STATUSES = (AVAILABLE,)
+# statuses of a volume that may be added to a group, and removed from one
+# (Cinder's lists)
+GROUP_ADD_VOLUME_STATUSES = (AVAILABLE, IN_USE)
+GROUP_REMOVE_VOLUME_STATUSES = (AVAILABLE, IN_USE, ERROR, ERROR_DELETING)
+# statuses of the volumes of a group that a group snapshot may be taken of
+GROUP_SNAPSHOT_VOLUME_STATUSES = VOLUME_COPY_STATUSES
 
 # -- service -----------------------------------------------------------------
 SERVICE_UP = 'up'
@@ -527,4 +547,40 @@ _m(MIGRATION_COMPLETING, MIGRATION_SUCCESS, 'completed')
 # where it was
 for _s in MIGRATION_RUNNING:
     _m(_s, MIGRATION_ERROR, 'fail')
-del _v, _a, _s_, _b, _s, _targets, _m
+GROUP = StateMachine('group', GROUP_STATUSES)
+_g = GROUP.add_transition
+# the scheduler chose its backend (or none); a group made from a group
+# snapshot or a source group: available once its volumes are, error when
+# one of them failed
+_g(CREATING, AVAILABLE, 'created')
+_g(CREATING, ERROR, 'create_failed')
+# DELETE (POST /groups/{id}/action {"delete": ...}): from Cinder's
+# statuses; the volume service removes its volumes, then the group
+for _s in (AVAILABLE, ERROR, ERROR_DELETING):
+    _g(_s, DELETING, 'delete')
+_g(DELETING, DELETED, 'deleted')
+_g(DELETING, ERROR_DELETING, 'delete_failed')
+# a group that never reached a backend is deleted at once
+_g(ERROR, DELETED, 'deleted_unscheduled')
+_g(CREATING, DELETED, 'deleted_unscheduled')
+# reset_status (3.20): the operator names the target
+_add_all(GROUP, sorted(GROUP_STATUSES - {DELETED}), GROUP_RESET_STATUSES,
+         'reset_status')
+
+GROUP_SNAPSHOT = StateMachine('group snapshot', GROUP_SNAPSHOT_STATUSES)
+_gs = GROUP_SNAPSHOT.add_transition
+_gs(CREATING, AVAILABLE, 'created')
+_gs(CREATING, ERROR, 'create_failed')
+# the volume service stopped while it took the snapshots (reconcile)
+_gs(CREATING, ERROR, 'create_interrupted')
+_gs(AVAILABLE, DELETING, 'delete')
+_gs(ERROR, DELETING, 'delete')
+_gs(ERROR_DELETING, DELETING, 'delete')
+_gs(DELETING, DELETED, 'deleted')
+_gs(DELETING, ERROR_DELETING, 'delete_failed')
+# reset_status (3.19): the operator names the target
+_add_all(GROUP_SNAPSHOT, sorted(GROUP_SNAPSHOT_STATUSES - {DELETED}),
+         GROUP_SNAPSHOT_RESET_STATUSES, 'reset_status')
+# a snapshot taken by a group snapshot whose service stopped (reconcile)
+SNAPSHOT.add_transition(CREATING, ERROR, 'create_interrupted')
+del _v, _a, _s_, _b, _s, _targets, _m, _g, _gs

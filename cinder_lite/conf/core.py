@@ -38,6 +38,9 @@ core_opts = [
                     'report intervals.'),
     cfg.StrOpt('default_volume_type', default='__DEFAULT__',
                help='Volume type of volumes created without one.'),
+    cfg.StrOpt('default_group_type',
+               help='Group type (name) shown by GET /group_types/default; '
+                    'unset: there is no default group type (404).'),
     cfg.BoolOpt('allow_multiattach', default=True,
                 help='Cloud-wide switch for multi-attach. When false, '
                      'volumes of multiattach types cannot be created (or '

@@ -15,8 +15,8 @@ quota_opts = [
                help='GiB of backups a project may have (the sizes of '
                     'the volumes they copy); -1 is unlimited.'),
     cfg.IntOpt('quota_groups', default=10, min=-1,
-               help='Volume groups a project may have (reported for '
-                    'Cinder clients; cinder_lite has no groups).'),
+               help='Generic volume groups a project may have; -1 is '
+                    'unlimited.'),
     cfg.IntOpt('per_volume_size_limit', default=-1, min=-1,
                help='Largest volume, in GiB, a project may create or '
                     'extend to (the per_volume_gigabytes quota); -1 is '

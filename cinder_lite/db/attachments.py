@@ -1455,3 +1455,20 @@ def sharing_connection(session, attachment):
                                attachment.attached_host,
                                exclude=attachment.id,
                                export_host=attachment.export_host)
+
+
+def writers_of(session, volume_ids):
+    """(attachment id, volume id, export host) of the live read-write
+    attachments of ``volume_ids`` that hold or are making a connection,
+    or are reserved to make one: the hosts that may write them (a group
+    snapshot holds them)."""
+    if not volume_ids:
+        return []
+    return [tuple(r) for r in session.execute(
+        sa.select(A.id, A.volume_id, A.export_host)
+        .where(A.deleted == sa.false(), A.volume_id.in_(list(volume_ids)),
+               sa.or_(A.attach_mode == 'rw',
+                      A.operation == states.TAKING_OVER),
+               A.attach_status.in_(CONNECTED_STATUSES
+                                   + (states.ATTACH_RESERVED,)))
+        .order_by(A.id)).all()]

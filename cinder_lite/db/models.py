@@ -82,6 +82,7 @@ class Volume(TimestampMixin, Base):
         # volumes made from a snapshot or a volume (migration 0012)
         sa.Index('ix_volumes_snapshot', 'snapshot_id'),
         sa.Index('ix_volumes_source_volid', 'source_volid'),
+        sa.Index('ix_volumes_group', 'group_id', 'deleted'),
     )
     id = sa.Column(sa.String(36), primary_key=True)
     project_id = sa.Column(sa.String(255), nullable=False)
@@ -130,6 +131,8 @@ class Volume(TimestampMixin, Base):
     # ``states.MIGRATION``), ``target:<volume id>`` on the temporary
     # volume a migration makes; null when it never migrated
     migration_status = sa.Column(sa.String(255))
+    # the generic volume group it is in (migration 0022)
+    group_id = sa.Column(sa.String(36))
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 
@@ -161,6 +164,8 @@ class Snapshot(TimestampMixin, Base):
         sa.Index('ix_snapshots_live_created', 'deleted', 'created_at',
                  'id'),
         sa.Index('ix_snapshots_volume', 'volume_id', 'deleted'),
+        sa.Index('ix_snapshots_group_snapshot', 'group_snapshot_id',
+                 'deleted'),
     )
     id = sa.Column(sa.String(36), primary_key=True)
     volume_id = sa.Column(sa.String(36), sa.ForeignKey('volumes.id'),
@@ -175,6 +180,8 @@ class Snapshot(TimestampMixin, Base):
     # the volume's size and type when the snapshot was taken
     volume_size = sa.Column(sa.Integer, nullable=False)
     volume_type_id = sa.Column(sa.String(36), nullable=False)
+    # the group snapshot that took it (migration 0022)
+    group_snapshot_id = sa.Column(sa.String(36))
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 
@@ -518,5 +525,106 @@ class HostFence(TimestampMixin, Base):
     request_id = sa.Column(sa.String(255))
     unfenced_by = sa.Column(sa.String(255))
     unfence_reason = sa.Column(sa.String(1024))
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False)
+    deleted_at = sa.Column(DateTime)
+
+
+# -- generic volume groups (migration 0022) ---------------------------------
+class GroupType(TimestampMixin, Base):
+    """A kind of group (Cinder's group type); soft-deleted as volume types
+    are (the name of a deleted one becomes '#deleted:<id>')."""
+    __tablename__ = 'group_types'
+    id = sa.Column(sa.String(36), primary_key=True)
+    name = sa.Column(sa.String(255), nullable=False, unique=True)
+    description = sa.Column(sa.String(255))
+    is_public = sa.Column(sa.Boolean, nullable=False, default=True)
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False,
+                        server_default=sa.false())
+    deleted_at = sa.Column(DateTime)
+
+
+class GroupTypeSpec(Base):
+    __tablename__ = 'group_type_specs'
+    __table_args__ = (sa.UniqueConstraint('group_type_id', 'key',
+                                          name='uniq_group_type_spec_key'),)
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    group_type_id = sa.Column(
+        sa.String(36), sa.ForeignKey('group_types.id', ondelete='CASCADE'),
+        nullable=False)
+    key = sa.Column(sa.String(255), nullable=False)
+    value = sa.Column(sa.String(255), nullable=False)
+
+
+class GroupTypeProject(Base):
+    __tablename__ = 'group_type_projects'
+    __table_args__ = (sa.UniqueConstraint('group_type_id', 'project_id',
+                                          name='uniq_group_type_project'),)
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    group_type_id = sa.Column(
+        sa.String(36), sa.ForeignKey('group_types.id', ondelete='CASCADE'),
+        nullable=False)
+    project_id = sa.Column(sa.String(255), nullable=False)
+
+
+class Group(TimestampMixin, Base):
+    """A generic volume group: volumes of some volume types on one
+    backend (``host``, ``cluster_name``), snapshotted together."""
+    __tablename__ = 'groups'
+    __table_args__ = (
+        sa.Index('ix_groups_project_created', 'project_id', 'deleted',
+                 'created_at', 'id'),
+        sa.Index('ix_groups_live_created', 'deleted', 'created_at', 'id'),
+        sa.Index('ix_groups_group_type', 'group_type_id', 'deleted'),
+    )
+    id = sa.Column(sa.String(36), primary_key=True)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255))
+    name = sa.Column(sa.String(255))
+    description = sa.Column(sa.String(255))
+    status = sa.Column(sa.String(32), nullable=False)
+    group_type_id = sa.Column(sa.String(36), nullable=False)
+    host = sa.Column(sa.String(255))
+    cluster_name = sa.Column(sa.String(255))
+    availability_zone = sa.Column(sa.String(255))
+    group_snapshot_id = sa.Column(sa.String(36))
+    source_group_id = sa.Column(sa.String(36))
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False)
+    deleted_at = sa.Column(DateTime)
+
+
+class GroupVolumeTypeMapping(Base):
+    __tablename__ = 'group_volume_type_mapping'
+    __table_args__ = (
+        sa.UniqueConstraint('group_id', 'volume_type_id',
+                            name='uniq_group_volume_type'),
+        sa.Index('ix_group_volume_type_type', 'volume_type_id'),
+    )
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    group_id = sa.Column(sa.String(36), sa.ForeignKey('groups.id'),
+                         nullable=False)
+    volume_type_id = sa.Column(sa.String(36),
+                               sa.ForeignKey('volume_types.id'),
+                               nullable=False)
+
+
+class GroupSnapshot(TimestampMixin, Base):
+    """Snapshots of every volume of a group, taken at one moment."""
+    __tablename__ = 'group_snapshots'
+    __table_args__ = (
+        sa.Index('ix_group_snapshots_project_created', 'project_id',
+                 'deleted', 'created_at', 'id'),
+        sa.Index('ix_group_snapshots_live_created', 'deleted',
+                 'created_at', 'id'),
+        sa.Index('ix_group_snapshots_group', 'group_id', 'deleted'),
+    )
+    id = sa.Column(sa.String(36), primary_key=True)
+    group_id = sa.Column(sa.String(36), sa.ForeignKey('groups.id'),
+                         nullable=False)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255))
+    name = sa.Column(sa.String(255))
+    description = sa.Column(sa.String(255))
+    status = sa.Column(sa.String(32), nullable=False)
+    group_type_id = sa.Column(sa.String(36), nullable=False)
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)

@@ -148,6 +148,8 @@ class Checker:
                 type_id, type_id))
         if resource == db_quotas.VOLUMES:
             raise exception.VolumeLimitExceeded(allowed=limit, name=name)
+        if resource == db_quotas.GROUPS:
+            raise exception.GroupLimitExceeded(allowed=limit)
         if resource == db_quotas.SNAPSHOTS:
             raise exception.SnapshotLimitExceeded(allowed=limit, name=name)
         raise exception.VolumeSizeExceedsAvailableQuota(

@@ -24,7 +24,10 @@ GIGABYTES = 'gigabytes'
 SNAPSHOTS = 'snapshots'
 BACKUPS = 'backups'
 BACKUP_GIGABYTES = 'backup_gigabytes'
-COUNTED = (VOLUMES, GIGABYTES, SNAPSHOTS, BACKUPS, BACKUP_GIGABYTES)
+GROUPS = 'groups'
+COUNTED = (VOLUMES, GIGABYTES, SNAPSHOTS, BACKUPS, BACKUP_GIGABYTES, GROUPS)
+# what one live generic volume group counts
+GROUP_FOOTPRINT = {GROUPS: (1, 0)}
 
 Q, QC, U = models.Quota, models.QuotaClass, models.QuotaUsage
 
@@ -240,6 +243,15 @@ def counted(session, project_id=None):
                            (BACKUP_GIGABYTES, (int(size or 0), 0))):
             old = totals.get(key, (0, 0))
             totals[key] = (old[0] + value[0], old[1] + value[1])
+    G = models.Group
+    stmt = (sa.select(G.project_id, sa.func.count())
+            .where(G.deleted == sa.false()).group_by(G.project_id))
+    if project_id is not None:
+        stmt = stmt.where(G.project_id == project_id)
+    for project, count in session.execute(stmt):
+        totals = found.setdefault(project, {})
+        old = totals.get(GROUPS, (0, 0))
+        totals[GROUPS] = (old[0] + int(count), old[1])
     return found
 
 

@@ -220,11 +220,13 @@ def remove(session, snapshot_id):
 def stale(session, volume_host_prefix, statuses, cutoff):
     """Live snapshots in ``statuses``, unchanged since ``cutoff``, whose
     volume lives on the backend ``volume_host_prefix`` (``node@backend``
-    or a cluster's), any pool: what reconciliation settles."""
+    or a cluster's), any pool: what reconciliation settles.  Those of a
+    group snapshot are settled with it (volume/group_manager.py)."""
     V = models.Volume
     return session.execute(
         sa.select(S, V.host).join(V, V.id == S.volume_id)
         .where(S.deleted == sa.false(), S.status.in_(statuses),
+               S.group_snapshot_id.is_(None),
                sa.or_(V.host == volume_host_prefix,
                       V.host.startswith(volume_host_prefix + '#',
                                         autoescape=True)),

@@ -348,6 +348,27 @@ class HostManager:
                 return chosen
             set_aside.add(chosen.host)
 
+    def choose_among_live(self, session, request_spec, choose_backend):
+        """As ``choose``, but ``choose_backend`` is given every live
+        backend (read again from the services table), without the index:
+        for a request the index does not describe, such as a group that
+        must hold several volume types."""
+        self.refresh(session)
+        now = models.utcnow()
+        down = self.conf.service_down_time
+        set_aside = set()
+        while True:
+            chosen = choose_backend(
+                [s for s in self._live(now) if s.host not in set_aside],
+                request_spec)
+            rows = db_services.backend_members(session, chosen.host,
+                                               constants.VOLUME_BINARY)
+            if rows and any(not r.disabled and
+                            db_services.is_up(r.heartbeat_at, down)
+                            for r in rows):
+                return chosen
+            set_aside.add(chosen.host)
+
     def _live(self, now):
         with self._lock:
             return sorted((s for s in self._index.states.values()

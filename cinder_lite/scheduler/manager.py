@@ -1,14 +1,19 @@
 """The scheduler: picks a backend for each new volume and hands the volume
 to it."""
+import datetime
 import logging
 import threading
 
 import oslo_messaging as messaging
 
+from cinder_lite.common import capabilities
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
 from cinder_lite.db import api as db_api
+from cinder_lite.db import group_types as db_group_types
+from cinder_lite.db import groups as db_groups
 from cinder_lite.db import messages as db_messages
+from cinder_lite.db import models
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler.filters import availability_zone_filter
@@ -26,6 +31,7 @@ LOG = logging.getLogger(__name__)
 MAX_NAMED = 10
 # Stable ids of user messages, as in Cinder's message API.
 EVENT_SCHEDULE_FAILED = 'VOLUME_VOLUME_001_003'
+EVENT_GROUP_SCHEDULE_FAILED = 'GROUP_GROUP_001_003'
 
 FILTERS = (availability_zone_filter.AvailabilityZoneFilter(),
            capacity_filter.CapacityFilter(),
@@ -53,6 +59,34 @@ def choose_backend(backends, request_spec):
         candidates = kept
     return max(candidates, key=lambda b: (
         sum(w.weigh(b, request_spec) for w in WEIGHERS), b.host))
+
+
+def choose_group_backend(backends, request_spec):
+    """The best backend for a group: one that every one of its volume
+    types passes the filters on (a group lives on one backend) and whose
+    capabilities satisfy its group type's specs."""
+    candidates = list(backends)
+    if not candidates:
+        raise exception.NoValidBackend(reason='No volume service is up.')
+    for vtype in request_spec['volume_types']:
+        spec = {'size': 0, 'extra_specs': vtype['extra_specs'],
+                'availability_zone': request_spec.get('availability_zone'),
+                'volume_type_id': vtype['id']}
+        for flt in FILTERS:
+            candidates = flt.filter_all(candidates, spec)
+        if not candidates:
+            raise exception.NoValidBackend(
+                reason='No backend in reach holds volume type %s together '
+                       'with the group\'s other volume types.'
+                       % vtype['name'])
+    candidates = [b for b in candidates if capabilities.satisfies(
+        b.capabilities, request_spec.get('group_specs'))]
+    if not candidates:
+        raise exception.NoValidBackend(
+            reason='No backend that holds the volume types satisfies the '
+                   'group type\'s specs %s.' % request_spec['group_specs'])
+    return max(candidates, key=lambda b: (
+        sum(w.weigh(b, {'size': 0}) for w in WEIGHERS), b.host))
 
 
 class SchedulerManager:
@@ -94,6 +128,41 @@ class SchedulerManager:
                           cluster_name=cluster_name)
         self.volume_rpcapi.create_volume(ctxt, chosen.host, volume_id,
                                          volume=volume)
+
+    def create_group(self, ctxt, group_id, request_spec):
+        """RPC 1.1: place a ``creating`` group on one backend and make it
+        ``available`` (nothing is made on the backend for a generic
+        group: its volumes are made there later); ``error`` with a user
+        message when no backend can hold it."""
+        try:
+            with db_api.writer() as session:
+                chosen = self.host_manager.choose_among_live(
+                    session, request_spec, choose_group_backend)
+                cluster_name = chosen.pool if chosen.clustered else None
+                claimed = db_groups.claim_host(
+                    session, group_id, chosen.pool, cluster_name,
+                    chosen.availability_zone)
+        except exception.NoValidBackend as e:
+            LOG.warning('group %s: creating -> error: %s', group_id,
+                        e.message)
+            with db_api.writer() as session:
+                try:
+                    group = db_groups.get(session, group_id)
+                    db_groups.transition(session, group_id,
+                                         'create_failed')
+                except (exception.InvalidTransition,
+                        exception.GroupNotFound):
+                    return
+                db_messages.create(session, group.project_id,
+                                   EVENT_GROUP_SCHEDULE_FAILED,
+                                   'schedule allocate group: ' + e.message,
+                                   resource_type='GROUP',
+                                   resource_uuid=group_id,
+                                   request_id=ctxt.request_id)
+            return
+        if claimed:
+            LOG.info('group %s: creating -> available on %s', group_id,
+                     chosen.pool)
 
     # -- reconciliation ------------------------------------------------------
     def start_reconciling(self):
@@ -147,7 +216,17 @@ class SchedulerManager:
                     'extra_specs': vtype['extra_specs'],
                     'multiattach': volume.multiattach,
                     'volume': db_volumes.summary(volume)}))
+            lost_groups = [(g.id, self._group_request(session, g))
+                           for g in db_groups.creating(
+                               session, models.utcnow() -
+                               datetime.timedelta(seconds=max_age))]
         changes = []
+        for group_id, spec in lost_groups:
+            LOG.warning('reconcile: group %s was never scheduled (its '
+                        'request was lost); scheduling it now', group_id)
+            self.create_group(cl_context.get_admin_context(), group_id,
+                              spec)
+            changes.append('group %s: scheduled again' % group_id)
         for volume_id, spec in lost:
             LOG.warning('reconcile: volume %s was never scheduled (its '
                         'request was lost); scheduling it now', volume_id)
@@ -155,6 +234,23 @@ class SchedulerManager:
                                spec)
             changes.append('volume %s: scheduled again' % volume_id)
         return changes
+
+    @staticmethod
+    def _group_request(session, group):
+        try:
+            specs = db_group_types.get(session,
+                                       group.group_type_id)['group_specs']
+        except exception.NotFound:
+            specs = {}
+        vtypes = []
+        for type_id in db_groups.volume_types_of(session,
+                                                 [group.id])[group.id]:
+            try:
+                vtypes.append(db_types.get(session, type_id))
+            except exception.NotFound:
+                vtypes.append({'id': type_id, 'name': type_id,
+                               'extra_specs': {}})
+        return db_groups.request_spec(group, vtypes, specs)
 
     def _fail(self, ctxt, volume_id, reason):
         LOG.warning('volume %s: creating -> error: %s', volume_id, reason)

@@ -2,13 +2,14 @@
 
 History:
     1.0 - create_volume, update_backend_capabilities (fanout)
+    1.1 - create_group (cast): place a generic volume group
 """
 from oslo_config import cfg
 
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-scheduler'
-RPC_API_VERSION = '1.0'
+RPC_API_VERSION = '1.1'
 
 class SchedulerAPI:
 
@@ -22,6 +23,11 @@ class SchedulerAPI:
     def create_volume(self, ctxt, volume_id, request_spec):
         cctxt = self.client.prepare(version='1.0')
         cctxt.cast(ctxt, 'create_volume', volume_id=volume_id,
+                   request_spec=request_spec)
+
+    def create_group(self, ctxt, group_id, request_spec):
+        cctxt = self.client.prepare(version='1.1')
+        cctxt.cast(ctxt, 'create_group', group_id=group_id,
                    request_spec=request_spec)
 
     def update_backend_capabilities(self, ctxt, host, availability_zone,

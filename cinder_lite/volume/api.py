@@ -38,6 +38,7 @@ from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.scheduler import rpcapi as scheduler_rpcapi
 from cinder_lite.volume import admission
+from cinder_lite.volume import group_api
 from cinder_lite.volume import image as image_mod
 from cinder_lite.volume import image_api
 from cinder_lite.volume import rpcapi as volume_rpcapi
@@ -65,7 +66,7 @@ def check_policy(context, volume_type, conf):
 
 
 def record_volume(context, request, volume_type, availability_zone, conf,
-                  source=None, image=None, backup=None):
+                  source=None, image=None, backup=None, group=None):
     """Record a new volume (``creating``) and charge its quota.
     ``source``: the ``Source`` it is made from, locked and checked in the
     same transaction (the volume then lives on the source's backend; it
@@ -97,6 +98,9 @@ def record_volume(context, request, volume_type, availability_zone, conf,
         image_metadata = image_mod.volume_image_metadata(image)
     if backup is not None:
         values['backup_id'] = backup.id
+    if group is not None:
+        # made on the group's backend (``group_api``)
+        values.update(group_api.volume_values(group))
 
     def record():
         with db_api.writer() as session:
@@ -104,6 +108,8 @@ def record_volume(context, request, volume_type, availability_zone, conf,
             if source is not None:
                 source.lock_and_check(session)
                 metadata_of_image = source.image_metadata(session)
+            if group is not None:
+                group_api.lock_for_volume(session, group.id, volume_type)
             if backup is not None:
                 if db_backups.lock(session, backup.id).status != \
                         states.AVAILABLE:
@@ -289,6 +295,13 @@ class VolumeService:
             raise exception.InvalidInput(
                 reason='A volume is made from one source: an image, a '
                        'snapshot, a volume or a backup, not several.')
+        if request.get('group_id'):
+            if sources or request.get('image_ref') is not None:
+                raise exception.InvalidInput(
+                    reason='A volume is created in a group (group_id) '
+                           'empty: not from a snapshot, a volume, an '
+                           'image or a backup.')
+            return self._create_in_group(context, request)
         if request.get('snapshot_id') or request.get('source_volid'):
             return self._create_from(context, request)
         conf = self.conf
@@ -358,6 +371,40 @@ class VolumeService:
                 reason="Volume size '%d'GB cannot be smaller than the "
                        "backup size %dGB." % (request['size'], backup.size))
         return backup
+
+    def _create_in_group(self, context, request):
+        """A volume created in a group (3.13): recorded on the group's
+        backend under the group's row lock and cast to it (a group lives
+        on one backend; no scheduling)."""
+        conf = self.conf
+        with db_api.reader() as session:
+            volume_type = resolve_type(session, context, request, conf)
+            check_policy(context, volume_type, conf)
+            group = group_api.group_for_volume(
+                session, context, request['group_id'], volume_type, conf)
+            if request.get('availability_zone') and \
+                    request['availability_zone'] != group.availability_zone:
+                raise exception.InvalidInput(
+                    reason='Volume must be in the same availability zone as '
+                           'its group (%s).' % group.availability_zone)
+            quota.Checker(conf, session).now(
+                context.project_id,
+                db_quotas.footprint(volume_type['id'], request['size']),
+                size=request['size'])
+        volume = record_volume(context, request, volume_type,
+                               group.availability_zone, conf, group=group)
+        try:
+            self.volume_rpcapi.create_volume(
+                context, volume.host, volume.id,
+                volume=db_volumes.summary(volume))
+        except Exception:
+            forget_volume(volume)
+            raise
+        LOG.info('volume %s: to be made in group %s on %s', volume.id,
+                 group.id, volume.host)
+        notify.info(context, conf.host, 'volume.create.start',
+                    notify.volume_payload(volume))
+        return volume, volume_type
 
     def _create_from(self, context, request):
         """A volume made from a snapshot or a volume: recorded on the

@@ -37,6 +37,7 @@ from cinder_lite.volume import snapshot_api
 from cinder_lite.volume.flows import upload as upload_flow
 from cinder_lite.volume import glance
 from cinder_lite.volume import manage_manager
+from cinder_lite.volume import group_manager
 from cinder_lite.volume import image_api
 from cinder_lite.volume import migration
 from cinder_lite.volume import reconcile as reconcile_mod
@@ -103,7 +104,8 @@ class _RollForward:
         self._manager.unmanage_snapshot(self._ctxt, snapshot)
 
 
-class VolumeManager(manage_manager.ManageEndpoints):
+class VolumeManager(manage_manager.ManageEndpoints,
+                    group_manager.GroupEndpoints):
 
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
 
@@ -188,7 +190,8 @@ class VolumeManager(manage_manager.ManageEndpoints):
             rpc_timeout=self.conf.volume_rpc_timeout,
             takeover_lock=self.takeover_lock,
             roll_forward=_RollForward(self, self.admin_context())),
-            max_age, busy)
+            max_age, busy) + self.reconcile_groups(
+                self.admin_context(), max_age, busy)
 
     @staticmethod
     def admin_context():

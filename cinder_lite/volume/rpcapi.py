@@ -34,6 +34,8 @@ History:
     1.13 - migrate_volume (cast, to the source's service: the volume
           moves to another backend), migrate_finish (call, to the
           destination's: the new storage takes the volume's id)
+    1.14 - delete_group, create_group_snapshot, delete_group_snapshot,
+          create_group_from_src (casts; generic volume groups)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -42,7 +44,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.13'
+RPC_API_VERSION = '1.14'
 BACKUP_RPC = '1.10'
 MANAGE_RPC = '1.12'
 MIGRATION_RPC = '1.13'
@@ -93,6 +95,22 @@ class VolumeAPI:
     def delete_snapshot(self, ctxt, host, snapshot):
         self._prepare(host, '1.5').cast(ctxt, 'delete_snapshot',
                                         snapshot=snapshot)
+
+    def delete_group(self, ctxt, host, group_id):
+        self._prepare(host, '1.14').cast(ctxt, 'delete_group',
+                                         group_id=group_id)
+
+    def create_group_from_src(self, ctxt, host, group_id, volumes):
+        self._prepare(host, '1.14').cast(ctxt, 'create_group_from_src',
+                                         group_id=group_id, volumes=volumes)
+
+    def create_group_snapshot(self, ctxt, host, group_snapshot):
+        self._prepare(host, '1.14').cast(ctxt, 'create_group_snapshot',
+                                         group_snapshot=group_snapshot)
+
+    def delete_group_snapshot(self, ctxt, host, group_snapshot):
+        self._prepare(host, '1.14').cast(ctxt, 'delete_group_snapshot',
+                                         group_snapshot=group_snapshot)
 
     def delete_volume(self, ctxt, host, volume_id):
         self._prepare(host).cast(ctxt, 'delete_volume', volume_id=volume_id)

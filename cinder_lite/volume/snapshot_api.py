@@ -191,6 +191,12 @@ class SnapshotService:
                                         self._scope(context))
             policy.authorize(context, policy.SNAPSHOT_DELETE,
                              {'project_id': snapshot.project_id})
+            if snapshot.group_snapshot_id:
+                # Cinder's rule: it goes with its group snapshot
+                raise exception.InvalidSnapshot(
+                    reason='Snapshot %s is part of group snapshot %s; '
+                           'delete the group snapshot instead.' % (
+                               snapshot.id, snapshot.group_snapshot_id))
             volume = db_volumes.get(session, snapshot.volume_id)
             check_backend_up(session, volume, self.conf)
         with db_api.writer() as session:

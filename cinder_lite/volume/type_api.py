@@ -5,6 +5,7 @@ from cinder_lite.common import capabilities
 from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
+from cinder_lite.db import groups as db_groups
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
@@ -80,8 +81,10 @@ class TypeService:
             if vtype['name'] == self.conf.default_volume_type:
                 raise exception.InvalidVolumeType(
                     reason='Default volume type can not be deleted.')
+            # (a live group holding the type keeps it too, as in Cinder)
             db_types.delete(session, type_id, in_use=lambda s:
-                            db_volumes.type_in_use(s, type_id))
+                            db_volumes.type_in_use(s, type_id)
+                            or db_groups.uses_volume_type(s, type_id))
             # no volume has it: its per-type usage is zero everywhere
             db_quotas.forget_type(session, type_id)
         LOG.info('volume type %s (%s) deleted', type_id, vtype['name'])

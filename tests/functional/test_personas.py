@@ -19,6 +19,7 @@ from cinder_lite.db import api as db_api
 from cinder_lite.db import messages as db_messages
 from tests.harness.attach import connector
 from tests.harness import backups as bk
+from tests.harness import groups as gh
 from tests.harness import stack as stack_mod
 from tests.harness import util
 
@@ -66,7 +67,7 @@ def ADMIN(code, other=403):
 
 # another project's member takes a transfer into its project
 UNLIMITED = {'volumes': -1, 'gigabytes': -1, 'snapshots': -1,
-             'backups': -1, 'backup_gigabytes': -1}
+             'backups': -1, 'backup_gigabytes': -1, 'groups': -1}
 ACCEPT = _codes(403, 202, 202, 202, 403)
 
 Route = collections.namedtuple('Route', 'method path make expect')
@@ -98,6 +99,12 @@ class World:
         self.message = self.fresh_message()
         self.backup = self.fresh_backup()
         self.record = self.deleted_backup_record()
+        self.group_type = self.fresh_group_type()
+        self.group_vtype = self.fresh_type()
+        self.group = self.fresh_group()
+        self.admin.create_volume(volume_type=self.group_vtype,
+                                 group_id=self.group)
+        self.group_snapshot = self.fresh_group_snapshot()
 
     def ok(self, resp, code=None):
         assert resp.status_code == (code or resp.status_code) and \
@@ -159,10 +166,21 @@ class World:
             'name': 'qos-%s' % uuid.uuid4().hex,
             'read_iops_sec': '100'}}))['qos_specs']['id']
 
+    def fresh_group_type(self):
+        gtype = gh.create_group_type(self.admin, specs={'vendor:k': 'v'})
+        return gtype['id']
+
+    def fresh_group(self):
+        return gh.create_group(self.admin, self.group_type,
+                               [self.group_vtype])['id']
+
+    def fresh_group_snapshot(self):
+        return gh.create_group_snapshot(self.admin, self.group)['id']
+
     def project_ids(self):
         """Ids of the project's resources another project must not see."""
         return (self.volume, self.snapshot, self.attachment, self.transfer,
-                self.message, self.backup)
+                self.message, self.backup, self.group, self.group_snapshot)
 
 
 def _path(template, **kw):
@@ -463,6 +481,56 @@ ROUTES = [
         ADMIN(202)),
     Route('GET', '/qos-specs/{qos_id}/disassociate_all',
           _path('/qos-specs/{w.qos}/disassociate_all'), ADMIN(202)),
+    # group types: everyone reads the public ones, admins change them
+    Route('GET', '/group_types', _path('/group_types'), OPEN),
+    Route('POST', '/group_types', lambda w: ('/group_types', {'group_type': {
+        'name': 'gt-%s' % uuid.uuid4().hex}}), ADMIN(202)),
+    Route('GET', '/group_types/{group_type_id}',
+          _path('/group_types/{w.group_type}'), OPEN),
+    Route('PUT', '/group_types/{group_type_id}', _with(
+        '/group_types/{w.group_type}', {'group_type': {
+            'description': 'seen'}}), ADMIN(200)),
+    Route('DELETE', '/group_types/{group_type_id}',
+          _fresh('/group_types/{id}', 'group_type'), ADMIN(202)),
+    Route('GET', '/group_types/{group_type_id}/group_specs',
+          _path('/group_types/{w.group_type}/group_specs'), ADMIN(200)),
+    Route('POST', '/group_types/{group_type_id}/group_specs', _with(
+        '/group_types/{w.group_type}/group_specs',
+        {'group_specs': {'vendor:k': 'v'}}), ADMIN(202)),
+    Route('GET', '/group_types/{group_type_id}/group_specs/{key}',
+          _path('/group_types/{w.group_type}/group_specs/vendor:k'),
+          ADMIN(200)),
+    Route('PUT', '/group_types/{group_type_id}/group_specs/{key}', _with(
+        '/group_types/{w.group_type}/group_specs/vendor:k',
+        {'vendor:k': 'v'}), ADMIN(200)),
+    Route('DELETE', '/group_types/{group_type_id}/group_specs/{key}',
+          _fresh('/group_types/{id}/group_specs/vendor:k', 'group_type'),
+          ADMIN(202)),
+    # groups and group snapshots: the project's
+    Route('GET', '/groups', _path('/groups'), LIST),
+    Route('POST', '/groups', _with('/groups', {'group': {
+        'group_type': '{w.group_type}',
+        'volume_types': ['{w.group_vtype}']}}), CREATE(202)),
+    Route('GET', '/groups/detail', _path('/groups/detail'), LIST),
+    Route('POST', '/groups/action', _with('/groups/action', {
+        'create-from-src': {'source_group_id': '{w.group}'}}), WRITE(202)),
+    Route('GET', '/groups/{group_id}', _path('/groups/{w.group}'), READ),
+    Route('PUT', '/groups/{group_id}', _with('/groups/{w.group}', {
+        'group': {'description': 'seen'}}), WRITE(202)),
+    Route('POST', '/groups/{group_id}/action', _fresh(
+        '/groups/{id}/action', 'group', {'delete': {}}), WRITE(202)),
+    Route('GET', '/group_snapshots', _path('/group_snapshots'), LIST),
+    Route('POST', '/group_snapshots', _with('/group_snapshots', {
+        'group_snapshot': {'group_id': '{w.group}'}}), WRITE(202)),
+    Route('GET', '/group_snapshots/detail', _path('/group_snapshots/detail'),
+          LIST),
+    Route('GET', '/group_snapshots/{group_snapshot_id}',
+          _path('/group_snapshots/{w.group_snapshot}'), READ),
+    Route('DELETE', '/group_snapshots/{group_snapshot_id}', _fresh(
+        '/group_snapshots/{id}', 'group_snapshot'), WRITE(202)),
+    Route('POST', '/group_snapshots/{group_snapshot_id}/action', _with(
+        '/group_snapshots/{w.group_snapshot}/action',
+        {'reset_status': {'status': 'available'}}), ADMIN(202)),
 ]
 
 

@@ -14,7 +14,8 @@ from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
 
-MACHINES = [states.VOLUME, states.ATTACHMENT, states.SNAPSHOT, states.BACKUP]
+MACHINES = [states.VOLUME, states.ATTACHMENT, states.SNAPSHOT, states.BACKUP,
+            states.GROUP, states.GROUP_SNAPSHOT]
 
 R, AT, OK, DE, GONE, EA, ED = (
     states.ATTACH_RESERVED, states.ATTACH_ATTACHING, states.ATTACHED,
@@ -119,6 +120,8 @@ VOLUME_CHOSEN = {
 SNAPSHOT_EVENTS = {
     'created': {V.CREATING: V.AVAILABLE},
     'create_failed': {V.CREATING: V.ERROR},
+    # a group snapshot's, left creating by a service that stopped
+    'create_interrupted': {V.CREATING: V.ERROR},
     'delete': {V.AVAILABLE: V.DELETING, V.ERROR: V.DELETING},
     'force_delete': {s: V.DELETING
                      for s in V.SNAPSHOT_FORCE_DELETE_STATUSES},
@@ -188,6 +191,38 @@ def test_every_backup_status_and_event():
     _check_every_pair(states.BACKUP, BACKUP_EVENTS, {
         'reset_status': (V.BACKUP_STATUSES - {V.DELETED},
                          V.BACKUP_RESET_STATUSES)})
+
+
+GROUP_EVENTS = {
+    'created': {V.CREATING: V.AVAILABLE},
+    'create_failed': {V.CREATING: V.ERROR},
+    'delete': {V.AVAILABLE: V.DELETING, V.ERROR: V.DELETING,
+               V.ERROR_DELETING: V.DELETING},
+    'deleted': {V.DELETING: V.DELETED},
+    'delete_failed': {V.DELETING: V.ERROR_DELETING},
+    'deleted_unscheduled': {V.ERROR: V.DELETED, V.CREATING: V.DELETED},
+}
+GROUP_SNAPSHOT_EVENTS = {
+    'created': {V.CREATING: V.AVAILABLE},
+    'create_failed': {V.CREATING: V.ERROR},
+    'create_interrupted': {V.CREATING: V.ERROR},
+    'delete': {V.AVAILABLE: V.DELETING, V.ERROR: V.DELETING,
+               V.ERROR_DELETING: V.DELETING},
+    'deleted': {V.DELETING: V.DELETED},
+    'delete_failed': {V.DELETING: V.ERROR_DELETING},
+}
+
+
+def test_every_group_status_and_event():
+    _check_every_pair(states.GROUP, GROUP_EVENTS, {
+        'reset_status': (V.GROUP_STATUSES - {V.DELETED},
+                         V.GROUP_RESET_STATUSES)})
+
+
+def test_every_group_snapshot_status_and_event():
+    _check_every_pair(states.GROUP_SNAPSHOT, GROUP_SNAPSHOT_EVENTS, {
+        'reset_status': (V.GROUP_SNAPSHOT_STATUSES - {V.DELETED},
+                         V.GROUP_SNAPSHOT_RESET_STATUSES)})
 
 
 def test_every_volume_status_and_event():

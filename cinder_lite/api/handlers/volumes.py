@@ -21,7 +21,9 @@ from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import image_api
 
 FILTERS = ('name', 'status', 'metadata', 'bootable', 'availability_zone',
-           'size', 'project_id', 'volume_type', 'glance_metadata')
+           'size', 'project_id', 'volume_type', 'glance_metadata',
+           'group_id')
+GROUP_ID_FILTER = (3, 10)
 LIKE_FILTERS = ('name', 'status', 'availability_zone')  # 3.34
 SUMMARY = (3, 12)
 FORCE_DELETE = (3, 23)
@@ -56,6 +58,9 @@ def _detail(req, volume, type_names=None, attached=None, metadata=None,
                         image_metadata.get(volume.id) if extended else None)
 
 
+GROUPS = (3, 13)
+
+
 @wsgi.expected_errors(400, 403, 404, 409, 413, 503)
 def create_volume(req):
     body = req.json_body()
@@ -66,7 +71,11 @@ def create_volume(req):
         raise webob.exc.HTTPBadRequest(
             explanation='Creating a volume from a backup needs '
                         'microversion 3.47 or later.')
-    for unsupported in ('group_id', 'consistencygroup_id'):
+    if request.get('group_id') is not None and req.version < GROUPS:
+        raise webob.exc.HTTPBadRequest(
+            explanation='Creating a volume in a group (group_id) needs '
+                        'microversion 3.13 or later.')
+    for unsupported in ('consistencygroup_id',):
         if request.get(unsupported) is not None:
             raise webob.exc.HTTPBadRequest(
                 explanation='Creating a volume from %s is not supported.'
@@ -123,7 +132,8 @@ def _list_params(req):
             raise webob.exc.HTTPBadRequest(
                 explanation='Invalid filters %s are found in query '
                             'options.' % key)
-        if base not in FILTERS:
+        if base not in FILTERS or (base == 'group_id'
+                                   and req.version < GROUP_ID_FILTER):
             raise webob.exc.HTTPBadRequest(
                 explanation='Invalid filters %s are found in query '
                             'options.' % key)

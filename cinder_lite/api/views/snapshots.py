@@ -32,7 +32,7 @@ def detail(req, snapshot, metadata, extended=True):
     see (show and the detailed list only, as in Cinder)."""
     view = summary(req, snapshot, metadata)
     if req.version >= GROUP_SNAPSHOTS:
-        view['group_snapshot_id'] = None
+        view['group_snapshot_id'] = snapshot.group_snapshot_id
     if req.version >= USER_ID:
         view['user_id'] = snapshot.user_id
     if req.version >= CONSUMES_QUOTA:

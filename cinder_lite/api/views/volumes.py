@@ -81,7 +81,7 @@ def detail(req, conf, volume, type_name, attachments=(), metadata=None,
             {'project_id': volume.project_id}):
         view['volume_image_metadata'] = dict(image_metadata)
     if version >= (3, 13):
-        view['group_id'] = None
+        view['group_id'] = getattr(volume, 'group_id', None)
     if version >= (3, 21) and is_admin:
         view['provider_id'] = None
     if version >= (3, 48):

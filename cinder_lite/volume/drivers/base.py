@@ -16,6 +16,9 @@ type extra specs against them):
 ``persistent_reservations``  every host attached to a volume shares one
                          SCSI persistent-reservation state (registrations,
                          the reservation), so a cluster can fence a node
+``consistent_group_snapshot_enabled``  the backend can hold every writer
+                         of several volumes at once (``hold_writes``), so
+                         a group snapshot is one point in time
 """
 import abc
 
@@ -130,6 +133,20 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         qemu-img format ``image_format``."""
         raise NotImplementedError(
             'this backend cannot upload volumes to images')
+
+    def can_hold_writes(self):
+        """True when ``hold_writes`` can pause the hosts' writes."""
+        return False
+
+    def hold_writes(self, volume_ids):
+        """A context manager in which no host's write reaches ``volume_ids``:
+        every write acknowledged before it was entered is in the storage,
+        and none lands until it is left.  CannotHoldWrites when the
+        backend cannot pause its hosts."""
+        raise exception.CannotHoldWrites(
+            volume_id=', '.join(sorted(volume_ids)),
+            reason='backend %s cannot pause the hosts writing its volumes'
+                   % self.backend_name)
 
     def shares_targets(self):
         """True when attachments of one volume on one host share a target

@@ -482,7 +482,16 @@ class FileDriver(base.VolumeDriver):
             'multiattach': bool(self.conf.multiattach),
             'shared_targets': self.shares_targets(),
             'persistent_reservations': self.keeps_reservations(),
+            'consistent_group_snapshot_enabled': self.can_hold_writes(),
         }
+
+    def can_hold_writes(self):
+        return self.target is not None and hasattr(self.target, 'hold')
+
+    def hold_writes(self, volume_ids):
+        if not self.can_hold_writes():
+            return super().hold_writes(volume_ids)
+        return self.target.hold(volume_ids)
 
     def shares_targets(self):
         return False

@@ -27,20 +27,34 @@ Back-end QoS specs are applied with nbdkit's rate filter (see
 per second, reads and writes each on their own; it has no limit of
 operations per second, so the ``*_iops_sec`` keys are not applied.
 
+Every read-write export runs nbdkit's pause filter, controlled through
+a Unix socket beside its record (``<attachment>.pause``; in a private
+directory under the temporary directory when the state directory's
+path is too long for a socket address): ``hold``
+pauses every read-write export of some volumes -- nbdkit answers once
+the requests it had received are done, and leaves later ones waiting --
+and resumes them when the block ends.  That is how a group snapshot is
+one point in time across its volumes (doc/groups.rst); ``start``
+resumes any export a service that died while holding left paused.
+
 Each export listens on ``target_ip_address`` at the first free port of
 ``target_port_range``; its pid, port and file are kept in a small JSON
 file under the backend's state directory, so the service can stop it by
 pid (also after a restart) and knows which exports exist.  nbdkit's
 messages (refused clients among them) go to a log file beside it.
 """
+import contextlib
 import errno
+import hashlib
 import json
 import logging
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -61,6 +75,13 @@ READY_TIMEOUT_S = 5.0
 # writes through), so nothing acknowledged is lost.
 STOP_TIMEOUT_S = 0.005
 
+
+# how long a pause may wait for the requests nbdkit is doing (it answers
+# once they are done), and a resume for its answer
+HOLD_TIMEOUT_S = 10.0
+# the longest path a Unix socket's address holds (sun_path, 108 bytes
+# with its NUL)
+SOCKET_PATH_MAX = 107
 
 # how long reach() waits for each handshake it tries
 PROBE_TIMEOUT_S = 2.0
@@ -140,6 +161,10 @@ class NbdTarget:
         # attachment's export -- another key (refused), or before TLS
         # another mode
         self._spawning = threading.Lock()
+        # volumes whose writers ``hold`` pauses: no export of theirs is
+        # started meanwhile (it would not be paused)
+        self._held = set()
+        self._holding = threading.Condition()
         os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
         os.chmod(self.state_dir, 0o700)
 
@@ -164,12 +189,42 @@ class NbdTarget:
         os.rename(tmp, path)
         return path
 
+    def _pause_path(self, attachment_id):
+        """The pause control socket of an attachment's export: in the
+        state directory, or, when that path would pass the 107 bytes a
+        Unix socket's address holds, in a directory of this user's own
+        under the temporary directory named after the state directory."""
+        name = '%s.pause' % attachment_id
+        path = os.path.join(self.state_dir, name)
+        if len(path.encode()) <= SOCKET_PATH_MAX:
+            return path
+        short = os.path.join(tempfile.gettempdir(), 'cinder-lite-nbd-%s' % (
+            hashlib.sha256(self.state_dir.encode()).hexdigest()[:16]))
+        try:
+            os.mkdir(short, 0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(short)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or \
+                st.st_mode & 0o077:
+            raise exception.CinderLiteError(
+                '%s is not a private directory of this user; cannot put '
+                'NBD pause control sockets there' % short)
+        return os.path.join(short, name)
+
     def _forget_files(self, attachment_id):
         for path in (self._psk_file(attachment_id),
-                     self._log_file(attachment_id)):
+                     self._log_file(attachment_id),
+                     self._pause_path(attachment_id)):
             try:
                 os.unlink(path)
             except FileNotFoundError:
+                pass
+        short = os.path.dirname(self._pause_path(attachment_id))
+        if short != self.state_dir:
+            try:
+                os.rmdir(short)     # the last socket of a short directory
+            except OSError:
                 pass
 
     def _state_file(self, attachment_id):
@@ -208,12 +263,115 @@ class NbdTarget:
             return True
         if record:
             os.unlink(self._state_file(attachment_id))
-        with self._spawning:
+        with self._spawn_lock(volume_id):
             return self._spawn(path, volume_id, attachment_id, mode,
                                connection_info.get('port'), qos_specs)
 
     def start(self):
-        pass
+        """Resume every export a service that stopped while holding its
+        writers left paused (a resume of one not paused changes
+        nothing)."""
+        for attachment_id, record in self.exports().items():
+            if record.get('pause') and _is_nbdkit(record['pid']):
+                try:
+                    with self._control(record) as ctl:
+                        _command(ctl, b'r', attachment_id)
+                except (OSError, exception.CinderLiteError) as e:
+                    LOG.warning('NBD export of attachment %s: cannot '
+                                'resume it: %s', attachment_id, e)
+
+    # -- holding the writers of volumes --------------------------------------
+    @contextlib.contextmanager
+    def _control(self, record):
+        """A connection to an export's pause control socket."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(HOLD_TIMEOUT_S)
+            sock.connect(record['pause'])
+            yield sock
+        finally:
+            sock.close()
+
+    @contextlib.contextmanager
+    def hold(self, volume_ids):
+        """While the block runs, no write of any host reaches the
+        volumes ``volume_ids`` through this target: every read-write
+        export of theirs is paused (each pause answered once the requests
+        nbdkit had received are done, so those are in the file), none is
+        started, and all are resumed at the end, whatever happens.
+        CannotHoldWrites when an export cannot be paused (one started
+        before exports had the pause filter); then none stays paused."""
+        wanted = set(volume_ids)
+        with self._holding:
+            while self._held & wanted:
+                self._holding.wait()
+            self._held |= wanted
+        paused = []
+        try:
+            with self._spawning:
+                exports = sorted(
+                    (a, r) for a, r in self.exports().items()
+                    if r.get('volume_id') in wanted and r.get('mode') != 'ro'
+                    and _is_nbdkit(r['pid']))
+            for attachment_id, record in exports:
+                if not record.get('pause'):
+                    raise exception.CannotHoldWrites(
+                        volume_id=record['volume_id'],
+                        reason='the NBD export of attachment %s was started '
+                               'without the pause filter; detach and attach '
+                               'it again' % attachment_id)
+            with contextlib.ExitStack() as stack:
+                # every pause is sent before any answer is awaited: the
+                # exports stop as close together as they can
+                controls = []
+                for attachment_id, record in exports:
+                    ctl = stack.enter_context(self._control(record))
+                    ctl.sendall(b'p')
+                    controls.append((attachment_id, ctl))
+                    paused.append((attachment_id, ctl))
+                for attachment_id, ctl in controls:
+                    _answer(ctl, b'P', attachment_id)
+                LOG.info('holding the writers of %d volume(s): %d NBD '
+                         'export(s) paused', len(wanted), len(controls))
+                try:
+                    yield
+                finally:
+                    for attachment_id, ctl in paused:
+                        try:
+                            _command(ctl, b'r', attachment_id)
+                        except (OSError, exception.CinderLiteError) as e:
+                            LOG.error('NBD export of attachment %s: cannot '
+                                      'resume it: %s', attachment_id, e)
+                    LOG.info('writers of %d volume(s) released',
+                             len(wanted))
+        except OSError as e:
+            raise exception.CannotHoldWrites(
+                volume_id=', '.join(sorted(wanted)),
+                reason='pause control failed: %s' % e) from None
+        finally:
+            with self._holding:
+                self._held -= wanted
+                self._holding.notify_all()
+
+    @contextlib.contextmanager
+    def _spawn_lock(self, volume_id):
+        """The spawn lock, taken while ``volume_id``'s writers are not
+        held: ``hold`` marks its volumes before it takes this lock to
+        list their exports, so an export is either listed (and paused) or
+        started after the hold."""
+        while True:
+            with self._holding:
+                while volume_id in self._held:
+                    self._holding.wait()
+            self._spawning.acquire()
+            with self._holding:
+                if volume_id not in self._held:
+                    break
+            self._spawning.release()
+        try:
+            yield
+        finally:
+            self._spawning.release()
 
     def stop(self):
         """Exports outlive the service: hosts keep their I/O across a
@@ -237,7 +395,7 @@ class NbdTarget:
         records = self.exports()
         for name in os.listdir(self.state_dir):
             base, dot, ext = name.rpartition('.')
-            if ext in ('psk', 'log') and base not in records:
+            if ext in ('psk', 'log', 'pause') and base not in records:
                 self._forget_files(base)
 
     def _ports_in_use(self):
@@ -248,7 +406,7 @@ class NbdTarget:
         if self._load(attachment_id):
             return
         low, high = self.ports
-        with self._spawning:
+        with self._spawn_lock(volume_id):
             taken = self._ports_in_use()
             for port in range(low, high + 1):
                 if port in taken or not self._port_free(port):
@@ -280,6 +438,9 @@ class NbdTarget:
         rate = rate_limit(qos_specs, 'NBD export of attachment %s'
                           % attachment_id)
         argv.append('--filter=exportname')
+        pause = self._pause_path(attachment_id) if mode != 'ro' else None
+        if pause:
+            argv.append('--filter=pause')
         if rate:
             argv.append('--filter=rate')
         argv += ['file', path,
@@ -288,6 +449,12 @@ class NbdTarget:
                  'exportname-list=explicit']
         if rate:
             argv.append('rate=%d' % rate)
+        if pause:
+            try:
+                os.unlink(pause)
+            except FileNotFoundError:
+                pass
+            argv.append('pause-control=%s' % pause)
         # nbdkit's messages (every refused client adds some) go to a file:
         # a pipe nobody reads any more (after a restart) would fill up
         log_fd = os.open(self._log_file(attachment_id),
@@ -325,7 +492,7 @@ class NbdTarget:
             return False
         record = {'pid': proc.pid, 'port': port, 'host': self.ip,
                   'path': path, 'mode': mode, 'volume_id': volume_id,
-                  'rate': rate, 'tls': True}
+                  'rate': rate, 'tls': True, 'pause': pause}
         tmp = self._state_file(attachment_id) + '.tmp'
         with open(tmp, 'w') as f:
             json.dump(record, f)
@@ -430,6 +597,19 @@ class NbdTarget:
                 'export_name': volume_id, 'access_mode': mode,
                 'tls': True, 'tls_psk_identity': psk_identity(attachment_id),
                 PSK_KEY: self._key(attachment_id)}
+
+
+def _answer(ctl, expected, attachment_id):
+    got = ctl.recv(1)
+    if got != expected:
+        raise exception.CinderLiteError(
+            'NBD export of attachment %s answered %r to its pause control, '
+            'not %r' % (attachment_id, got, expected))
+
+
+def _command(ctl, command, attachment_id):
+    ctl.sendall(command)
+    _answer(ctl, command.upper(), attachment_id)
 
 
 def _exited(pid):
