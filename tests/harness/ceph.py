@@ -332,10 +332,12 @@ def service_caps(pool, prefix=ATTACHMENT_PREFIX):
 
 def backup_caps(pool):
     """The caps of the backup service's Ceph user that doc/rbd.rst tells
-    operators to grant: a read of the cluster maps, and reads and writes
-    (omap included) of the objects of the backup pool, nothing else; the
-    tests' backup services connect with these."""
-    return [('mon', 'allow r'), ('osd', 'allow rw pool=%s' % pool)]
+    operators to grant: a read of the cluster maps, and what an RBD
+    client may do in the backup pool (its objects, omap included, and
+    the rbd class: the backup images of differential backups), nothing
+    else; the tests' backup services connect with these.  (The volumes
+    it reads it reaches with a key of each backup's own.)"""
+    return [('mon', 'allow r'), ('osd', 'profile rbd pool=%s' % pool)]
 
 
 def start_for_tests(path):
