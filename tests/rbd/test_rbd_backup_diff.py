@@ -458,3 +458,47 @@ def test_a_backup_killed_half_way_breaks_no_later_one(ceph, admin,
             for snap in list(image.list_snaps()):
                 image.remove_snap(snap['name'])
         rbd.RBD().remove(admin.volumes, 'volume-%s' % vid)
+
+
+def test_reconciliation_removes_the_snapshot_of_a_backup_cut_short(
+        diff_stack, admin):
+    """A backup its service left ``creating``: reconciliation makes it
+    ``error`` and has the volume service remove the backup snapshot it
+    had made of the volume; the next backup is whole again, and
+    right."""
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import backups as db_backups
+    from cinder_lite.db import volumes as db_volumes
+    s, api = diff_stack
+    vol = api.create_volume(size=1, volume_type='shared-rbd')
+    vid = vol['id']
+    model = []
+    admin.write(vid, model, 5 * MiB, os.urandom(3 * MiB))
+    full = bk.backup(api, vid)
+    admin.write(vid, model, 500 * MiB, os.urandom(MiB))
+    cut = bk.backup(api, vid, incremental=True)
+    cut_snap = meta_of(api, cut['id'])['source_snapshot']
+    assert admin.snaps('volume-%s' % vid) == [cut_snap]
+    # as if its service had stopped before the copy ended
+    with db_api.writer() as session:
+        db_backups.update(session, cut['id'], {'status': 'creating'})
+        db_volumes.update(session, vid, {'status': 'backing-up'})
+    manager, = s.backup_services[0].endpoints
+    assert manager.reconcile_now(max_age=0) == [
+        'backup %s: creating -> error (interrupted: the backup service '
+        'testnode stopped while it made the backup)' % cut['id']]
+    assert admin.snaps('volume-%s' % vid) == []
+    assert api.get('/volumes/%s' % vid).json()['volume']['status'] == \
+        'available'
+    admin.write(vid, model, 600 * MiB, b'after')
+    after = bk.backup(api, vid, incremental=True)
+    meta = meta_of(api, after['id'])
+    assert meta['base_snapshot'] is None
+    assert admin.snaps('volume-%s' % vid) == [meta['source_snapshot']]
+    new, image = restored_image(api, admin, after['id'])
+    with image:
+        assert_holds(image, model)
+    for backup in (cut, after, full):
+        assert api.delete('/backups/%s' % backup['id']).status_code == 202
+        bk.wait_gone(api, backup['id'])
+    assert admin.snaps(ceph_rbd.image_name(vid), admin.backups) is None

@@ -37,7 +37,10 @@ Restore, delete
     snapshot, and the image with its last one.
 """
 import calendar
+import contextlib
 import logging
+import time
+import uuid
 
 from cinder_lite.backup import chunked
 from cinder_lite.common import exception
@@ -54,6 +57,12 @@ ORDER = 22
 # the head is being written by this backup (image metadata)
 WRITING = 'cinder_lite.writing'
 SNAP_PREFIX = 'backup.'
+# one writer of a backup image at a time (two backups of one volume at
+# once, a delete): a RADOS lock on ``<image>.lock`` that lapses when its
+# holder dies, renewed while held
+LOCK_NAME = 'cinder_lite.backup.writer'
+LOCK_SECONDS = 60
+LOCK_FLAG_MAY_RENEW = 1
 
 
 def rados_module():
@@ -185,39 +194,99 @@ class RbdLayout:
                 % (name, '@%s' % snapshot if snapshot else '',
                    self.driver.pool, e))
 
+    @contextlib.contextmanager
+    def _writer(self, ioctx, name, backup, progress=None):
+        """Hold the writer lock of the image ``name``, waiting for another
+        holder to finish (``progress`` is called meanwhile, so that a
+        backup deleted while it waits stops); yields a function that
+        renews it."""
+        rados = rados_module()
+        key = name + '.lock'
+        cookie = '%s.%s' % (backup['id'], uuid.uuid4().hex[:8])
+        waited = False
+        while True:
+            try:
+                ioctx.lock_exclusive(key, LOCK_NAME, cookie,
+                                     desc='backup %s' % backup['id'],
+                                     duration=LOCK_SECONDS)
+                break
+            except (rados.ObjectBusy, rados.ObjectExists):
+                if not waited:
+                    LOG.info('backup %s: waiting for the other writer of '
+                             '%s', backup['id'], name)
+                    waited = True
+                if progress:
+                    progress(0, 0)
+                time.sleep(1)
+            except rados.Error as e:
+                raise exception.BackendError(
+                    reason='the writer lock of backup image %s in pool %s '
+                           'cannot be taken: %s' % (name, self.driver.pool,
+                                                    e))
+        renewed = [time.monotonic()]
+
+        def renew():
+            if time.monotonic() - renewed[0] < LOCK_SECONDS / 3:
+                return
+            try:
+                ioctx.lock_exclusive(key, LOCK_NAME, cookie,
+                                     desc='backup %s' % backup['id'],
+                                     duration=LOCK_SECONDS,
+                                     flags=LOCK_FLAG_MAY_RENEW)
+            except rados.Error as e:
+                raise exception.BackendError(
+                    reason='the writer lock of backup image %s was lost: %s'
+                    % (name, e))
+            renewed[0] = time.monotonic()
+        try:
+            yield renew
+        finally:
+            try:
+                ioctx.unlock(key, LOCK_NAME, cookie)
+            except rados.ObjectNotFound:
+                pass        # removed with its image
+            except rados.Error as e:
+                LOG.warning('cannot release the writer lock of %s: %s',
+                            name, e)
+
     # -- a backup ------------------------------------------------------------
 
     def backup(self, backup, device, progress=None):
-        rbd = rbd_module()
         name = image_name(backup['volume_id'])
-        snap = snapshot_name(backup)
         ioctx = self._ioctx()
         try:
-            image = self._open_image(ioctx, name)
-            created = image is None
-            if created:
-                # layering only: no exclusive lock that a backup service
-                # killed while writing would leave for the next to break
-                self._call('create of backup image %s' % name,
-                           rbd.RBD().create, ioctx, name, device.size,
-                           ORDER, False, rbd.RBD_FEATURE_LAYERING)
-                image = self._open_image(ioctx, name)
-            try:
-                result = self._write(backup, image, name, snap, device,
-                                     progress)
-            except BaseException:
-                self._drop_if_empty(ioctx, image, name)
-                raise
-            finally:
-                image.close()
-            if created:
-                LOG.info('backup %s: made backup image %s', backup['id'],
-                         name)
-            return result
+            with self._writer(ioctx, name, backup, progress) as renew:
+                return self._backup(ioctx, name, backup, device, progress,
+                                    renew)
         finally:
             ioctx.close()
 
-    def _write(self, backup, image, name, snap, device, progress):
+    def _backup(self, ioctx, name, backup, device, progress, renew):
+        rbd = rbd_module()
+        snap = snapshot_name(backup)
+        image = self._open_image(ioctx, name)
+        created = image is None
+        if created:
+            # layering only: no exclusive lock that a backup service
+            # killed while writing would leave for the next to break
+            self._call('create of backup image %s' % name,
+                       rbd.RBD().create, ioctx, name, device.size,
+                       ORDER, False, rbd.RBD_FEATURE_LAYERING)
+            image = self._open_image(ioctx, name)
+        try:
+            result = self._write(backup, image, name, snap, device,
+                                 progress, renew)
+        except BaseException:
+            self._drop_if_empty(ioctx, image, name)
+            raise
+        finally:
+            image.close()
+        if created:
+            LOG.info('backup %s: made backup image %s', backup['id'],
+                     name)
+        return result
+
+    def _write(self, backup, image, name, snap, device, progress, renew):
         size = device.size
         if image.size() != size:
             self._call('resize of %s' % name, image.resize, size)
@@ -249,6 +318,7 @@ class RbdLayout:
         def advance(nbytes, objects=0):
             done[0] += nbytes
             done[1] += objects
+            renew()
             if progress:
                 progress(done[0], done[1])
 
@@ -305,6 +375,9 @@ class RbdLayout:
         try:
             rbd.RBD().remove(ioctx, name)
             LOG.info('removed backup image %s: no backup left in it', name)
+            # its lock object with it (the lock held now goes too: a
+            # waiting writer makes the object again when it locks)
+            ioctx.remove_object(name + '.lock')
         except rbd.ImageNotFound:
             pass
         except rbd.Error as e:
@@ -372,34 +445,40 @@ class RbdLayout:
         """Remove the backup's snapshot (the name its record gives, or
         the one it would have had: a backup cut short), and the image
         with the last one."""
-        rbd = rbd_module()
         meta = metadata_of(backup)
         name = meta.get('image') or image_name(backup['volume_id'])
         snap = meta.get('snapshot') or snapshot_name(backup)
         ioctx = self._ioctx()
         try:
-            image = self._open_image(ioctx, name)
+            image = self._open_image(ioctx, name, read_only=True)
             if image is None:
+                # (no lock taken: it would make the lock object)
                 return
-            try:
-                if snap in [s['name'] for s in image.list_snaps()]:
-                    self._call('removal of %s@%s' % (name, snap),
-                               image.remove_snap, snap)
-                    LOG.info('backup %s: removed %s@%s', backup['id'],
-                             name, snap)
-                try:
-                    writer = image.metadata_get(WRITING)
-                except KeyError:
-                    writer = None
-                if writer in (None, backup['id']):
-                    self._drop_if_empty(ioctx, image, name)
-            finally:
-                try:
-                    image.close()
-                except rbd.Error:
-                    pass
+            image.close()
+            with self._writer(ioctx, name, backup):
+                self._delete(ioctx, backup, name, snap)
         finally:
             ioctx.close()
+
+    def _delete(self, ioctx, backup, name, snap):
+        rbd = rbd_module()
+        image = self._open_image(ioctx, name)
+        if image is None:
+            return
+        try:
+            if snap in [s['name'] for s in image.list_snaps()]:
+                self._call('removal of %s@%s' % (name, snap),
+                           image.remove_snap, snap)
+                LOG.info('backup %s: removed %s@%s', backup['id'],
+                         name, snap)
+            # (a head a dead writer left marked goes with it: no writer
+            # runs while the lock is held)
+            self._drop_if_empty(ioctx, image, name)
+        finally:
+            try:
+                image.close()
+            except rbd.Error:
+                pass
 
     def verify(self, backup):
         meta = metadata_of(backup)
