@@ -25,14 +25,22 @@ and the floor, the least any copy of the same data costs here:
   compressed runs: no backup can beat it on one thread.
 
 ``--drivers posix,ceph`` runs the same with the Ceph store on a
-single-node cluster the bench starts (the volume stays on the file
-backend, so the floor is the same ``cp``; Ceph's CPU is its daemons'
-and is not in the table).
+single-node cluster the bench starts, the volume on the RBD backend of
+the same cluster: the differential path (each backup an RBD snapshot of
+the volume's backup image, an incremental written from librbd's diff of
+the volume, doc/rbd.rst), uncompressed whatever ``--compressions`` says.
+Its floor is what Ceph's own tools do with the same change, measured in
+the same run: ``rbd export-diff [--from-snap A] vol@B - | rbd
+import-diff - image`` into an image of the backup pool, and back into a
+new image for the restore.  Its incremental rows' MiB/s are of the data
+changed (nothing else is read); Ceph's CPU is its daemons' and is not in
+the table.
 
 MiB/s are of the data (``--fill``), not of the volume's size: holes are
-skipped; an incremental backup reads and hashes all of it again, so its
-rate is of all of it too.  CPU is the process's (API, volume and backup services are one
-process here) during the operation, in ms per GiB of data.
+skipped; a chunked incremental backup reads and hashes all of it again,
+so its rate is of all of it too.  CPU is the process's (API, volume and
+backup services are one process here) during the operation, in ms per
+GiB of data.
 
     .venv/bin/python bench/backup.py --size 1 --fill 0.5
     .venv/bin/python bench/backup.py --size 4 --fill 1 --compressions zlib
@@ -126,10 +134,7 @@ def run(workdir, size, fill, compression, changes, driver='posix',
     state = os.path.join(workdir, 'state-%s-%s' % (driver, compression))
     extra = {'backup_compression_algorithm': compression}
     if driver == 'ceph':
-        conf_path, _keyring = ceph.cluster.make_backup_user()
-        extra.update(backup_driver=CEPH_DRIVER, backup_ceph_conf=conf_path,
-                     backup_ceph_user=ceph_mod.BACKUP_USER,
-                     backup_ceph_pool=ceph_mod.BACKUP_POOL)
+        return run_rbd(state, size, fill, changes, ceph)
     s = stack_mod.Stack(state, extra=extra).start()
     rows = []
     try:
@@ -186,6 +191,124 @@ def run(workdir, size, fill, compression, changes, driver='posix',
     return rows
 
 
+class RbdVolume:
+    """The bench's own access to an RBD volume as client.admin."""
+
+    def __init__(self, ceph, name):
+        from cinder_lite.volume.drivers import rbd as rbd_driver
+        self.rbd = rbd_driver.rbd_module()
+        self.client, self.ioctx = ceph.admin()
+        self.name = name
+
+    def write_chunks(self, offsets):
+        data = os.urandom(CHUNK)
+        with self.rbd.Image(self.ioctx, self.name) as image:
+            for offset in offsets:
+                for at in range(0, CHUNK, 4 * MiB):
+                    image.write(data[at:at + 4 * MiB], offset + at)
+            image.flush()
+
+    def rewrite(self, offsets, percent):
+        """As ``rewrite``: ``percent`` per cent of the data in 1 MiB
+        pieces; the bytes changed."""
+        pieces = [o + i * MiB for o in offsets for i in range(CHUNK // MiB)]
+        chosen = random.Random(percent).sample(
+            pieces, max(1, len(pieces) * percent // 100))
+        with self.rbd.Image(self.ioctx, self.name) as image:
+            for offset in sorted(chosen):
+                image.write(os.urandom(MiB), offset)
+            image.flush()
+        return len(chosen) * MiB
+
+    def snap(self, name):
+        with self.rbd.Image(self.ioctx, self.name) as image:
+            image.create_snap(name)
+
+    def close(self):
+        self.ioctx.close()
+        self.client.shutdown()
+
+
+def diff_pipe(ceph, source, target, from_snap=None):
+    """``rbd export-diff [--from-snap] source - | rbd import-diff -
+    target`` (pool/image[@snap] names) as client.admin: seconds, CPU
+    seconds of both."""
+    tool = ['rbd', '--conf', ceph.conf, '--keyring', ceph.admin_keyring]
+    export = tool + ['export-diff', '--no-progress'] + (
+        ['--from-snap', from_snap] if from_snap else []) + [source, '-']
+    before = children_cpu()
+    started = time.monotonic()
+    out = subprocess.Popen(export, stdout=subprocess.PIPE)
+    subprocess.run(tool + ['import-diff', '--no-progress', '-', target],
+                   stdin=out.stdout, check=True)
+    out.stdout.close()
+    if out.wait() != 0:
+        raise RuntimeError('rbd export-diff %s failed' % source)
+    return time.monotonic() - started, children_cpu() - before
+
+
+def run_rbd(state, size, fill, changes, ceph):
+    """The Ceph rows: a volume on RBD, differential backups, and
+    export-diff | import-diff of the same change."""
+    conf_path, _keyring = ceph.cluster.make_backup_user()
+    s = stack_mod.Stack(state, backends={'rbd': ceph.backend()}, extra={
+        'backup_driver': CEPH_DRIVER, 'backup_ceph_conf': conf_path,
+        'backup_ceph_user': ceph_mod.BACKUP_USER,
+        'backup_ceph_pool': ceph_mod.BACKUP_POOL}).start()
+    rows = []
+    vol = None
+    try:
+        api = s.client()
+        api.put('/os-quota-sets/%s' % api.project, json={'quota_set': {
+            'gigabytes': -1, 'backup_gigabytes': -1, 'backups': -1,
+            'volumes': -1}})
+        vol = api.create_volume(size=size)
+        name = 'volume-%s' % vol['id']
+        source = '%s/%s' % (ceph.pool, name)
+        floor = '%s/floor-%s' % (ceph_mod.BACKUP_POOL, vol['id'])
+        ceph.rbd('create', '--size', '%dG' % size, '--image-feature',
+                 'layering', floor)
+        image = RbdVolume(ceph, name)
+        offsets = chunk_offsets(size, fill)
+        image.write_chunks(offsets)
+        data_gib = len(offsets) * CHUNK / GiB
+        made = []
+
+        def backup(**extra):
+            made.append(bk.backup(api, vol['id'], **extra)['id'])
+        image.snap('floor-0')
+        t, c = measured(backup)
+        rows.append(('full', t, c, data_gib))
+        t, c = diff_pipe(ceph, source + '@floor-0', floor)
+        # (import-diff makes the diff's end snapshot on the target)
+        rows.append(('floor: export|import-diff', t, c, data_gib))
+        last = 'floor-0'
+        for percent in changes:
+            changed = image.rewrite(offsets, percent) / GiB
+            snap = 'floor-%d' % percent
+            image.snap(snap)
+            t, c = measured(lambda: backup(incremental=True))
+            rows.append(('incremental %d %%' % percent, t, c, changed))
+            t, c = diff_pipe(ceph, '%s@%s' % (source, snap), floor,
+                             from_snap=last)
+            rows.append(('floor: %d %% diff' % percent, t, c, changed))
+            last = snap
+        t, c = measured(lambda: bk.restored(api, made[-1]))
+        rows.append(('restore', t, c, data_gib))
+        back = '%s/floor-back-%s' % (ceph.pool, vol['id'])
+        ceph.rbd('create', '--size', '%dG' % size, '--image-feature',
+                 'layering', back)
+        t, c = diff_pipe(ceph, '%s@%s' % (floor, last), back)
+        rows.append(('floor: restore', t, c, data_gib))
+        image.close()
+        for done in (back, floor):
+            ceph.rbd('snap', 'purge', '--no-progress', done)
+            ceph.rbd('rm', '--no-progress', done)
+    finally:
+        s.stop()
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--size', type=int, default=1, help='volume GiB')
@@ -220,7 +343,9 @@ def main():
             'driver', 'compression', 'operation', 'seconds', 'MiB/s',
             'CPU ms/GiB'))
         for driver in drivers:
-            for compression in args.compressions.split(','):
+            # (the differential path compresses nothing)
+            for compression in (['none'] if driver == 'ceph' else
+                                args.compressions.split(',')):
                 for name, t, c, gib in run(workdir, args.size, args.fill,
                                            compression, changes, driver,
                                            ceph):

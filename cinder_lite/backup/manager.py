@@ -222,20 +222,28 @@ class BackupManager:
     def _copy(self, ctxt, backup, record, parent, volume_host):
         backup_id = backup.id
         # a backup of a snapshot reads it; of a volume in use, a snapshot
-        # made now; of an available volume, the volume itself
+        # made now; of an available volume, the volume itself; with a
+        # driver that diffs snapshots, a backup snapshot the volume
+        # service makes now (when its backend has them) instead of both
         temporary = (not backup.snapshot_id and
                      backup.volume_status != states.AVAILABLE)
         snapshot_id = backup.snapshot_id or (backup_id if temporary
                                              else None)
+        wanted = (None if backup.snapshot_id
+                  else self.driver.source_snapshot(record))
+        made = None
         exported = False
         ended = False
         try:
             info = self._export(ctxt, volume_host, backup_id,
                                 backup.volume_id, snapshot_id, temporary,
-                                'ro')
+                                'ro', source_snapshot=wanted)
             exported = True
+            made = (info.get('data') or {}).get('source_snapshot')
+            if made:
+                snapshot_id, temporary = None, False
             taken = models.utcnow()
-            if temporary:
+            if temporary or made:
                 # the point in time is the snapshot's: the hosts may go on
                 ended = True
                 records.end_backing_up(backup.volume_id)
@@ -250,7 +258,9 @@ class BackupManager:
             # available: whoever sees the backup done may use the volume
             exported = False
             self._unexport(ctxt, volume_host, backup_id, backup.volume_id,
-                           snapshot_id, temporary)
+                           snapshot_id, temporary,
+                           keep=self._kept_snapshots(backup, made)
+                           if made else None)
             ended = self._end_reading(backup, ended)
             with db_api.writer() as session:
                 db_backups.transition(session, backup_id, 'created', values={
@@ -283,9 +293,37 @@ class BackupManager:
                                 fail_reason=reason))
         finally:
             if exported:
+                # a failed backup's snapshot goes, the others' stay
                 self._unexport(ctxt, volume_host, backup_id,
-                               backup.volume_id, snapshot_id, temporary)
+                               backup.volume_id, snapshot_id, temporary,
+                               keep=self._kept_snapshots(backup, None)
+                               if made else None)
             self._end_reading(backup, ended)
+
+    def _kept_snapshots(self, backup, made):
+        """The backup snapshots of ``backup``'s volume that stay once it
+        is done: ``made`` (its own, when it succeeded; None when it
+        failed), and what the volume's other backups still need: the
+        snapshot each one being made reads and the one it diffs from,
+        and, after a failure, the ones the finished backups were made
+        from (the next backup diffs from the newest: a success keeps
+        only its own, as Cinder's driver keeps one)."""
+        keep = {made} if made else set()
+        with db_api.reader() as session:
+            others = [db_backups.record(b) for b in
+                      db_backups.of_volume(session, backup.volume_id)
+                      if b.id != backup.id]
+        by_id = {b['id']: b for b in others}
+        for other in others:
+            if other['status'] == states.CREATING:
+                keep.add(self.driver.source_snapshot(other))
+                parent = by_id.get(other['parent_id'])
+                if parent is not None:
+                    keep.add(self.driver.source_snapshot_of(parent))
+            elif not made:
+                keep.add(self.driver.source_snapshot_of(other))
+        keep.discard(None)
+        return sorted(keep)
 
     @staticmethod
     def _end_reading(backup, ended):
@@ -300,17 +338,19 @@ class BackupManager:
         return True
 
     def _export(self, ctxt, volume_host, backup_id, volume_id, snapshot_id,
-                temporary, mode):
+                temporary, mode, source_snapshot=None):
         return self.volume_rpcapi.backup_export(
             ctxt, volume_host, backup_id, volume_id, snapshot_id, temporary,
-            mode, self.connector, timeout=self.conf.backup_rpc_timeout)
+            mode, self.connector, timeout=self.conf.backup_rpc_timeout,
+            source_snapshot=source_snapshot)
 
     def _unexport(self, ctxt, volume_host, backup_id, volume_id,
-                  snapshot_id, temporary):
+                  snapshot_id, temporary, keep=None):
         try:
             self.volume_rpcapi.backup_unexport(
                 ctxt, volume_host, backup_id, volume_id, snapshot_id,
-                temporary, timeout=self.conf.backup_rpc_timeout)
+                temporary, timeout=self.conf.backup_rpc_timeout,
+                keep_source_snapshots=keep)
         except Exception:
             # the volume service removes it at its next start (no
             # attachment owns it); a temporary snapshot is removed by
@@ -519,8 +559,13 @@ class BackupManager:
             snapshot_id = backup.snapshot_id or (backup.id if temporary
                                                  else None)
             if volume_host:
+                # (with the backup snapshot it may have had made)
+                record = db_backups.record(backup)
                 self._unexport(ctxt, volume_host, backup.id,
-                               backup.volume_id, snapshot_id, temporary)
+                               backup.volume_id, snapshot_id, temporary,
+                               keep=self._kept_snapshots(backup, None)
+                               if self.driver.source_snapshot(record)
+                               else None)
             reason = ('interrupted: the backup service %s stopped while it '
                       'made the backup' % (backup.host or 'that took it'))
             if not records.backup_failed(backup.id, backup.project_id,

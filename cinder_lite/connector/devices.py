@@ -189,6 +189,8 @@ class RbdDevice:
         rbd = system_bindings.load('rbd', 'python3-rbd')
         snapshot = info.get('snapshot_name')
         self.read_only = info.get('access_mode') == 'ro' or bool(snapshot)
+        # the snapshot read (None: the image itself)
+        self.snapshot = snapshot
         self._cluster = rados.Rados(
             rados_id=info['auth_username'],
             clustername=info.get('cluster_name') or 'ceph', conffile=None,
@@ -256,6 +258,24 @@ class RbdDevice:
         # the last extent that begins before the range ends
         i = bisect.bisect_left(starts, offset + length) - 1
         return i >= 0 and ends[i] > offset
+
+    def snapshots(self):
+        """The names of the image's snapshots."""
+        return [snap['name'] for snap in self._image.list_snaps()]
+
+    def changed_extents(self, from_snapshot, offset=0, length=None):
+        """``[(offset, length, exists)]`` of what differs between the
+        snapshot ``from_snapshot`` of the image (None: an image with no
+        data) and what this device reads, from librbd's diff of the
+        image (by object, or its object map): ``exists`` False for a
+        range that reads as zeros now.  Nothing is read but that."""
+        found = []
+        length = self.size - offset if length is None else length
+        self._image.diff_iterate(
+            offset, length, from_snapshot,
+            lambda off, n, exists: found.append((off, n, exists)))
+        found.sort()
+        return found
 
     def read(self, offset, length):
         return self._image.read(offset, length)

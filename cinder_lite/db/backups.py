@@ -104,6 +104,12 @@ def busy_of_volume(session, volume_id):
         B.status == states.CREATING)).scalars().all()
 
 
+def of_volume(session, volume_id):
+    """The live backups of a volume (any status but deleted)."""
+    return session.execute(_live(sa.select(B).where(
+        B.volume_id == volume_id))).scalars().all()
+
+
 def restoring_into(session, volume_id):
     """Ids of the backups being restored into a volume now."""
     return session.execute(sa.select(B.id).where(
@@ -284,4 +290,5 @@ def record(backup):
             'availability_zone': backup.availability_zone,
             'service_metadata': json.loads(meta) if meta else None,
             'restore_volume_id': backup.restore_volume_id,
-            'volume_status': backup.volume_status}
+            'volume_status': backup.volume_status,
+            'created_at': backup.created_at}

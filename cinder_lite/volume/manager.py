@@ -317,37 +317,57 @@ class VolumeManager(manage_manager.ManageEndpoints,
 
     # -- backups --------------------------------------------------------------
     def backup_export(self, ctxt, backup_id, volume_id, snapshot_id,
-                      temporary, mode, connector):
+                      temporary, mode, connector, source_snapshot=None):
         """RPC 1.10 (call): export the volume, or its snapshot
         ``snapshot_id``, for the backup service of ``connector`` (``mode``
         'ro' for a backup, 'rw' for a restore) with a credential of the
         backup's own.  ``temporary``: the snapshot ``snapshot_id`` is made
         now (a backup of a volume in use: its hosts go on writing) and
         removed by ``backup_unexport``.  Returns the connection_info with
-        its secrets masked."""
+        its secrets masked.
+
+        1.11: ``source_snapshot``, a backup snapshot of that name is made
+        of the volume now and exported instead, when the backend makes
+        them (``data.source_snapshot`` in the answer); it is the point in
+        time (no temporary snapshot) and stays after the export, until a
+        ``backup_unexport`` no longer keeps it."""
         with db_api.reader() as session:
             volume = volume_dict(db_volumes.get(session, volume_id))
         export_id = backup_export_id(backup_id)
         with self.working_on(volume_id):
-            if temporary:
+            # (a backup of a user's snapshot reads that snapshot)
+            wants = bool(source_snapshot) and (temporary or not snapshot_id)
+            made = wants and self.driver.create_backup_snapshot(
+                volume, source_snapshot)
+            if made:
+                snapshot_id, temporary = None, False
+            elif temporary:
                 self.driver.create_snapshot(
                     {'id': snapshot_id, 'volume_id': volume_id,
                      'volume_size': volume['size']})
             try:
                 info = self.driver.create_backup_export(
                     volume, snapshot_id, connector, mode, export_id)
+                if made:
+                    info['data'].update(snapshot_name=source_snapshot,
+                                        source_snapshot=source_snapshot)
             except Exception:
                 self._drop_backup_export(volume, backup_id, snapshot_id,
                                          temporary)
+                if made:
+                    self.driver.remove_backup_snapshots(
+                        volume, lambda name: name == source_snapshot)
                 raise
         LOG.info('volume %s: exported %s(%s) for backup %s', volume_id,
-                 'snapshot %s ' % snapshot_id if snapshot_id else '', mode,
-                 backup_id)
+                 'snapshot %s ' % (snapshot_id or source_snapshot)
+                 if snapshot_id or made else '', mode, backup_id)
         return dict(info, data=credentials.conceal(info['data']))
 
     def backup_unexport(self, ctxt, backup_id, volume_id, snapshot_id,
-                        temporary):
-        """RPC 1.10 (call): undo ``backup_export``."""
+                        temporary, keep_source_snapshots=None):
+        """RPC 1.10 (call): undo ``backup_export``.  1.11:
+        ``keep_source_snapshots``, the backup snapshots of the volume
+        that stay (the others go); None: none is removed."""
         volume = {'id': volume_id}
         try:
             with db_api.reader() as session:
@@ -355,6 +375,11 @@ class VolumeManager(manage_manager.ManageEndpoints,
         except exception.VolumeNotFound:
             pass
         self._drop_backup_export(volume, backup_id, snapshot_id, temporary)
+        if keep_source_snapshots is not None and 'size' in volume:
+            keep = set(keep_source_snapshots)
+            with self.working_on(volume_id):
+                self.driver.remove_backup_snapshots(
+                    volume, lambda name: name not in keep)
         LOG.info('volume %s: export for backup %s removed%s', volume_id,
                  backup_id, ' with its temporary snapshot' if temporary
                  else '')

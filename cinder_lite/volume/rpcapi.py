@@ -36,6 +36,10 @@ History:
           destination's: the new storage takes the volume's id)
     1.14 - delete_group, create_group_snapshot, delete_group_snapshot,
           create_group_from_src (casts; generic volume groups)
+    1.15 - backup_export takes ``source_snapshot`` (an RBD snapshot of
+          the volume made for a differential backup and kept after it),
+          backup_unexport ``keep_source_snapshots`` (the backup
+          snapshots of the volume that stay; the others are removed)
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -44,10 +48,13 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.14'
+RPC_API_VERSION = '1.15'
 BACKUP_RPC = '1.10'
 MANAGE_RPC = '1.12'
 MIGRATION_RPC = '1.13'
+# backup_export / backup_unexport with the source snapshots of
+# differential backups
+BACKUP_SNAPSHOT_RPC = '1.15'
 
 
 def backend_host(host):
@@ -224,22 +231,42 @@ class VolumeAPI:
                           initiators=initiators)
 
     def backup_export(self, ctxt, host, backup_id, volume_id, snapshot_id,
-                      temporary, mode, connector, timeout=None):
+                      temporary, mode, connector, timeout=None,
+                      source_snapshot=None):
         """connection_info (secrets masked) of an export of the volume,
         or of its snapshot ``snapshot_id`` (made now when ``temporary``),
-        for the backup service of ``connector``."""
-        return self._call(ctxt, host, 'backup_export', version=BACKUP_RPC,
+        for the backup service of ``connector``.  ``source_snapshot``:
+        the name of a backup snapshot of the volume to make now and read
+        instead (when its backend has them: the answer's
+        ``data.source_snapshot`` says so)."""
+        kwargs = {}
+        version = BACKUP_RPC
+        if source_snapshot and self.client.can_send_version(
+                BACKUP_SNAPSHOT_RPC):
+            kwargs['source_snapshot'] = source_snapshot
+            version = BACKUP_SNAPSHOT_RPC
+        return self._call(ctxt, host, 'backup_export', version=version,
                           timeout=timeout, backup_id=backup_id,
                           volume_id=volume_id, snapshot_id=snapshot_id,
                           temporary=temporary, mode=mode,
-                          connector=connector)
+                          connector=connector, **kwargs)
 
     def backup_unexport(self, ctxt, host, backup_id, volume_id, snapshot_id,
-                        temporary, timeout=None):
+                        temporary, timeout=None, keep_source_snapshots=None):
+        """Undo backup_export; ``keep_source_snapshots`` (a list): the
+        backup snapshots of the volume to keep, the others are removed
+        (None: they are not looked at)."""
+        kwargs = {}
+        version = BACKUP_RPC
+        if keep_source_snapshots is not None and \
+                self.client.can_send_version(BACKUP_SNAPSHOT_RPC):
+            kwargs['keep_source_snapshots'] = list(keep_source_snapshots)
+            version = BACKUP_SNAPSHOT_RPC
         return self._call(ctxt, host, 'backup_unexport',
-                          version=BACKUP_RPC, timeout=timeout,
+                          version=version, timeout=timeout,
                           backup_id=backup_id, volume_id=volume_id,
-                          snapshot_id=snapshot_id, temporary=temporary)
+                          snapshot_id=snapshot_id, temporary=temporary,
+                          **kwargs)
 
     # -- manage and unmanage (1.12) --------------------------------------
     def manage_existing(self, ctxt, host, volume, ref):

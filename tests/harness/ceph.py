@@ -261,9 +261,14 @@ class CephCluster:
         args = []
         for daemon, cap in caps:
             args += [daemon, cap]
+        # written aside and renamed: the test workers of a run share the
+        # cluster, and one of them may be reading the keyring another
+        # makes again (``-o`` truncates it first)
+        tmp = '%s.tmp-%d' % (path, os.getpid())
         self.ceph('auth', 'get-or-create', 'client.%s' % name, *args,
-                  '-o', path)
-        os.chmod(path, 0o600)
+                  '-o', tmp)
+        os.chmod(tmp, 0o600)
+        os.rename(tmp, path)
         return path
 
     def client_conf(self, name, keyring, tag=''):
@@ -332,10 +337,12 @@ def service_caps(pool, prefix=ATTACHMENT_PREFIX):
 
 def backup_caps(pool):
     """The caps of the backup service's Ceph user that doc/rbd.rst tells
-    operators to grant: a read of the cluster maps, and reads and writes
-    (omap included) of the objects of the backup pool, nothing else; the
-    tests' backup services connect with these."""
-    return [('mon', 'allow r'), ('osd', 'allow rw pool=%s' % pool)]
+    operators to grant: a read of the cluster maps, and what an RBD
+    client may do in the backup pool (its objects, omap included, and
+    the rbd class: the backup images of differential backups), nothing
+    else; the tests' backup services connect with these.  (The volumes
+    it reads it reaches with a key of each backup's own.)"""
+    return [('mon', 'allow r'), ('osd', 'profile rbd pool=%s' % pool)]
 
 
 def start_for_tests(path):

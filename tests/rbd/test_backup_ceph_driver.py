@@ -3,7 +3,7 @@
 through LocalDevice, backups are RADOS objects of the backup pool that
 the tests look at as client.admin, and every restore is compared byte
 for byte.  The driver connects as the backup user of doc/rbd.rst (mon
-``allow r``, osd ``allow rw pool=backups``), never as admin; each test
+``allow r``, osd ``profile rbd pool=backups``), never as admin; each test
 keeps its backups in a namespace (container) of its own."""
 import base64
 import json
@@ -377,8 +377,8 @@ def test_the_backup_users_caps_are_what_the_docs_say(ceph, backup_user):
          'json'], capture_output=True, text=True, timeout=60, check=True)
     caps = json.loads(out.stdout)[0]['caps']
     assert caps == {'mon': 'allow r',
-                    'osd': 'allow rw pool=%s' % ceph_mod.BACKUP_POOL}
+                    'osd': 'profile rbd pool=%s' % ceph_mod.BACKUP_POOL}
     with open(os.path.join(os.path.dirname(__file__), '..', '..', 'doc',
                            'rbd.rst')) as f:
         doc = f.read()
-    assert "mon 'allow r' osd 'allow rw pool=backups'" in doc
+    assert "mon 'allow r' osd 'profile rbd pool=backups'" in doc

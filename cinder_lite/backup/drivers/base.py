@@ -59,6 +59,18 @@ class BackupDriver(metaclass=abc.ABCMeta):
         the manager never deletes a backup others are incremental to);
         absent objects are not an error."""
 
+    def source_snapshot(self, backup):
+        """The name of the backup snapshot the volume service is asked
+        to make of the volume for ``backup`` (a record) and to keep as
+        the base of the next backup, for a driver that diffs snapshots
+        (None: the driver reads the volume, or a temporary snapshot)."""
+        return None
+
+    def source_snapshot_of(self, backup):
+        """The backup snapshot of its volume that the finished
+        ``backup`` was made from (from its service_metadata; None)."""
+        return None
+
     def verify(self, backup):
         """Raise CinderLiteError when the store does not hold what
         ``backup`` (a record imported with import_record) names."""

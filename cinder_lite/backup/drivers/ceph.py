@@ -35,6 +35,15 @@ Which objects a backup has: an omap index per backup
     finished object from one a dead writer left.  The index is read
     with one omap request per thousand objects of that backup only.
 
+Volumes on RBD: differential backups (ceph_rbd.py)
+    A backup of an RBD volume in the default container is not chunked:
+    it is an RBD snapshot of the image ``volume-<id>.backup.base`` of
+    the pool, written with what changed since the backup before, as
+    Cinder's Ceph driver does.  A backup's service_metadata names its
+    ``layout``: ``rbd``, or ``chunked`` (and a record without one, made
+    before there were two, is chunked).  A chunked backup of a volume
+    whose last backup is a snapshot is a full one.
+
 What is atomic
     RADOS has no rename, so nothing appears whole at once as the POSIX
     driver's renamed files do; what makes a backup a backup is its
@@ -50,6 +59,7 @@ import threading
 import uuid
 
 from cinder_lite.backup import chunked
+from cinder_lite.backup.drivers import ceph_rbd
 from cinder_lite.common import exception
 from cinder_lite.common import system_bindings
 
@@ -191,6 +201,7 @@ class CephBackupDriver(chunked.ChunkedBackupDriver):
         super().__init__(conf)
         self._cluster = None
         self._lock = threading.Lock()
+        self._rbd = ceph_rbd.RbdLayout(self)
 
     @property
     def pool(self):
@@ -319,7 +330,7 @@ class CephBackupDriver(chunked.ChunkedBackupDriver):
                 raise exception.BackendError(
                     reason='client.%s may not write and read objects of '
                            'backup_ceph_pool %s (its OSD caps must allow '
-                           'rw on it: osd "allow rw pool=%s"): %s'
+                           'rw on it: osd "profile rbd pool=%s"): %s'
                            % (self.user, self.pool, self.pool, e))
             except rados.Error as e:
                 raise exception.BackendError(
@@ -329,6 +340,60 @@ class CephBackupDriver(chunked.ChunkedBackupDriver):
             raise exception.BackendError(
                 reason='backup_ceph_pool %s gave back other bytes than '
                        'were written to it' % self.pool)
+
+    # -- the two layouts ------------------------------------------------------
+
+    def _differential(self, backup):
+        """Whether ``backup`` may be a snapshot of a backup image (the
+        images are in the pool's default namespace: a backup to another
+        container is chunked)."""
+        return backup.get('container') in (None, self.pool)
+
+    def source_snapshot(self, backup):
+        if not self._differential(backup):
+            return None
+        return ceph_rbd.snapshot_name(backup)
+
+    def source_snapshot_of(self, backup):
+        if not ceph_rbd.is_rbd(backup):
+            return None
+        return ceph_rbd.metadata_of(backup).get('source_snapshot')
+
+    def backup(self, backup, device, parent=None, progress=None):
+        if self._differential(backup) and ceph_rbd.RbdLayout.usable(device):
+            return self._rbd.backup(backup, device, progress)
+        if parent is not None and ceph_rbd.is_rbd(parent):
+            # no chunked object to be incremental to: all of it
+            LOG.info('backup %s: chunked, and full (its parent %s is an RBD '
+                     'snapshot)', backup['id'], parent['id'])
+            parent = None
+        result = super().backup(backup, device, parent, progress)
+        result['service_metadata']['layout'] = 'chunked'
+        return result
+
+    def restore(self, chain, device, progress=None):
+        if ceph_rbd.is_rbd(chain[-1]):
+            # a snapshot holds the whole volume
+            return self._rbd.restore(chain[-1], device, progress)
+        for i in range(len(chain) - 1, -1, -1):
+            if ceph_rbd.is_rbd(chain[i]):
+                # the chunked backup after it is a full one
+                chain = chain[i + 1:]
+                break
+        return super().restore(chain, device, progress)
+
+    def delete(self, backup):
+        if ceph_rbd.is_rbd(backup):
+            return self._rbd.delete(backup)
+        if not backup.get('service_metadata'):
+            # cut short before its layout was recorded: either may hold
+            # part of it
+            try:
+                self._rbd.delete(backup)
+            except exception.BackendError as e:
+                LOG.warning('backup %s: no backup snapshot looked for: %s',
+                            backup['id'], e)
+        return super().delete(backup)
 
     # -- containers ----------------------------------------------------------
 
@@ -522,7 +587,10 @@ class CephBackupDriver(chunked.ChunkedBackupDriver):
     def verify(self, backup):
         """The chunked checks (metadata, sha256 file, every object
         committed with the bytes written), then every RADOS part of
-        every object there with its size."""
+        every object there with its size; of a snapshot: that it is
+        there."""
+        if ceph_rbd.is_rbd(backup):
+            return self._rbd.verify(backup)
         super().verify(backup)
         container = self.container_of(backup)
         prefix = chunked.prefix_of(backup)

@@ -222,6 +222,17 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         """Undo ``create_backup_export`` (nothing there is no error)."""
         self.remove_export(volume, None, export_id, False)
 
+    def create_backup_snapshot(self, volume, name):
+        """Make the backup snapshot ``name`` of ``volume`` for a
+        differential backup (kept after the backup, the base of the next
+        one); True when made, False when the backend has none (the
+        backup reads the volume or a temporary snapshot instead)."""
+        return False
+
+    def remove_backup_snapshots(self, volume, unwanted):
+        """Remove the backup snapshots of ``volume`` whose name
+        ``unwanted(name)`` is true (none there is no error)."""
+
     def initialize_connection(self, volume, connector, mode, attachment_id):
         """Connection info for ``connector``:
         ``{'driver_volume_type': ..., 'data': {...}}``."""

@@ -63,6 +63,8 @@ CLONE_SNAP = 'clone-%s'
 # the snapshots deleted while a client held their image's lock: {snapshot
 # id: image name}, removed from the image when that client is cut off
 DEFERRED = 'cinder_lite.snapshots.deferred'
+# the snapshots differential backups read and keep (Cinder's names)
+BACKUP_SNAP_PREFIX = 'backup.'
 ENOENT = 2
 
 
@@ -1306,3 +1308,43 @@ class RBDDriver(base.VolumeDriver):
             info['data']['snapshot_name'] = grouped['name'] if grouped \
                 else snap
         return info
+
+    # -- backup snapshots of differential backups -----------------------------
+    # (``backup.<backup id>.snap.<timestamp>``, Cinder's Ceph backup
+    # names: not protected, never cloned; delete_volume removes them with
+    # the image's other snapshots)
+    def create_backup_snapshot(self, volume, name):
+        rbd = rbd_module()
+        if not name.startswith(BACKUP_SNAP_PREFIX):
+            raise exception.InvalidInput(
+                reason='%r is not the name of a backup snapshot' % name)
+        image = self._image(volume_name(volume['id']))
+        try:
+            image.create_snap(name)
+        except rbd.ImageExists:
+            LOG.info('backup snapshot %s of volume %s exists already',
+                     name, volume['id'])
+        finally:
+            image.close()
+        LOG.info('made RBD backup snapshot %s@%s',
+                 volume_name(volume['id']), name)
+        return True
+
+    def remove_backup_snapshots(self, volume, unwanted):
+        rbd = rbd_module()
+        try:
+            image = self._image(volume_name(volume['id']))
+        except rbd.ImageNotFound:
+            return
+        try:
+            for snap in list(image.list_snaps()):
+                name = snap['name']
+                if name.startswith(BACKUP_SNAP_PREFIX) and unwanted(name):
+                    try:
+                        image.remove_snap(name)
+                    except rbd.ImageNotFound:
+                        continue
+                    LOG.info('removed RBD backup snapshot %s@%s',
+                             volume_name(volume['id']), name)
+        finally:
+            image.close()
