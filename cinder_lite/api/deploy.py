@@ -36,6 +36,7 @@ from cinder_lite import dashboard
 from cinder_lite.volume import actions
 from cinder_lite.volume import api as volume_api
 from cinder_lite.volume import attachment_api
+from cinder_lite.volume import default_type_api
 from cinder_lite.volume import fence_api
 from cinder_lite.volume import image_api
 from cinder_lite.volume import metadata_api
@@ -52,6 +53,7 @@ class Services:
     def __init__(self, conf):
         self.volumes = volume_api.VolumeService(conf)
         self.types = type_api.TypeService(conf)
+        self.default_types = default_type_api.DefaultTypeService(conf)
         self.attachments = attachment_api.AttachmentService(
             conf, self.volumes.volume_rpcapi)
         self.actions = actions.VolumeActions(conf, self.attachments,

@@ -15,6 +15,7 @@ from cinder_lite.api.handlers import admin
 from cinder_lite.api.handlers import attachment_events
 from cinder_lite.api.handlers import host_fences
 from cinder_lite.api.handlers import attachments
+from cinder_lite.api.handlers import default_types
 from cinder_lite.api.handlers import extensions
 from cinder_lite.api.handlers import hosts
 from cinder_lite.api.handlers import backups
@@ -97,6 +98,11 @@ ROUTE_DECLARATIONS = (
     ('/types/{type_id}/os-volume-type-access', {
         'GET': types.list_type_access}),
     ('/types/{type_id}/action', {'POST': types.type_action}),
+    ('/default-types', {'GET': default_types.list_default_types}),
+    ('/default-types/{target_project_id}', {
+        'GET': default_types.show_default_type,
+        'PUT': default_types.set_default_type,
+        'DELETE': default_types.unset_default_type}),
     ('/os-availability-zone', {
         'GET': hosts.list_availability_zones}),
     ('/os-hosts', {'GET': hosts.list_hosts}),

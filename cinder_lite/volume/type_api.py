@@ -5,6 +5,7 @@ from cinder_lite.common import capabilities
 from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
+from cinder_lite.db import default_types as db_defaults
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
@@ -49,6 +50,11 @@ class TypeService:
         policy.authorize(context, policy.TYPE_GET)
         with db_api.reader() as session:
             if type_id == 'default':
+                # the project's own default first, as Cinder
+                default_id = db_defaults.type_id_of(session,
+                                                    context.project_id)
+                if default_id is not None:
+                    return db_types.get(session, default_id)
                 return db_types.get_by_name(session,
                                             self.conf.default_volume_type)
             return db_types.get(session, type_id, self._scope(context))
@@ -80,6 +86,8 @@ class TypeService:
             if vtype['name'] == self.conf.default_volume_type:
                 raise exception.InvalidVolumeType(
                     reason='Default volume type can not be deleted.')
+            db_types.lock_row(session, type_id)
+            db_defaults.check_not_default(session, type_id)
             db_types.delete(session, type_id, in_use=lambda s:
                             db_volumes.type_in_use(s, type_id))
             # no volume has it: its per-type usage is zero everywhere
