@@ -65,6 +65,11 @@ class ExtensionNotFound(NotFound):
     msg_fmt = 'Extension %(alias)s could not be found.'
 
 
+class TypeAccessListNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'Access list not available for public volume types.'
+
+
 class TypeAccessNotFound(NotFound):
     msg_fmt = ('Volume type access not found for %(type_id)s / '
                '%(project_id)s combination.')

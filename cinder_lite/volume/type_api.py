@@ -28,6 +28,15 @@ def _check_name(name):
                    "types" % db_types.DELETED_PREFIX)
 
 
+def _check_private(vtype):
+    """Access grants are for private types only (Cinder: 400 on a public
+    one, whether adding or removing)."""
+    if vtype['is_public']:
+        raise exception.InvalidVolumeType(
+            reason='Type access modification is not applicable to public '
+                   'volume type.')
+
+
 class TypeService:
 
     def __init__(self, conf):
@@ -114,21 +123,18 @@ class TypeService:
         with db_api.reader() as session:
             vtype = db_types.get(session, type_id)
             if vtype['is_public']:
-                raise exception.InvalidVolumeType(
-                    reason='Access list not available for public volume '
-                           'types.')
+                # Cinder: 404, everyone has access to a public type
+                raise exception.TypeAccessListNotFound()
             return db_types.list_access(session, type_id)
 
     def add_access(self, context, type_id, project_id):
         policy.authorize(context, policy.TYPE_ACCESS)
         with db_api.writer() as session:
-            if db_types.get(session, type_id)['is_public']:
-                raise exception.InvalidVolumeType(
-                    reason='Type access modification is not applicable to '
-                           'public volume type.')
+            _check_private(db_types.get(session, type_id))
             db_types.add_access(session, type_id, project_id)
 
     def remove_access(self, context, type_id, project_id):
         policy.authorize(context, policy.TYPE_ACCESS)
         with db_api.writer() as session:
+            _check_private(db_types.get(session, type_id))
             db_types.remove_access(session, type_id, project_id)
