@@ -27,6 +27,7 @@ from cinder_lite.api import faults
 from cinder_lite.api import health
 from cinder_lite.api.handlers import versions
 from cinder_lite.api import microversion
+from cinder_lite.api import resource_filters
 from cinder_lite.api import router
 from cinder_lite.api import security_headers
 from cinder_lite.api import wsgi
@@ -54,6 +55,8 @@ class Services:
         self.volumes = volume_api.VolumeService(conf)
         self.types = type_api.TypeService(conf)
         self.default_types = default_type_api.DefaultTypeService(conf)
+        self.resource_filters = resource_filters.load(
+            conf.resource_query_filters_file)
         self.attachments = attachment_api.AttachmentService(
             conf, self.volumes.volume_rpcapi)
         self.actions = actions.VolumeActions(conf, self.attachments,

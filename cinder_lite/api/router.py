@@ -22,6 +22,7 @@ from cinder_lite.api.handlers import backups
 from cinder_lite.api.handlers import messages
 from cinder_lite.api.handlers import qos_specs
 from cinder_lite.api.handlers import quotas
+from cinder_lite.api.handlers import resource_filters
 from cinder_lite.api.handlers import snapshots
 from cinder_lite.api.handlers import transfers
 from cinder_lite.api.handlers import types
@@ -103,6 +104,8 @@ ROUTE_DECLARATIONS = (
         'GET': default_types.show_default_type,
         'PUT': default_types.set_default_type,
         'DELETE': default_types.unset_default_type}),
+    ('/resource_filters', {
+        'GET': resource_filters.list_resource_filters}),
     ('/os-availability-zone', {
         'GET': hosts.list_availability_zones}),
     ('/os-hosts', {'GET': hosts.list_hosts}),

@@ -347,6 +347,7 @@ ROUTES = [
     Route('DELETE', '/default-types/{target_project_id}', _path(
         '/default-types/%s' % stack_mod.OTHER_PROJECT), ADMIN(204)),
     # the rest of the catalogue
+    Route('GET', '/resource_filters', _path('/resource_filters'), OPEN),
     Route('GET', '/os-availability-zone', _path('/os-availability-zone'),
           OPEN),
     Route('GET', '/os-hosts', _path('/os-hosts'), ADMIN(200)),
