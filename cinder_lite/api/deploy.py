@@ -46,6 +46,7 @@ from cinder_lite.volume import quota_api
 from cinder_lite.volume import snapshot_api
 from cinder_lite.volume import transfer_api
 from cinder_lite.volume import type_api
+from cinder_lite.volume import workers_api
 
 
 class Services:
@@ -72,6 +73,8 @@ class Services:
         self.snapshots = snapshot_api.SnapshotService(
             conf, self.volumes.volume_rpcapi)
         self.backups = backup_api.BackupService(conf, self.volumes)
+        self.workers = workers_api.WorkersService(
+            conf, self.volumes.volume_rpcapi)
 
 
 class ServiceSetup:

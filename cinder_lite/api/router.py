@@ -29,6 +29,7 @@ from cinder_lite.api.handlers import types
 from cinder_lite.api.handlers import volume_actions
 from cinder_lite.api.handlers import volume_metadata
 from cinder_lite.api.handlers import volumes
+from cinder_lite.api.handlers import workers
 from cinder_lite.api import wsgi
 
 # Order matters where a literal segment could be read as an id: list the
@@ -104,6 +105,7 @@ ROUTE_DECLARATIONS = (
         'GET': default_types.show_default_type,
         'PUT': default_types.set_default_type,
         'DELETE': default_types.unset_default_type}),
+    ('/workers/cleanup', {'POST': workers.cleanup}),
     ('/resource_filters', {
         'GET': resource_filters.list_resource_filters}),
     ('/os-availability-zone', {

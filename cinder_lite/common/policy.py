@@ -94,6 +94,7 @@ DEFAULT_TYPE_SET = 'volume_extension:default_set_or_update'
 DEFAULT_TYPE_GET = 'volume_extension:default_get'
 DEFAULT_TYPE_GET_ALL = 'volume_extension:default_get_all'
 DEFAULT_TYPE_UNSET = 'volume_extension:default_unset'
+WORKERS_CLEANUP = 'workers:cleanup'
 SERVICES = 'volume_extension:services:index'
 SERVICES_UPDATE = 'volume_extension:services:update'
 POOLS = 'scheduler_extension:scheduler_stats:get_pools'
@@ -256,6 +257,9 @@ _RULES = [
     _op(DEFAULT_TYPE_UNSET, 'rule:admin_api',
         "Unset a project's default volume type.",
         ('DELETE', '/default-types/{project_id}')),
+    _op(WORKERS_CLEANUP, 'rule:admin_api',
+        'Settle what services left in a transition (workers cleanup).',
+        ('POST', '/workers/cleanup')),
     _op(SERVICES, 'rule:admin_api', 'List services.',
         ('GET', '/os-services')),
     _op(SERVICES_UPDATE, 'rule:admin_api',

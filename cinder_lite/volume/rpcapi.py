@@ -25,6 +25,9 @@ History:
           or writes a volume, or a temporary snapshot of it);
           create_volume of a volume with ``backup_id`` hands it to a
           backup service to restore into once its storage exists
+    1.11 - work_cleanup (cast): settle the transitional rows of a volume
+          service (this one, or a member of its cluster that is down),
+          as POST /workers/cleanup asks
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -33,8 +36,9 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.10'
+RPC_API_VERSION = '1.11'
 BACKUP_RPC = '1.10'
+CLEANUP_RPC = '1.11'
 
 
 def backend_host(host):
@@ -166,6 +170,15 @@ class VolumeAPI:
     def reconcile(self, ctxt, host, max_age=None):
         return self._call(ctxt, host, 'reconcile', version='1.3',
                           max_age=max_age)
+
+    def work_cleanup(self, ctxt, host, service_host, until,
+                     resource_id=None):
+        """Ask volume service ``host`` to settle what volume service
+        ``service_host`` left in a transition before ``until`` (ISO
+        8601, UTC)."""
+        self._prepare(host, CLEANUP_RPC).cast(
+            ctxt, 'work_cleanup', service_host=service_host, until=until,
+            resource_id=resource_id)
 
     def cut_host(self, ctxt, host, volume_id, attachment_ids):
         return self._call(ctxt, host, 'cut_host', version='1.6',

@@ -348,6 +348,8 @@ ROUTES = [
         '/default-types/%s' % stack_mod.OTHER_PROJECT), ADMIN(204)),
     # the rest of the catalogue
     Route('GET', '/resource_filters', _path('/resource_filters'), OPEN),
+    Route('POST', '/workers/cleanup', _with('/workers/cleanup', {}),
+          ADMIN(202)),
     Route('GET', '/os-availability-zone', _path('/os-availability-zone'),
           OPEN),
     Route('GET', '/os-hosts', _path('/os-hosts'), ADMIN(200)),
