@@ -3,8 +3,9 @@
 A volume service runs this at start and every ``reconcile_interval``
 seconds; ``cinder-lite-manage attachment reconcile`` asks the running
 services to run it now, and ``POST /workers/cleanup`` asks for it on the
-rows a service left before the request (``clean_up``).  Only rows of this backend that have not changed
-for ``reconcile_after`` seconds, and that no flow of this process is
+rows a service left before the request (``clean_up``).  Only rows of
+this backend that have not changed for ``reconcile_after`` seconds (or
+since the cleanup's request), and that no flow of this process is
 working on, are touched: of a cluster's volumes, each by the one member
 that claims it first (compare-and-swap on ``updated_at``), and of its
 attachments, each by the member holding its export.  Every change is
