@@ -22,6 +22,7 @@ resources served here look like or accept:
 * 3.45  - ``with_count`` on volume lists
 * 3.48  - ``shared_targets`` and ``service_uuid`` in the volume view
 * 3.49  - ``backend_state`` in os-services entries of volume services
+* 3.52  - ``extra_specs`` filter on type lists
 * 3.53  - request bodies with unknown keys are refused
 * 3.60  - ``created_at``/``updated_at`` time comparisons on volume lists
 * 3.61  - ``cluster_name`` in the volume view (admin)

@@ -72,11 +72,12 @@ def _invalid(keys):
                     % ','.join(keys))
 
 
-def check(req, resource, keys):
+def check(req, resource, keys, admins_too=False):
     """Refuse (400) the filter ``keys`` of a list of ``resource`` that
     the caller may not use: keys that are not ASCII, a ``~`` key before
     3.34, and from 3.31 a non-admin's key the filters file does not
-    enable."""
+    enable (``admins_too``: an administrator's too, as Cinder checks the
+    filters of the admin-only pool list)."""
     keys = list(keys)
     for key in keys:
         if not key.isascii():
@@ -87,7 +88,8 @@ def check(req, resource, keys):
         like = [k for k in keys if k.endswith('~')]
         if like:
             raise _invalid(like)
-    if req.version < RESOURCE_FILTER or req.context.is_admin:
+    if req.version < RESOURCE_FILTER or (req.context.is_admin
+                                         and not admins_too):
         return
     enabled = set(req.environ['cinder_lite.services'].resource_filters
                   .get(resource, ()))

@@ -68,13 +68,15 @@ class TypeService:
                                             self.conf.default_volume_type)
             return db_types.get(session, type_id, self._scope(context))
 
-    def list(self, context, is_public=True, name=None):
+    def list(self, context, is_public=True, name=None, extra_specs=None):
+        """``extra_specs``: only the types with every one of these
+        key/value pairs (3.52)."""
         policy.authorize(context, policy.TYPE_GET_ALL)
         if not context.is_admin:
             is_public = None  # public ones plus those shared with us
         with db_api.reader() as session:
             return db_types.list_types(session, self._scope(context),
-                                       is_public, name)
+                                       is_public, name, extra_specs)
 
     def update(self, context, type_id, values):
         policy.authorize(context, policy.TYPE_MANAGE)

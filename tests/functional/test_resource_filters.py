@@ -73,6 +73,7 @@ def test_like_filters_from_the_file(tmp_path):
     filters = dict(resource_filters.DEFAULTS)
     filters['volume'] = filters['volume'] + ['name~']
     filters['snapshot'] = ['name~', 'availability_zone']
+    filters['pool'] = ['name']
     path.write_text(json.dumps(filters))
     s = stack_mod.Stack(tmp_path / 'state', extra={
         'resource_query_filters_file': str(path)}).start()
@@ -98,6 +99,13 @@ def test_like_filters_from_the_file(tmp_path):
         assert _ids(member.get('/snapshots?availability_zone=elsewhere'),
                     'snapshots') == []
         assert member.get('/snapshots?status=available').status_code == 400
+        # the pool list's filters are the file's, for admins too
+        admin = s.client()
+        pools = '/scheduler-stats/get_pools?%s=__DEFAULT__'
+        assert admin.get(pools % 'name').status_code == 200
+        assert admin.get(pools % 'volume_type').status_code == 400
+        assert admin.get(pools % 'volume_type', headers={
+            'OpenStack-API-Version': 'volume 3.30'}).status_code == 200
     finally:
         s.stop()
 
@@ -169,3 +177,24 @@ def test_cinder_list_filters(stack):
     created = stack.client().create_volume(name='listed-one')
     rows = table(cinder(stack, 'list', '--filters', 'name=listed-one'))
     assert [r[0] for r in rows[1:]] == [created['id']]
+
+
+def test_type_extra_specs_filter_and_pool_filters(stack):
+    api = stack.client()
+    gold = api.create_type('gold', {'tier': 'gold', 'k': 'v'})
+    api.create_type('silver', {'tier': 'silver', 'k': 'v'})
+
+    def names(resp):
+        return sorted(t['name'] for t in resp.json()['volume_types'])
+    assert names(api.get("/types?extra_specs={'tier':'gold'}")) == ['gold']
+    assert names(api.get("/types?extra_specs={'k':'v'}")) == \
+        ['gold', 'silver']
+    assert names(_member(stack).get(
+        "/types?extra_specs={'tier':'gold','k':'v'}")) == ['gold']
+    assert api.get('/types?extra_specs=notadict').status_code == 400
+    # before 3.52 the filter is not there (every type is listed)
+    assert 'silver' in names(stack.client(version='3.51').get(
+        "/types?extra_specs={'tier':'gold'}"))
+    assert [t['id'] for t in api.get(
+        "/types?extra_specs={'tier':'gold'}").json()['volume_types']] == \
+        [gold['id']]
