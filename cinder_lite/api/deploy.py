@@ -27,6 +27,7 @@ from cinder_lite.api import faults
 from cinder_lite.api import health
 from cinder_lite.api.handlers import versions
 from cinder_lite.api import microversion
+from cinder_lite.api import resource_filters
 from cinder_lite.api import router
 from cinder_lite.api import security_headers
 from cinder_lite.api import wsgi
@@ -36,6 +37,7 @@ from cinder_lite import dashboard
 from cinder_lite.volume import actions
 from cinder_lite.volume import api as volume_api
 from cinder_lite.volume import attachment_api
+from cinder_lite.volume import default_type_api
 from cinder_lite.volume import fence_api
 from cinder_lite.volume import group_api
 from cinder_lite.volume import group_snapshot_api
@@ -49,6 +51,7 @@ from cinder_lite.volume import revert_api
 from cinder_lite.volume import snapshot_api
 from cinder_lite.volume import transfer_api
 from cinder_lite.volume import type_api
+from cinder_lite.volume import workers_api
 
 
 class Services:
@@ -57,6 +60,9 @@ class Services:
     def __init__(self, conf):
         self.volumes = volume_api.VolumeService(conf)
         self.types = type_api.TypeService(conf)
+        self.default_types = default_type_api.DefaultTypeService(conf)
+        self.resource_filters = resource_filters.load(
+            conf.resource_query_filters_file)
         self.attachments = attachment_api.AttachmentService(
             conf, self.volumes.volume_rpcapi)
         self.actions = actions.VolumeActions(conf, self.attachments,
@@ -79,6 +85,8 @@ class Services:
         self.groups = group_api.GroupService(
             conf, self.volumes.volume_rpcapi, self.volumes.scheduler_rpcapi)
         self.group_snapshots = group_snapshot_api.GroupSnapshotService(
+            conf, self.volumes.volume_rpcapi)
+        self.workers = workers_api.WorkersService(
             conf, self.volumes.volume_rpcapi)
 
 

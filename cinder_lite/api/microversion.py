@@ -13,15 +13,21 @@ resources served here look like or accept:
 * 3.15  - ETags on volume metadata (``ETag``, ``If-Match``)
 * 3.21  - ``provider_id`` in the volume view (admin)
 * 3.23  - ``DELETE /volumes/{id}?force=true`` (admin)
+* 3.24  - ``POST /workers/cleanup``
 * 3.26  - ``cluster`` in os-services/freeze and thaw
+* 3.31  - non-admin list filters follow ``resource_query_filters_file``
+* 3.33  - ``GET /resource_filters``
 * 3.34  - ``name~`` style like-filters on volume lists
 * 3.36  - ``metadata`` in the volume summary
 * 3.40  - the ``revert`` volume action (to the latest snapshot)
 * 3.45  - ``with_count`` on volume lists
 * 3.48  - ``shared_targets`` and ``service_uuid`` in the volume view
 * 3.49  - ``backend_state`` in os-services entries of volume services
+* 3.52  - ``extra_specs`` filter on type lists
 * 3.53  - request bodies with unknown keys are refused
+* 3.60  - ``created_at``/``updated_at`` time comparisons on volume lists
 * 3.61  - ``cluster_name`` in the volume view (admin)
+* 3.62  - ``/default-types``: a project's default volume type
 * 3.63  - ``volume_type_id`` in the volume view
 * 3.65  - ``consumes_quota`` in the volume view
 * 3.68  - the ``os-reimage`` volume action

@@ -15,6 +15,7 @@ from cinder_lite.api.handlers import admin
 from cinder_lite.api.handlers import attachment_events
 from cinder_lite.api.handlers import host_fences
 from cinder_lite.api.handlers import attachments
+from cinder_lite.api.handlers import default_types
 from cinder_lite.api.handlers import extensions
 from cinder_lite.api.handlers import group_snapshots
 from cinder_lite.api.handlers import group_types
@@ -25,12 +26,14 @@ from cinder_lite.api.handlers import messages
 from cinder_lite.api.handlers import qos_specs
 from cinder_lite.api.handlers import quotas
 from cinder_lite.api.handlers import manage
+from cinder_lite.api.handlers import resource_filters
 from cinder_lite.api.handlers import snapshots
 from cinder_lite.api.handlers import transfers
 from cinder_lite.api.handlers import types
 from cinder_lite.api.handlers import volume_actions
 from cinder_lite.api.handlers import volume_metadata
 from cinder_lite.api.handlers import volumes
+from cinder_lite.api.handlers import workers
 from cinder_lite.api import wsgi
 
 # Order matters where a literal segment could be read as an id: list the
@@ -142,6 +145,14 @@ ROUTE_DECLARATIONS = (
         'DELETE': group_snapshots.delete_group_snapshot}),
     ('/group_snapshots/{group_snapshot_id}/action', {
         'POST': group_snapshots.group_snapshot_action}),
+    ('/default-types', {'GET': default_types.list_default_types}),
+    ('/default-types/{target_project_id}', {
+        'GET': default_types.show_default_type,
+        'PUT': default_types.set_default_type,
+        'DELETE': default_types.unset_default_type}),
+    ('/workers/cleanup', {'POST': workers.cleanup}),
+    ('/resource_filters', {
+        'GET': resource_filters.list_resource_filters}),
     ('/os-availability-zone', {
         'GET': hosts.list_availability_zones}),
     ('/os-hosts', {'GET': hosts.list_hosts}),

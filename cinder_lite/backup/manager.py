@@ -26,6 +26,7 @@ import threading
 import time
 
 from oslo_utils import importutils
+from oslo_utils import timeutils
 import oslo_messaging as messaging
 
 from cinder_lite.backup import drivers
@@ -515,10 +516,27 @@ class BackupManager:
         ``creating`` or ``restoring``; returns the changes made."""
         if max_age is None:
             max_age = self.conf.reconcile_after
-        cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
+        return self._settle_stale(
+            models.utcnow() - datetime.timedelta(seconds=max_age))
+
+    def work_cleanup(self, ctxt, service_host, until, resource_id=None):
+        """RPC 1.1 (cast): POST /workers/cleanup.  Settle what backup
+        service ``service_host`` (this one, or another that is down) left
+        ``creating`` or ``restoring`` before ``until`` (ISO 8601)."""
+        LOG.info('workers cleanup of %s requested (request %s)',
+                 service_host, ctxt.request_id)
+        changes = self._settle_stale(
+            timeutils.normalize_time(timeutils.parse_isotime(until)),
+            service_host, resource_id)
+        LOG.info('workers cleanup of %s done: %d change(s)', service_host,
+                 len(changes))
+        return changes
+
+    def _settle_stale(self, cutoff, host=None, only=None):
         with db_api.reader() as session:
             found = db_backups.stale(session, (states.CREATING,
-                                               states.RESTORING), cutoff)
+                                               states.RESTORING), cutoff,
+                                     host)
             up = {s.host for s in db_services.liveness(
                 session, constants.BACKUP_BINARY)
                 if db_services.is_up(s.heartbeat_at,
@@ -527,7 +545,7 @@ class BackupManager:
             busy = set(self._busy) | set(self._queued)
         changes = []
         for backup in found:
-            if backup.id in busy:
+            if backup.id in busy or only not in (None, backup.id):
                 continue
             # another live service's work is its own (it may be slow);
             # this host's is not running here, so it was cut short

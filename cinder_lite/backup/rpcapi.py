@@ -8,13 +8,16 @@ records the outcome on the backup.
 
 History:
     1.0 - create_backup, restore_backup, delete_backup, import_record
+    1.1 - work_cleanup: settle what a backup service (this one, or
+          another that is down) left in a transition (POST
+          /workers/cleanup)
 """
 from oslo_config import cfg
 
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-backup'
-RPC_API_VERSION = '1.0'
+RPC_API_VERSION = '1.1'
 
 
 class BackupAPI:
@@ -37,6 +40,18 @@ class BackupAPI:
 
     def delete_backup(self, ctxt, host, backup_id):
         self._prepare(host).cast(ctxt, 'delete_backup', backup_id=backup_id)
+
+    def can_clean_up(self):
+        return self.client.can_send_version('1.1')
+
+    def work_cleanup(self, ctxt, host, service_host, until,
+                     resource_id=None):
+        """Ask backup service ``host`` to settle what backup service
+        ``service_host`` left ``creating`` or ``restoring`` before
+        ``until`` (ISO 8601, UTC)."""
+        self.client.prepare(server=host, version='1.1').cast(
+            ctxt, 'work_cleanup', service_host=service_host, until=until,
+            resource_id=resource_id)
 
     def import_record(self, ctxt, backup_id):
         self._prepare().cast(ctxt, 'import_record', backup_id=backup_id)

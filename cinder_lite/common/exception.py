@@ -34,6 +34,11 @@ class VolumeTypeNotFound(NotFound):
     msg_fmt = 'Volume type %(type_id)s could not be found.'
 
 
+class ProjectDefaultTypeNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'Default type for project %(project_id)s not found.'
+
+
 class VolumeTypeNotFoundByName(NotFound):
     msg_fmt = 'Volume type with name %(name)s could not be found.'
 
@@ -58,6 +63,11 @@ class ImageNotFound(NotFound):
 
 class ExtensionNotFound(NotFound):
     msg_fmt = 'Extension %(alias)s could not be found.'
+
+
+class TypeAccessListNotFound(NotFound):
+    # Cinder's words
+    msg_fmt = 'Access list not available for public volume types.'
 
 
 class TypeAccessNotFound(NotFound):
@@ -368,6 +378,12 @@ class AttachmentBusy(Conflict):
 
 class VolumeTypeExists(Conflict):
     msg_fmt = 'Volume type with name %(name)s already exists.'
+
+
+class VolumeTypeDefaultDeletion(Invalid):
+    # Cinder's words
+    msg_fmt = ('The volume type %(type_id)s is a default volume type and '
+               'cannot be deleted.')
 
 
 class VolumeTypeInUse(Invalid):

@@ -42,6 +42,7 @@ ADMIN_SERVICE_OR_MEMBER = ('rule:admin_api or role:service or '
                            'service_roles:service or '
                            'rule:project_member_api')
 
+
 def _base(name, check_str, description):
     return policy.RuleDefault(name, check_str, description=description,
                               scope_types=SCOPE_TYPES)
@@ -89,6 +90,11 @@ TYPE_GET = 'volume_extension:type_get'
 TYPE_GET_ALL = 'volume_extension:type_get_all'
 TYPE_SPECS_READ = 'volume_extension:types_extra_specs:index'
 TYPE_ACCESS = 'volume_extension:volume_type_access'
+DEFAULT_TYPE_SET = 'volume_extension:default_set_or_update'
+DEFAULT_TYPE_GET = 'volume_extension:default_get'
+DEFAULT_TYPE_GET_ALL = 'volume_extension:default_get_all'
+DEFAULT_TYPE_UNSET = 'volume_extension:default_unset'
+WORKERS_CLEANUP = 'workers:cleanup'
 SERVICES = 'volume_extension:services:index'
 SERVICES_UPDATE = 'volume_extension:services:update'
 POOLS = 'scheduler_extension:scheduler_stats:get_pools'
@@ -251,6 +257,21 @@ _RULES = [
         'List, add and remove projects that may use a private type.',
         ('GET', '/types/{type_id}/os-volume-type-access'),
         ('POST', '/types/{type_id}/action')),
+    _op(DEFAULT_TYPE_SET, 'rule:admin_api',
+        "Set or change a project's default volume type.",
+        ('PUT', '/default-types/{project_id}')),
+    _op(DEFAULT_TYPE_GET, 'rule:admin_api',
+        "Show a project's default volume type.",
+        ('GET', '/default-types/{project_id}')),
+    _op(DEFAULT_TYPE_GET_ALL, 'rule:admin_api',
+        'List the default volume types of every project.',
+        ('GET', '/default-types')),
+    _op(DEFAULT_TYPE_UNSET, 'rule:admin_api',
+        "Unset a project's default volume type.",
+        ('DELETE', '/default-types/{project_id}')),
+    _op(WORKERS_CLEANUP, 'rule:admin_api',
+        'Settle what services left in a transition (workers cleanup).',
+        ('POST', '/workers/cleanup')),
     _op(SERVICES, 'rule:admin_api', 'List services.',
         ('GET', '/os-services')),
     _op(SERVICES_UPDATE, 'rule:admin_api',

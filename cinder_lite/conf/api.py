@@ -27,6 +27,14 @@ api_opts = [
                      'to start so.'),
     cfg.IntOpt('osapi_max_limit', default=1000, min=1,
                help='Most items one list request returns.'),
+    cfg.StrOpt('resource_query_filters_file',
+               help='JSON file naming, for each resource, the list '
+                    'filters callers who are not administrators may use '
+                    '(from microversion 3.31; a "key~" entry also allows '
+                    'the substring match key~=value from 3.34), as '
+                    "Cinder's file of the same name. Unset: Cinder's "
+                    'defaults, the content of '
+                    'etc/cinder-lite/resource_filters.json.'),
     cfg.BoolOpt('access_log', default=True,
                 help='Log one line per API request at INFO: method, path, '
                      'status, time, request id and project.'),

@@ -31,12 +31,14 @@ def create(session, project_id, event_id, detail, resource_type=None,
     return msg
 
 
-def list_messages(session, project_id=None, resource_uuid=None):
+def list_messages(session, project_id=None, filters=None):
+    """``filters``: column -> value (resource_uuid, resource_type,
+    event_id, request_id, message_level)."""
     stmt = sa.select(models.Message).order_by(models.Message.created_at)
     if project_id is not None:
         stmt = stmt.where(models.Message.project_id == project_id)
-    if resource_uuid is not None:
-        stmt = stmt.where(models.Message.resource_uuid == resource_uuid)
+    for key, value in (filters or {}).items():
+        stmt = stmt.where(getattr(models.Message, key) == value)
     return session.execute(stmt).scalars().all()
 
 

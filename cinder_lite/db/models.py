@@ -71,6 +71,18 @@ class VolumeTypeProject(Base):
     project_id = sa.Column(sa.String(255), nullable=False)
 
 
+class ProjectDefaultType(TimestampMixin, Base):
+    """The type a project's volumes take when their create names none
+    (3.62; migration 0019)."""
+    __tablename__ = 'project_default_types'
+    __table_args__ = (sa.Index('ix_project_default_types_type',
+                               'volume_type_id'),)
+    project_id = sa.Column(sa.String(255), primary_key=True)
+    volume_type_id = sa.Column(sa.String(36),
+                               sa.ForeignKey('volume_types.id'),
+                               nullable=False)
+
+
 class Volume(TimestampMixin, Base):
     __tablename__ = 'volumes'
     __table_args__ = (

@@ -56,6 +56,18 @@ def one_of(column, values):
     return column.in_([fixed(value, column.type) for value in values])
 
 
+_COMPARISONS = {'gt': lambda c, v: c > v, 'gte': lambda c, v: c >= v,
+                'eq': lambda c, v: c == v, 'neq': lambda c, v: c != v,
+                'lt': lambda c, v: c < v, 'lte': lambda c, v: c <= v}
+
+
+def compared(column, wanted):
+    """Conditions on ``column`` for Cinder's time filters: ``wanted``
+    maps an operator (``gt``, ``gte``, ``eq``, ``neq``, ``lt``, ``lte``)
+    to a value; every condition must hold."""
+    return [_COMPARISONS[op](column, value) for op, value in wanted.items()]
+
+
 def is_mariadb(conn):
     """Whether ``conn`` talks to MariaDB (MySQL proper has no compound
     statement outside a stored program: ``compound``)."""

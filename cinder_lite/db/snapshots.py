@@ -102,6 +102,13 @@ def _filtered(stmt, project_id, filters):
     for key, value in (filters or {}).items():
         if key == 'metadata':
             stmt = stmt.where(*db_metadata.matching(value))
+        elif key == 'availability_zone':
+            # a snapshot lives where its volume does (as Cinder)
+            stmt = stmt.where(S.volume_id.in_(
+                sa.select(models.Volume.id).where(
+                    models.Volume.availability_zone == value)))
+        elif key == 'name~':
+            stmt = stmt.where(S.name.contains(value, autoescape=True))
         else:
             stmt = stmt.where(getattr(S, key) == value)
     return stmt

@@ -143,14 +143,21 @@ def get_by_name_or_id(session, ident, project_id=None):
             raise exception.VolumeTypeNotFound(type_id=ident)
 
 
-def list_types(session, project_id=None, is_public=None, name=None):
+def list_types(session, project_id=None, is_public=None, name=None,
+               extra_specs=None):
     """``is_public``: True only public, False only private, None both;
-    ``project_id`` hides private types the project has no access to."""
+    ``project_id`` hides private types the project has no access to;
+    ``extra_specs``: only types with each of these key/value pairs."""
     stmt = _visible(sa.select(models.VolumeType), project_id)
     if is_public is not None:
         stmt = stmt.where(models.VolumeType.is_public.is_(is_public))
     if name is not None:
         stmt = stmt.where(models.VolumeType.name == name)
+    ES = models.VolumeTypeExtraSpec
+    for key, value in (extra_specs or {}).items():
+        stmt = stmt.where(sa.exists().where(
+            ES.volume_type_id == models.VolumeType.id, ES.key == key,
+            ES.value == value))
     stmt = stmt.order_by(models.VolumeType.created_at,
                          models.VolumeType.name)
     types = session.execute(stmt).scalars().all()

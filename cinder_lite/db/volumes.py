@@ -177,7 +177,8 @@ def _shown_statement(scoped):
 def _filtered(stmt, project_id, filters):
     """``filters``: column -> value (a list: any of them); ``name~`` is a
     substring match; ``metadata`` a dict whose every key the volume has
-    with that value."""
+    with that value; ``created_at`` and ``updated_at`` a dict operator
+    (``gt`` ...) -> time (see ``query.compared``)."""
     if project_id is not None:
         stmt = stmt.where(models.Volume.project_id == project_id)
     for key, value in (filters or {}).items():
@@ -191,6 +192,9 @@ def _filtered(stmt, project_id, filters):
             stmt = stmt.where(*db_metadata.matching(value))
         elif key == 'glance_metadata':
             stmt = stmt.where(*db_image_metadata.matching(value))
+        elif key in ('created_at', 'updated_at'):
+            stmt = stmt.where(*query.compared(getattr(models.Volume, key),
+                                              value))
         elif key.endswith('~'):
             stmt = stmt.where(getattr(models.Volume, key[:-1]).contains(
                 value, autoescape=True))
@@ -201,8 +205,9 @@ def _filtered(stmt, project_id, filters):
     return stmt
 
 
-def list_volumes(session, project_id=None, filters=None, sort_keys=('created_at',),
-                 sort_dirs=('desc',), limit=None, marker=None):
+def list_volumes(session, project_id=None, filters=None,
+                 sort_keys=('created_at',), sort_dirs=('desc',), limit=None,
+                 marker=None):
     """Volumes matching ``filters`` (see ``_filtered``)."""
     stmt = _filtered(_live(sa.select(models.Volume)), project_id, filters)
     marker_row = None
@@ -279,7 +284,7 @@ def transition(session, volume_id, event, target=None, values=None,
             raise exception.InvalidTransition(
                 resource='volume', id=volume_id, target=target,
                 actual='%s (to %s GiB)' % (counted.status,
-                                          counted.pending_size),
+                                           counted.pending_size),
                 allowed='extending to %d GiB' % extending_to)
         if target != states.EXTENDING:
             values['pending_size'] = None

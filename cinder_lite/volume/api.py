@@ -32,6 +32,7 @@ from cinder_lite.db import services as db_services
 from cinder_lite.db import snapshot_image_metadata as \
     db_snapshot_image_metadata
 from cinder_lite.db import snapshots as db_snapshots
+from cinder_lite.db import default_types as db_defaults
 from cinder_lite.db import transfers as db_transfers
 from cinder_lite.db import volume_metadata as db_metadata
 from cinder_lite.db import volume_types as db_types
@@ -50,7 +51,16 @@ LOG = logging.getLogger(__name__)
 
 
 def resolve_type(session, context, request, conf):
-    name_or_id = request.get('volume_type') or conf.default_volume_type
+    """The type the request names, else the project's default type
+    (3.62), else ``[DEFAULT] default_volume_type``."""
+    name_or_id = request.get('volume_type')
+    if not name_or_id:
+        default_id = db_defaults.type_id_of(session, context.project_id)
+        if default_id is not None:
+            # an administrator chose it for this project: it needs no
+            # access grant of its own
+            return db_types.get(session, default_id)
+        name_or_id = conf.default_volume_type
     project = None if context.is_admin else context.project_id
     return db_types.get_by_name_or_id(session, name_or_id, project)
 

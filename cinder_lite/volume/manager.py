@@ -6,6 +6,7 @@ import logging
 import threading
 
 from oslo_utils import importutils
+from oslo_utils import timeutils
 import oslo_messaging as messaging
 
 from cinder_lite.backup import rpcapi as backup_rpcapi
@@ -185,13 +186,16 @@ class VolumeManager(manage_manager.ManageEndpoints,
             max_age = self.conf.reconcile_after
         with self._busy_lock:
             busy = set(self._busy)
-        return reconcile_mod.run(reconcile_mod.Backend(
+        return reconcile_mod.run(self._reconcile_backend(), max_age,
+                                 busy) + self.reconcile_groups(
+                                     self.admin_context(), max_age, busy)
+
+    def _reconcile_backend(self):
+        return reconcile_mod.Backend(
             driver=self.driver, host=self.host, backend_id=self.backend_id,
             rpc_timeout=self.conf.volume_rpc_timeout,
             takeover_lock=self.takeover_lock,
-            roll_forward=_RollForward(self, self.admin_context())),
-            max_age, busy) + self.reconcile_groups(
-                self.admin_context(), max_age, busy)
+            roll_forward=_RollForward(self, self.admin_context()))
 
     @staticmethod
     def admin_context():
@@ -844,6 +848,24 @@ class VolumeManager(manage_manager.ManageEndpoints,
             db_attachments.record_failure(session, attachment_id,
                                           what + '_failed', reason,
                                           volume['id'])
+
+    def work_cleanup(self, ctxt, service_host, until, resource_id=None):
+        """RPC 1.16 (cast): POST /workers/cleanup, for volume service
+        ``service_host`` and what it left in a transition before
+        ``until`` (ISO 8601); see ``reconcile.clean_up``."""
+        LOG.info('workers cleanup of %s requested (request %s)%s',
+                 service_host, ctxt.request_id,
+                 ' for %s' % resource_id if resource_id else '')
+        with self._busy_lock:
+            busy = set(self._busy)
+        changes = reconcile_mod.clean_up(
+            self._reconcile_backend(), self.cluster_name, service_host,
+            timeutils.normalize_time(timeutils.parse_isotime(until)),
+            resource_id, busy, self.conf.service_down_time,
+            self.conf.reconcile_after)
+        LOG.info('workers cleanup of %s done: %d change(s)', service_host,
+                 len(changes))
+        return changes
 
     def reconcile(self, ctxt, max_age=None):
         """RPC 1.3: run the reconciliation now; returns its changes."""

@@ -2,8 +2,10 @@
 
 A volume service runs this at start and every ``reconcile_interval``
 seconds; ``cinder-lite-manage attachment reconcile`` asks the running
-services to run it now.  Only rows of this backend that have not changed
-for ``reconcile_after`` seconds, and that no flow of this process is
+services to run it now, and ``POST /workers/cleanup`` asks for it on the
+rows a service left before the request (``clean_up``).  Only rows of
+this backend that have not changed for ``reconcile_after`` seconds (or
+since the cleanup's request), and that no flow of this process is
 working on, are touched: of a cluster's volumes, each by the one member
 that claims it first (compare-and-swap on ``updated_at``), and of its
 attachments, each by the member holding its export.  Every change is
@@ -98,6 +100,7 @@ import collections
 import datetime
 import logging
 
+from cinder_lite.common import constants
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
 from cinder_lite.common import notify
@@ -105,6 +108,7 @@ from cinder_lite.common import states
 from cinder_lite.db import api as db_api
 from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import messages as db_messages
+from cinder_lite.db import services as db_services
 from cinder_lite.db import models
 from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
@@ -140,39 +144,74 @@ Backend = collections.namedtuple('Backend', [
     'roll_forward'])
 
 
-def _stale(session, service_host, backend, max_age):
-    """Transitional attachments exported by ``service_host`` and
-    transitional volumes of ``backend`` (the service, or its cluster)
-    unchanged for ``max_age`` seconds."""
-    cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
-    return (db_attachments.stale(session, service_host, cutoff),
-            db_volumes.stale(session, backend, cutoff))
+# A cleanup asked through POST /workers/cleanup (cinder_lite.volume.
+# workers_api): the rows of volume service ``host`` (this one, or a
+# member of its cluster that is down) that have not changed since
+# ``until`` (attachments it exports), and those of the backend since
+# ``volumes_until`` (None: none of them); ``resource_id``: only that
+# volume (and its attachments) or snapshot.
+Cleanup = collections.namedtuple('Cleanup', [
+    'host', 'until', 'volumes_until', 'resource_id'])
 
 
-def run(backend, max_age, busy=()):
+def _stale(session, service_host, backend, cutoff, volumes_cutoff):
+    """Transitional attachments exported by ``service_host`` unchanged
+    since ``cutoff`` and transitional volumes of ``backend`` (the
+    service, or its cluster) unchanged since ``volumes_cutoff``."""
+    volumes = [] if volumes_cutoff is None else \
+        db_volumes.stale(session, backend, volumes_cutoff)
+    return db_attachments.stale(session, service_host, cutoff), volumes
+
+
+def run(backend, max_age, busy=(), cleanup=None):
     """Apply the rules to ``backend`` (a ``Backend``); returns what
     changed, one line each.  ``busy``: ids of attachments and volumes a
-    flow of this process is working on now."""
+    flow of this process is working on now.  ``cleanup``: a ``Cleanup``
+    instead of the rows unchanged for ``max_age`` seconds; of another
+    member's attachments only what the database holds is settled (its
+    exports are out of this service's reach): an interrupted connect
+    becomes ``error_attaching`` (the member removes the half-made export
+    when it is back), a connection handed out and never completed
+    ``attached``."""
+    if cleanup is None:
+        cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
+        export_host, volumes_cutoff, only = backend.host, cutoff, None
+        never_completed = ('connected and not completed within %d s; '
+                           'completed by reconcile (the host holds the '
+                           'connection)' % max_age)
+    else:
+        cutoff, volumes_cutoff = cleanup.until, cleanup.volumes_until
+        export_host, only = cleanup.host, cleanup.resource_id
+        never_completed = ('connected and not completed; completed by a '
+                           'workers cleanup (the host holds the '
+                           'connection)')
+    foreign = export_host != backend.host
     with db_api.reader() as session:
-        attachments, volumes = _stale(session, backend.host,
-                                      backend.backend_id, max_age)
+        attachments, volumes = _stale(session, export_host,
+                                      backend.backend_id, cutoff,
+                                      volumes_cutoff)
         attachments = [(rules.Attachment(
             id=a.id, attach_status=a.attach_status,
             connection_info=a.connection_info),
-            db_volumes.summary(v)) for a, v in attachments]
+            db_volumes.summary(v)) for a, v in attachments
+            if only in (None, v.id)]
         volumes = [(dict(db_volumes.summary(v),
                          pending_size=v.pending_size), v.updated_at)
-                   for v in volumes]
+                   for v in volumes if only in (None, v.id)]
     changes = []
     for attachment, volume in attachments:
         attachment_id, status = attachment.id, attachment.attach_status
         if attachment_id in busy:
             continue
         if rules.half_connected(attachment):
-            change = _connect_interrupted(backend, attachment_id, volume)
+            change = _connect_interrupted(backend, attachment_id, volume,
+                                          remove_export=not foreign)
         elif status == states.ATTACH_ATTACHING:
             change = _never_completed(backend, attachment_id, volume,
-                                      max_age)
+                                      never_completed)
+        elif foreign:
+            # a disconnect or a takeover acts on the member's target
+            continue
         elif status == states.ATTACHED:
             change = _takeover_interrupted(backend, attachment_id, volume)
         elif status in (states.ATTACH_DETACHING, states.ERROR_DETACHING):
@@ -194,16 +233,40 @@ def run(backend, max_age, busy=()):
         change = _volume(backend, volume)
         if change:
             changes.append(change)
-    changes.extend(_snapshots(backend, max_age, busy))
-    # (volumes migrating to another backend: their own rules)
-    changes.extend(migration.reconcile(backend, max_age, busy))
+    if volumes_cutoff is not None:
+        changes.extend(_snapshots(backend, volumes_cutoff, busy, only))
+    if cleanup is None:
+        # (volumes migrating to another backend: their own rules)
+        changes.extend(migration.reconcile(backend, max_age, busy))
     return changes
 
 
-def _snapshots(backend, max_age, busy):
+def clean_up(backend, cluster_name, service_host, until, resource_id,
+             busy, down_time, reconcile_after):
+    """POST /workers/cleanup on this service: ``run`` for what volume
+    service ``service_host`` (this one, or a member of cluster
+    ``cluster_name`` that is down) left in a transition before ``until``.
+    The backend's volumes and snapshots are settled up to ``until`` too
+    unless another member is up, which may be working on them: then only
+    those unchanged for ``reconcile_after`` seconds, as always."""
+    volumes_until = until
+    if cluster_name:
+        with db_api.reader() as session:
+            others = [m.host for m in db_services.backend_liveness(
+                session, cluster_name, constants.VOLUME_BINARY)
+                if m.host not in (backend.host, service_host) and
+                db_services.is_up(m.heartbeat_at, down_time)]
+        if others:
+            volumes_until = min(until, models.utcnow() - datetime.timedelta(
+                seconds=reconcile_after))
+    return run(backend, None, busy, cleanup=Cleanup(
+        service_host, until, volumes_until, resource_id))
+
+
+def _snapshots(backend, cutoff, busy, only=None):
     """Snapshots of this backend's volumes left ``creating`` or
-    ``deleting``: rolled forward, each by the member that claims it."""
-    cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
+    ``deleting`` (unchanged since ``cutoff``): rolled forward, each by
+    the member that claims it."""
     with db_api.reader() as session:
         found = [(db_snapshots.summary(s, host), s.updated_at)
                  for s, host in db_snapshots.stale(
@@ -212,7 +275,7 @@ def _snapshots(backend, max_age, busy):
                       states.MANAGING, states.UNMANAGING), cutoff)]
     changes = []
     for snapshot, updated_at in found:
-        if snapshot['id'] in busy:
+        if snapshot['id'] in busy or only not in (None, snapshot['id']):
             continue
         with db_api.writer() as session:
             if not db_snapshots.claim_stale(session, snapshot['id'],
@@ -267,8 +330,10 @@ def _restoring_left(snapshot):
     return 'snapshot %s: restoring -> available' % snapshot['id']
 
 
-def _connect_interrupted(backend, attachment_id, volume):
-    backend.driver.remove_export(volume, None, attachment_id, False)
+def _connect_interrupted(backend, attachment_id, volume,
+                         remove_export=True):
+    if remove_export:
+        backend.driver.remove_export(volume, None, attachment_id, False)
     reason = ('connect interrupted (the volume service stopped before it '
               'finished); delete the attachment or connect again')
     settled = _settle_attaching(attachment_id, volume, False,
@@ -283,9 +348,7 @@ def _connect_interrupted(backend, attachment_id, volume):
     return 'attachment %s: attaching -> error_attaching' % attachment_id
 
 
-def _never_completed(backend, attachment_id, volume, max_age):
-    reason = ('connected and not completed within %d s; completed by '
-              'reconcile (the host holds the connection)' % max_age)
+def _never_completed(backend, attachment_id, volume, reason):
     settled = _settle_attaching(attachment_id, volume, True,
                                 'reconcile_complete',
                                 {'attach_time': models.utcnow()}, reason)
@@ -352,8 +415,8 @@ def _takeover_interrupted(backend, attachment_id, volume):
     LOG.warning('reconcile: attachment %s of volume %s: takeover '
                 'interrupted; export made again %s (%s)', attachment_id,
                 volume['id'], attachment.attach_mode, status)
-    return 'attachment %s: takeover interrupted -> %s' % (attachment_id,
-                                                           status)
+    return 'attachment %s: takeover interrupted -> %s' % (
+        attachment_id, status)
 
 
 def _finish_disconnect(backend, attachment_id, volume, status):

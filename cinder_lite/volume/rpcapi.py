@@ -40,6 +40,9 @@ History:
           the volume made for a differential backup and kept after it),
           backup_unexport ``keep_source_snapshots`` (the backup
           snapshots of the volume that stay; the others are removed)
+    1.16 - work_cleanup (cast): settle the transitional rows of a volume
+          service (this one, or a member of its cluster that is down),
+          as POST /workers/cleanup asks
 """
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -48,13 +51,14 @@ from cinder_lite.common import exception
 from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-volume'
-RPC_API_VERSION = '1.15'
+RPC_API_VERSION = '1.16'
 BACKUP_RPC = '1.10'
 MANAGE_RPC = '1.12'
 MIGRATION_RPC = '1.13'
 # backup_export / backup_unexport with the source snapshots of
 # differential backups
 BACKUP_SNAPSHOT_RPC = '1.15'
+CLEANUP_RPC = '1.16'
 
 
 def backend_host(host):
@@ -213,6 +217,15 @@ class VolumeAPI:
     def reconcile(self, ctxt, host, max_age=None):
         return self._call(ctxt, host, 'reconcile', version='1.3',
                           max_age=max_age)
+
+    def work_cleanup(self, ctxt, host, service_host, until,
+                     resource_id=None):
+        """Ask volume service ``host`` to settle what volume service
+        ``service_host`` left in a transition before ``until`` (ISO
+        8601, UTC)."""
+        self._prepare(host, CLEANUP_RPC).cast(
+            ctxt, 'work_cleanup', service_host=service_host, until=until,
+            resource_id=resource_id)
 
     def cut_host(self, ctxt, host, volume_id, attachment_ids):
         return self._call(ctxt, host, 'cut_host', version='1.6',

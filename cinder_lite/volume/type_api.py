@@ -6,6 +6,7 @@ from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
 from cinder_lite.db import groups as db_groups
+from cinder_lite.db import default_types as db_defaults
 from cinder_lite.db import quotas as db_quotas
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
@@ -26,6 +27,15 @@ def _check_name(name):
         raise exception.InvalidVolumeType(
             reason="type names starting with '%s' are kept for deleted "
                    "types" % db_types.DELETED_PREFIX)
+
+
+def _check_private(vtype):
+    """Access grants are for private types only (Cinder: 400 on a public
+    one, whether adding or removing)."""
+    if vtype['is_public']:
+        raise exception.InvalidVolumeType(
+            reason='Type access modification is not applicable to public '
+                   'volume type.')
 
 
 class TypeService:
@@ -50,17 +60,24 @@ class TypeService:
         policy.authorize(context, policy.TYPE_GET)
         with db_api.reader() as session:
             if type_id == 'default':
+                # the project's own default first, as Cinder
+                default_id = db_defaults.type_id_of(session,
+                                                    context.project_id)
+                if default_id is not None:
+                    return db_types.get(session, default_id)
                 return db_types.get_by_name(session,
                                             self.conf.default_volume_type)
             return db_types.get(session, type_id, self._scope(context))
 
-    def list(self, context, is_public=True, name=None):
+    def list(self, context, is_public=True, name=None, extra_specs=None):
+        """``extra_specs``: only the types with every one of these
+        key/value pairs (3.52)."""
         policy.authorize(context, policy.TYPE_GET_ALL)
         if not context.is_admin:
             is_public = None  # public ones plus those shared with us
         with db_api.reader() as session:
             return db_types.list_types(session, self._scope(context),
-                                       is_public, name)
+                                       is_public, name, extra_specs)
 
     def update(self, context, type_id, values):
         policy.authorize(context, policy.TYPE_MANAGE)
@@ -82,6 +99,8 @@ class TypeService:
                 raise exception.InvalidVolumeType(
                     reason='Default volume type can not be deleted.')
             # (a live group holding the type keeps it too, as in Cinder)
+            db_types.lock_row(session, type_id)
+            db_defaults.check_not_default(session, type_id)
             db_types.delete(session, type_id, in_use=lambda s:
                             db_volumes.type_in_use(s, type_id)
                             or db_groups.uses_volume_type(s, type_id))
@@ -109,21 +128,18 @@ class TypeService:
         with db_api.reader() as session:
             vtype = db_types.get(session, type_id)
             if vtype['is_public']:
-                raise exception.InvalidVolumeType(
-                    reason='Access list not available for public volume '
-                           'types.')
+                # Cinder: 404, everyone has access to a public type
+                raise exception.TypeAccessListNotFound()
             return db_types.list_access(session, type_id)
 
     def add_access(self, context, type_id, project_id):
         policy.authorize(context, policy.TYPE_ACCESS)
         with db_api.writer() as session:
-            if db_types.get(session, type_id)['is_public']:
-                raise exception.InvalidVolumeType(
-                    reason='Type access modification is not applicable to '
-                           'public volume type.')
+            _check_private(db_types.get(session, type_id))
             db_types.add_access(session, type_id, project_id)
 
     def remove_access(self, context, type_id, project_id):
         policy.authorize(context, policy.TYPE_ACCESS)
         with db_api.writer() as session:
+            _check_private(db_types.get(session, type_id))
             db_types.remove_access(session, type_id, project_id)

@@ -136,7 +136,8 @@ def refusal(stack, api, vid):
         'messages']
     assert [m['event_id'] for m in messages] == ['VOLUME_VOLUME_005_001']
     with db_api.reader() as session:
-        found, = db_messages.list_messages(session, resource_uuid=vid)
+        found, = db_messages.list_messages(
+            session, filters={'resource_uuid': vid})
         return found.detail
 
 

@@ -359,7 +359,20 @@ ROUTES = [
         '/types/{id}/action', 'private_type',
         {'addProjectAccess': {'project': stack_mod.OTHER_PROJECT}}),
         ADMIN(202)),
+    # default volume types (3.62): admins only
+    Route('GET', '/default-types', _path('/default-types'), ADMIN(200)),
+    Route('PUT', '/default-types/{target_project_id}', _with(
+        '/default-types/%s' % stack_mod.OTHER_PROJECT,
+        {'default_type': {'volume_type': 'personas-type'}}), ADMIN(200)),
+    # a project no default was set for
+    Route('GET', '/default-types/{target_project_id}', _path(
+        '/default-types/%s' % ('ab' * 16)), ADMIN(404)),
+    Route('DELETE', '/default-types/{target_project_id}', _path(
+        '/default-types/%s' % stack_mod.OTHER_PROJECT), ADMIN(204)),
     # the rest of the catalogue
+    Route('GET', '/resource_filters', _path('/resource_filters'), OPEN),
+    Route('POST', '/workers/cleanup', _with('/workers/cleanup', {}),
+          ADMIN(202)),
     Route('GET', '/os-availability-zone', _path('/os-availability-zone'),
           OPEN),
     # manage and unmanage (a reference no backend holds: the volume or

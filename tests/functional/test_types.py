@@ -146,3 +146,53 @@ def test_members_cannot_manage_types(stack):
         'extra_specs': {'k': 'v'}}).status_code == 403
     assert member.delete('/types/%s' % vtype['id']).status_code == 403
     assert member.get('/types/%s' % vtype['id']).status_code == 200
+
+
+def test_type_access_edges(stack):
+    """Cinder's answers on the edges of os-volume-type-access."""
+    admin = stack.client()
+    public = admin.create_type('public-one')
+    project = 'f1' * 16
+    for action in ('addProjectAccess', 'removeProjectAccess'):
+        resp = admin.post('/types/%s/action' % public['id'],
+                          json={action: {'project': project}})
+        assert resp.status_code == 400, action
+        assert resp.json()['badRequest']['message'] == (
+            'Invalid volume type: Type access modification is not '
+            'applicable to public volume type.')
+    resp = admin.get('/types/%s/os-volume-type-access' % public['id'])
+    assert resp.status_code == 404
+    assert resp.json()['itemNotFound']['message'] == \
+        'Access list not available for public volume types.'
+    private = admin.create_type('private-one', is_public=False)
+    access = '/types/%s/os-volume-type-access' % private['id']
+    assert admin.get(access).json() == {'volume_type_access': []}
+    action = '/types/%s/action' % private['id']
+    assert admin.post(action, json={'removeProjectAccess': {
+        'project': project}}).status_code == 404
+    assert admin.post(action, json={'addProjectAccess': {
+        'project': project}}).status_code == 202
+    resp = admin.post(action, json={'addProjectAccess': {
+        'project': project}})
+    assert resp.status_code == 409
+    assert 'already exists' in resp.json()['conflictingRequest']['message']
+    unknown = '/types/%s/action' % ('0' * 8 + '-0000-0000-0000-' + '0' * 12)
+    assert admin.post(unknown, json={'addProjectAccess': {
+        'project': project}}).status_code == 404
+    # non-admins: the private type is seen by the project given access
+    # only, and nobody but an admin reads or changes the access list
+    member = stack.client(project=project, roles='member,reader')
+    stranger = stack.client(project='f2' * 16, roles='member,reader')
+    names = [t['name'] for t in member.get('/types').json()['volume_types']]
+    assert 'private-one' in names
+    names = [t['name'] for t in stranger.get(
+        '/types?is_public=false').json()['volume_types']]
+    assert 'private-one' not in names
+    assert stranger.get('/types/%s' % private['id']).status_code == 404
+    assert stranger.post('/volumes', json={'volume': {
+        'size': 1, 'volume_type': 'private-one'}}).status_code == 404
+    assert member.get(access).status_code == 403
+    assert member.post(action, json={'removeProjectAccess': {
+        'project': project}}).status_code == 403
+    assert admin.get(access).json() == {'volume_type_access': [
+        {'volume_type_id': private['id'], 'project_id': project}]}

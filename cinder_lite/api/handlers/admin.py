@@ -8,6 +8,7 @@ import logging
 
 import webob.exc
 
+from cinder_lite.api import resource_filters
 from cinder_lite.api import validation
 from cinder_lite.api import wsgi
 from cinder_lite.common import capabilities
@@ -161,6 +162,7 @@ def get_pools(req):
     """Pools of the live volume services, from their last reports."""
     policy.authorize(req.context, policy.POOLS)
     params = {k: v for k, v in req.GET.items() if k != 'detail'}
+    resource_filters.check(req, 'pool', params, admins_too=True)
     unknown = set(params) - set(POOL_FILTERS)
     if unknown:
         raise webob.exc.HTTPBadRequest(

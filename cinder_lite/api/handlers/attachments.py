@@ -12,6 +12,7 @@ from cinder_lite.api.schemas import attachments as schema
 from cinder_lite.api import validation
 from cinder_lite.api.views import attachments as views
 from cinder_lite.api.views import links
+from cinder_lite.api import resource_filters
 from cinder_lite.api import wsgi
 from cinder_lite.common import policy
 from cinder_lite.db import attachments as db_attachments
@@ -107,6 +108,8 @@ def show_attachment(req):
 def _list(req, detailed):
     _require(req, (3, 27))
     filters = {}
+    resource_filters.check(req, 'attachment',
+                           [k for k in req.GET if k not in NOT_FILTERS])
     for key, value in req.GET.items():
         if key in NOT_FILTERS:
             continue

@@ -10,6 +10,7 @@ import webob.exc
 
 from cinder_lite.api.schemas import backups as schema
 from cinder_lite.api.schemas import common as schema_common
+from cinder_lite.api import resource_filters
 from cinder_lite.api import validation
 from cinder_lite.api.views import backups as views
 from cinder_lite.api.views import links
@@ -23,10 +24,12 @@ UPDATE = (3, 9)
 METADATA = (3, 43)
 COUNT = (3, 45)
 AVAILABILITY_ZONE = (3, 51)
+# before 3.31 the filters of a non-admin; from 3.31 the filters file
+# says (cinder_lite.api.resource_filters) among those served
 USER_FILTERS = ('name', 'status', 'volume_id')
-ADMIN_FILTERS = USER_FILTERS + ('project_id', 'availability_zone',
-                                'container', 'snapshot_id', 'parent_id',
-                                'user_id', 'host', 'size', 'id')
+SERVED_FILTERS = USER_FILTERS + ('project_id', 'availability_zone',
+                                 'container', 'snapshot_id', 'parent_id',
+                                 'user_id', 'host', 'size', 'id', 'name~')
 NOT_FILTERS = ('sort', 'sort_key', 'sort_dir', 'limit', 'marker', 'offset',
                'with_count', 'all_tenants')
 SORT_ALIASES = {'display_name': 'name', 'display_description':
@@ -72,7 +75,12 @@ def create_backup(req):
 
 
 def _list_params(req):
-    allowed = ADMIN_FILTERS if req.context.is_admin else USER_FILTERS
+    allowed = SERVED_FILTERS
+    if not req.context.is_admin and \
+            req.version < resource_filters.RESOURCE_FILTER:
+        allowed = USER_FILTERS
+    resource_filters.check(req, 'backup',
+                           [k for k in req.GET if k not in NOT_FILTERS])
     filters = {}
     for key, value in req.GET.items():
         if key in NOT_FILTERS:

@@ -4,11 +4,18 @@ Success codes: list/show 200, delete 204.
 """
 import webob.exc
 
+from cinder_lite.api import resource_filters
 from cinder_lite.api.views import links
 from cinder_lite.api import wsgi
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
 from cinder_lite.db import messages as db_messages
+
+
+FILTERS = ('resource_uuid', 'resource_type', 'event_id', 'request_id',
+           'message_level')
+# paging and sorting words, not filters (messages come oldest first)
+NOT_FILTERS = ('sort', 'sort_key', 'sort_dir', 'limit', 'marker', 'offset')
 
 
 def _check_version(req):
@@ -38,13 +45,20 @@ def _view(req, msg):
     }
 
 
-@wsgi.expected_errors(403, 404)
+@wsgi.expected_errors(400, 403, 404)
 def list_messages(req):
     _check_version(req)
     policy.authorize(req.context, policy.MESSAGES)
+    keys = [k for k in req.GET if k not in NOT_FILTERS]
+    resource_filters.check(req, 'message', keys)
+    unknown = [k for k in keys if k not in FILTERS]
+    if unknown:
+        raise webob.exc.HTTPBadRequest(
+            explanation='Invalid filters %s are found in query options.'
+                        % ','.join(unknown))
     with db_api.reader() as session:
-        rows = db_messages.list_messages(session, _scope(req),
-                                         req.GET.get('resource_uuid'))
+        rows = db_messages.list_messages(
+            session, _scope(req), {k: req.GET[k] for k in keys})
     return wsgi.json_response({'messages': [_view(req, m) for m in rows]})
 
 

@@ -12,6 +12,7 @@ import webob.exc
 
 from cinder_lite.api.schemas import common as schema_common
 from cinder_lite.api.schemas import snapshots as schema
+from cinder_lite.api import resource_filters
 from cinder_lite.api import validation
 from cinder_lite.api.views import links
 from cinder_lite.api.views import snapshots as views
@@ -22,7 +23,8 @@ from cinder_lite.common import states
 from cinder_lite.db import query
 from cinder_lite.db import snapshots as db_snapshots
 
-FILTERS = ('name', 'status', 'volume_id', 'metadata', 'project_id')
+FILTERS = ('name', 'status', 'volume_id', 'metadata', 'project_id',
+           'availability_zone', 'name~')
 METADATA_FILTER = (3, 22)
 SNAPSHOT_IN_USE = (3, 66)
 SORT_ALIASES = {'display_name': 'name', 'display_description':
@@ -79,6 +81,8 @@ def create_snapshot(req):
 
 def _list_params(req):
     filters = {}
+    resource_filters.check(req, 'snapshot',
+                           [k for k in req.GET if k not in NOT_FILTERS])
     for key, value in req.GET.items():
         if key in NOT_FILTERS:
             continue

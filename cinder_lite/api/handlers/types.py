@@ -3,6 +3,8 @@
 Success codes: create/update/show/list 200, delete 202; extra specs
 list/show/create/update 200, delete 202; access list 200, actions 202.
 """
+import ast
+
 import webob.exc
 
 from cinder_lite.api.schemas import common as schema_common
@@ -10,6 +12,9 @@ from cinder_lite.api.schemas import types as schema
 from cinder_lite.api import validation
 from cinder_lite.api.views import types as views
 from cinder_lite.api import wsgi
+
+
+TYPE_FILTER = (3, 52)
 
 
 def _service(req):
@@ -40,10 +45,29 @@ def create_type(req):
     return wsgi.json_response({'volume_type': views.show(req, vtype)})
 
 
+def _extra_specs_param(req):
+    """``extra_specs={'key': 'value'}`` (3.52), as Cinder takes it."""
+    value = req.GET.get('extra_specs')
+    if value is None or req.version < TYPE_FILTER:
+        return None
+    try:
+        specs = ast.literal_eval(value) if len(value) <= 4096 else None
+    except (ValueError, SyntaxError, TypeError, MemoryError,
+            RecursionError):
+        specs = None
+    if not isinstance(specs, dict) or not all(
+            isinstance(k, str) and isinstance(v, str)
+            for k, v in specs.items()):
+        raise webob.exc.HTTPBadRequest(
+            explanation="extra_specs must be a dict such as "
+                        "{'key': 'value'}")
+    return specs
+
+
 @wsgi.expected_errors(400, 403)
 def list_types(req):
     types = _service(req).list(req.context, _is_public_param(req),
-                               req.GET.get('name'))
+                               req.GET.get('name'), _extra_specs_param(req))
     return wsgi.json_response(
         {'volume_types': [views.shown(req, t) for t in types]})
 

@@ -5,13 +5,13 @@ temporary volume a migration makes on the destination,
 ``target:<id of the volume it is for>``, as in Cinder.
 
 Revision ID: 0021
-Revises: 0017
+Revises: 0019
 """
 from alembic import op
 import sqlalchemy as sa
 
 revision = '0021'
-down_revision = '0017'
+down_revision = '0019'
 
 
 def upgrade():
