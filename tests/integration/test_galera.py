@@ -272,8 +272,6 @@ def test_two_apis_on_two_nodes(deployment, api):
     free(api, vol['id'])
 
 
-@pytest.mark.xfail(strict=True, reason='a certification failure (1213) '
-                   'answers 503 until the writers retry')
 def test_multiattach_reservations_through_two_nodes(deployment, api):
     """16 concurrent reservations of one multiattach volume, half through
     each Galera node, three rounds, then 16 concurrent deletes: every
@@ -310,8 +308,6 @@ def test_multiattach_reservations_through_two_nodes(deployment, api):
     print('deadlock retries logged: %d' % retries_logged(deployment))
 
 
-@pytest.mark.xfail(strict=True, reason='a certification failure (1213) '
-                   'answers 503 until the writers retry')
 def test_plain_volume_one_winner_through_two_nodes(deployment, api):
     """The single-writer invariant across nodes: of 16 reservations of a
     plain volume for 16 instances, one wins and 15 are refused with 400,
