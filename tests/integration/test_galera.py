@@ -26,6 +26,7 @@ import uuid
 import pymysql
 import pytest
 
+from tests.harness import attach
 from tests.harness import cluster as cluster_mod
 from tests.harness import stack
 from tests.harness import util
@@ -335,3 +336,44 @@ def test_plain_volume_one_winner_through_two_nodes(deployment, api):
             assert volume_status(api, vol['id']) == 'available'
     finally:
         free(api, vol['id'])
+
+
+def test_attach_cycles_through_two_nodes(deployment, api):
+    """Whole attach cycles of one multiattach volume, 8 at once, half
+    through each node: reserve-and-connect (the volume service records
+    each connection in its own transaction on node 1 while the other API
+    writes on node 2), os-complete, delete.  Every step answers 2xx and
+    the volume's attachments and status follow."""
+    vtype = api.create_type(specs=MULTIATTACH_SPECS)
+    vol = api.create_volume(size=1, volume_type=vtype['name'])
+    n = 8
+    try:
+        for round_ in range(2):
+            replies = spread(deployment, 'POST', [
+                ('/attachments', {'attachment': {
+                    'volume_uuid': vol['id'],
+                    'instance_uuid': str(uuid.uuid4()),
+                    'connector': attach.connector(
+                        host='compute-%d-%d' % (round_, i),
+                        ip='127.0.%d.%d' % (round_ + 1, i + 2))}})
+                for i in range(n)])
+            assert statuses(replies) == {200: n}, (round_, replies)
+            ids = [r.body['attachment']['id'] for r in replies]
+            assert {r.body['attachment']['status'] for r in replies} == \
+                {'attaching'}, replies
+            replies = spread(deployment, 'POST', [
+                ('/attachments/%s/action' % a, {'os-complete': None})
+                for a in ids])
+            assert statuses(replies) == {204: n}, (round_, replies)
+            listed = attachments_of(api, vol['id'])
+            assert sorted(a['id'] for a in listed) == sorted(ids)
+            assert {a['status'] for a in listed} == {'attached'}, listed
+            assert volume_status(api, vol['id']) == 'in-use'
+            replies = spread(deployment, 'DELETE', [
+                ('/attachments/%s' % a, None) for a in ids])
+            assert statuses(replies) == {200: n}, (round_, replies)
+            assert attachments_of(api, vol['id']) == []
+            assert volume_status(api, vol['id']) == 'available'
+    finally:
+        free(api, vol['id'])
+    print('deadlock retries logged: %d' % retries_logged(deployment))
