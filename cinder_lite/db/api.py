@@ -128,7 +128,41 @@ def create_engine(url, conf=None):
         _sqlite_setup(engine)
     else:
         _ping_idle_connections(engine)
+        if url.get_backend_name() in ('mysql', 'mariadb'):
+            _galera_causal_reads(engine)
     return engine
+
+
+# wsrep_sync_wait on a Galera node: reads (1) and UPDATE/DELETE (2) first
+# wait until the node applied every write the cluster committed before
+# them.  Without it a node may still show a row as it was before a commit
+# made through another node a moment ago (Galera certifies synchronously
+# and applies asynchronously): a volume service told by an API on node 2
+# to disconnect an attachment it just marked detaching reads it on node 1
+# as still attached.
+GALERA_SYNC_WAIT = 3
+
+
+def _galera_causal_reads(engine):
+    """On a connection to a Galera node (``wsrep_on``), set
+    ``wsrep_sync_wait`` for the session; nothing on other servers."""
+
+    @event.listens_for(engine, 'connect')
+    def _on_connect(dbapi_conn, _record):
+        cur = dbapi_conn.cursor()
+        try:
+            try:
+                cur.execute('SELECT @@global.wsrep_on')
+                galera = bool(cur.fetchone()[0])
+            except Exception:
+                # (MySQL, or MariaDB built without wsrep)
+                galera = False
+            if galera:
+                cur.execute('SET SESSION wsrep_sync_wait = %d'
+                            % GALERA_SYNC_WAIT)
+        finally:
+            cur.close()
+        dbapi_conn.commit()
 
 
 def _ping_idle_connections(engine):

@@ -74,6 +74,10 @@ class Node:
         self.socket = os.path.join(self.dir, 'mysqld.sock')
         self.cnf = os.path.join(self.dir, 'my.cnf')
         self.log = os.path.join(self.dir, 'mariadbd.log')
+        # (three bootstraps sharing /tmp collide on their temporary
+        # tables' names: each node has its own)
+        self.tmp = servers._owned_dir(os.path.join(self.dir, 'tmp'),
+                                      'mysql')
         self.port = util.free_port()
         self.group_port = util.free_port()
         self.ist_port = util.free_port()
@@ -96,6 +100,7 @@ class Node:
             'evs.suspect_timeout=PT5S', 'evs.inactive_timeout=PT10S'))
         options = [
             ('datadir', self.data), ('socket', self.socket),
+            ('tmpdir', self.tmp),
             ('port', self.port), ('bind-address', '127.0.0.1'),
             ('pid-file', os.path.join(self.dir, 'mariadbd.pid')),
             ('log-error', self.log), ('skip-name-resolve', None),
@@ -128,7 +133,8 @@ class Node:
             ['mariadb-install-db', '--no-defaults', '--user=mysql',
              '--datadir=' + self.data,
              '--auth-root-authentication-method=normal', '--skip-test-db'],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=dict(os.environ, TMPDIR=self.tmp))
 
     def start(self, new_cluster=False):
         if self.alive():

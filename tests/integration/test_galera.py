@@ -377,3 +377,45 @@ def test_attach_cycles_through_two_nodes(deployment, api):
     finally:
         free(api, vol['id'])
     print('deadlock retries logged: %d' % retries_logged(deployment))
+
+
+def test_volume_creates_and_deletes_through_two_nodes(deployment, api):
+    """Volumes made and deleted 8 at once, half through each node: each
+    create changes the project's quota usage in its transaction, so the
+    creates meet on that row.  All answer 202, each volume is there once,
+    and the recorded usage equals the volumes (``quota check``)."""
+    c, _api2, _port2 = deployment
+    n = 8
+    replies = spread(deployment, 'POST', [
+        ('/volumes', {'volume': {'size': 1, 'name': 'galera-%d' % i}})
+        for i in range(n)])
+    assert statuses(replies) == {202: n}, replies
+    ids = [r.body['volume']['id'] for r in replies]
+    assert len(set(ids)) == n
+    for volume_id in ids:
+        api.wait_volume(volume_id, 'available')
+    check = c.manage('quota', 'check', '--project', cluster_mod.PROJECT,
+                     check=False)
+    assert check.returncode == 0, (check.stdout, check.stderr)
+    replies = spread(deployment, 'DELETE', [
+        ('/volumes/%s' % v, None) for v in ids])
+    assert statuses(replies) == {202: n}, replies
+    for volume_id in ids:
+        api.wait_deleted(volume_id)
+    check = c.manage('quota', 'check', '--project', cluster_mod.PROJECT,
+                     check=False)
+    assert check.returncode == 0, (check.stdout, check.stderr)
+
+
+def test_sessions_read_causally(galera):
+    """cinder_lite's connections to a Galera node wait for the writes the
+    cluster committed before each read (``wsrep_sync_wait``)."""
+    from cinder_lite.db import api as db_api
+    engine = db_api.create_engine(galera.nodes[2].url)
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql(
+                'SELECT @@session.wsrep_sync_wait').scalar() == \
+                db_api.GALERA_SYNC_WAIT
+    finally:
+        engine.dispose()
