@@ -8,9 +8,29 @@ concurrency, busy timeout or not), the database runs in WAL mode and waits
 on locks for ``busy_timeout``.  MySQL/MariaDB runs at READ COMMITTED, as
 PostgreSQL does by default, so a compare-and-swap that waited on a row lock
 re-reads the committed row.
+
+Deadlocks, and Galera's certification failures: on a multi-writer Galera
+cluster row locks are not replicated, so two transactions on two nodes
+that lock the same row both get their lock, and the one that commits
+second is refused with error 1213 (the deadlock error; InnoDB and
+PostgreSQL raise it, or 40P01 / 40001, for ordinary deadlocks too).  The
+transaction is gone as a whole, and the answer is to run it again from
+its start: ``run_writer(fn)`` runs ``fn(session)`` in one writer
+transaction and, when the database refuses it as a deadlock, rolls back
+and runs ``fn`` again in a new transaction, up to ``[database]
+db_max_retries`` times, waiting a jittered, growing pause between
+attempts (each retry logged at WARNING and counted in
+``deadlock_retries()``).  ``fn`` must therefore do nothing outside the
+database (no RPC, no driver call, no notification): whatever it decides
+is recorded or rolled back with the transaction, and the caller acts on
+what it returns once it committed.  Inside an open transaction of the
+same thread ``run_writer`` does not retry: the outer one is refused, and
+its own retry (if it has one) starts everything again.
 """
 import contextlib
+import logging
 import os
+import random
 import threading
 import time
 
@@ -19,6 +39,8 @@ from sqlalchemy import event
 from sqlalchemy import orm
 
 from cinder_lite.db import mysql_columns
+
+LOG = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_S = 30
 # Pooled connections idle longer than this are pinged before use.
@@ -34,6 +56,23 @@ _serialise_writers = False
 _engine = None
 _writer_maker = None
 _reader_maker = None
+
+# Deadlock retries: attempts after the first (``[database] db_max_retries``
+# once configured; -1 there, unbounded in oslo.db, is capped here), and the
+# pause before retry n: uniform in [0, min(cap, base * 2**n)] ("full
+# jitter": writers refused together do not come back together).
+DEADLOCK_RETRIES = 20
+DEADLOCK_RETRIES_CAP = 100
+DEADLOCK_PAUSE_BASE_S = 0.01
+DEADLOCK_PAUSE_CAP_S = 0.5
+# MySQL/MariaDB: ER_LOCK_DEADLOCK (also Galera's certification failure and
+# brute-force abort); PostgreSQL: deadlock_detected, serialization_failure
+MYSQL_DEADLOCK_ERRORS = (1213,)
+PG_DEADLOCK_STATES = ('40P01', '40001')
+_deadlock_retries = DEADLOCK_RETRIES
+_retried = 0
+_retried_lock = threading.Lock()
+_local = threading.local()
 
 
 def _sqlite_setup(engine):
@@ -89,7 +128,41 @@ def create_engine(url, conf=None):
         _sqlite_setup(engine)
     else:
         _ping_idle_connections(engine)
+        if url.get_backend_name() in ('mysql', 'mariadb'):
+            _galera_causal_reads(engine)
     return engine
+
+
+# wsrep_sync_wait on a Galera node: reads (1) and UPDATE/DELETE (2) first
+# wait until the node applied every write the cluster committed before
+# them.  Without it a node may still show a row as it was before a commit
+# made through another node a moment ago (Galera certifies synchronously
+# and applies asynchronously): a volume service told by an API on node 2
+# to disconnect an attachment it just marked detaching reads it on node 1
+# as still attached.
+GALERA_SYNC_WAIT = 3
+
+
+def _galera_causal_reads(engine):
+    """On a connection to a Galera node (``wsrep_on``), set
+    ``wsrep_sync_wait`` for the session; nothing on other servers."""
+
+    @event.listens_for(engine, 'connect')
+    def _on_connect(dbapi_conn, _record):
+        cur = dbapi_conn.cursor()
+        try:
+            try:
+                cur.execute('SELECT @@global.wsrep_on')
+                galera = bool(cur.fetchone()[0])
+            except Exception:
+                # (MySQL, or MariaDB built without wsrep)
+                galera = False
+            if galera:
+                cur.execute('SET SESSION wsrep_sync_wait = %d'
+                            % GALERA_SYNC_WAIT)
+        finally:
+            cur.close()
+        dbapi_conn.commit()
 
 
 def _ping_idle_connections(engine):
@@ -129,6 +202,7 @@ def configure(conf):
         if _engine is not None:
             _engine.dispose()
         _engine = create_engine(conf.database.connection, conf)
+        _set_deadlock_retries(conf.database.db_max_retries)
         _serialise_writers = _engine.dialect.name == 'sqlite'
         _writer_maker = orm.sessionmaker(bind=_engine,
                                          expire_on_commit=False)
@@ -159,16 +233,90 @@ def ping(session):
 
 @contextlib.contextmanager
 def writer():
-    """One read-write transaction, committed on success."""
+    """One read-write transaction, committed on success.  Not retried by
+    itself: see ``run_writer``."""
     # bounded like the busy handler: past it, SQLite's own lock decides
     queued = _serialise_writers and _sqlite_writers.acquire(
         timeout=SQLITE_BUSY_TIMEOUT_S)
+    _local.depth = getattr(_local, 'depth', 0) + 1
     try:
         with _writer_maker() as session, session.begin():
             yield session
     finally:
+        _local.depth -= 1
         if queued:
             _sqlite_writers.release()
+
+
+def _set_deadlock_retries(value):
+    global _deadlock_retries
+    if value is None:
+        value = DEADLOCK_RETRIES
+    _deadlock_retries = DEADLOCK_RETRIES_CAP if value < 0 else \
+        min(value, DEADLOCK_RETRIES_CAP)
+
+
+def is_deadlock(exc):
+    """Whether ``exc`` (from SQLAlchemy) is the database refusing the
+    transaction as a deadlock: the transaction was rolled back as a
+    whole and may be run again."""
+    if not isinstance(exc, sa.exc.DBAPIError):
+        return False
+    orig = exc.orig
+    code = getattr(orig, 'args', (None,))[0] if getattr(
+        orig, 'args', None) else None
+    if code in MYSQL_DEADLOCK_ERRORS:
+        return True
+    return getattr(orig, 'sqlstate', None) in PG_DEADLOCK_STATES
+
+
+def deadlock_retries():
+    """Transactions this process ran again after a deadlock."""
+    return _retried
+
+
+def in_transaction():
+    """Whether this thread has a writer transaction open."""
+    return getattr(_local, 'depth', 0) > 0
+
+
+def run_writer(fn, *args, **kwargs):
+    """``fn(session, *args, **kwargs)`` in one writer transaction, run
+    again from its start in a new one when the database refuses it as a
+    deadlock (see the module's docstring); returns what ``fn`` returns
+    once committed.  ``fn`` must have no effect outside the database."""
+    if in_transaction():
+        # the outer transaction is the unit: it is refused as a whole
+        with writer() as session:
+            return fn(session, *args, **kwargs)
+    attempt = 0
+    while True:
+        try:
+            with writer() as session:
+                return fn(session, *args, **kwargs)
+        except sa.exc.DBAPIError as e:
+            if not is_deadlock(e) or attempt >= _deadlock_retries:
+                if attempt and is_deadlock(e):
+                    LOG.error('database deadlock in %s: still refused '
+                              'after %d attempts; giving up',
+                              _name(fn), attempt + 1)
+                raise
+            attempt += 1
+            pause = random.uniform(0, min(
+                DEADLOCK_PAUSE_CAP_S,
+                DEADLOCK_PAUSE_BASE_S * 2 ** attempt))
+            global _retried
+            with _retried_lock:
+                _retried += 1
+            LOG.warning('database deadlock (attempt %d of %d) in %s: the '
+                        'transaction is run again in %.3f s (%s)', attempt,
+                        _deadlock_retries + 1, _name(fn), pause,
+                        getattr(e.orig, 'args', e.orig))
+            time.sleep(pause)
+
+
+def _name(fn):
+    return getattr(fn, '__qualname__', None) or repr(fn)
 
 
 @contextlib.contextmanager

@@ -113,30 +113,35 @@ def record_volume(context, request, volume_type, availability_zone, conf,
         values.update(group_api.volume_values(group))
 
     def record():
-        with db_api.writer() as session:
-            metadata_of_image = image_metadata
-            if source is not None:
-                source.lock_and_check(session)
-                metadata_of_image = source.image_metadata(session)
-            if group is not None:
-                group_api.lock_for_volume(session, group.id, volume_type)
-            if backup is not None:
-                if db_backups.lock(session, backup.id).status != \
-                        states.AVAILABLE:
-                    raise exception.InvalidBackup(
-                        reason='Backup status must be available')
-                db_backups.transition(session, backup.id, 'restore',
-                                      values={'restore_volume_id':
-                                              values['id'],
-                                              'progress_bytes': 0})
-            # a type deleted since it was resolved answers 404; one being
-            # deleted now waits for this volume and is then refused as in
-            # use
-            db_types.lock_live(session, volume_type['id'])
-            return db_volumes.create(session, values, quota.Checker(
-                conf, session, size=values['size']),
-                metadata=request.get('metadata'),
-                image_metadata=metadata_of_image)
+        # (run again from its start on a deadlock: the scheduler's cast
+        # comes after the commit)
+        return db_api.run_writer(_record)
+
+    def _record(session):
+        metadata_of_image = image_metadata
+        if source is not None:
+            source.lock_and_check(session)
+            metadata_of_image = source.image_metadata(session)
+        if group is not None:
+            group_api.lock_for_volume(session, group.id, volume_type)
+        if backup is not None:
+            if db_backups.lock(session, backup.id).status != \
+                    states.AVAILABLE:
+                raise exception.InvalidBackup(
+                    reason='Backup status must be available')
+            db_backups.transition(session, backup.id, 'restore',
+                                  values={'restore_volume_id':
+                                          values['id'],
+                                          'progress_bytes': 0})
+        # a type deleted since it was resolved answers 404; one being
+        # deleted now waits for this volume and is then refused as in
+        # use
+        db_types.lock_live(session, volume_type['id'])
+        return db_volumes.create(session, values, quota.Checker(
+            conf, session, size=values['size']),
+            metadata=request.get('metadata'),
+            image_metadata=metadata_of_image)
+
     volume = quota.ensuring_rows(record)
     LOG.info('volume %s: recorded as creating', volume.id)
     return volume
@@ -548,48 +553,53 @@ class VolumeService:
         volume = self.get(context, volume_id)
         policy.authorize(context, policy.VOLUME_DELETE,
                          {'project_id': volume.project_id})
+
+        # (run again from its start on a deadlock: the notification and
+        # the volume service's delete come after the commit)
+        def _mark(session):
+            # the volume's row lock: no reservation slips in between
+            # the check and the status change
+            db_attachments.lock_volume(session, volume_id, load=False)
+            live = db_attachments.live_for_volume(session, volume_id)
+            if force:
+                # Cinder's rule, forced or not
+                rules.check_not_attached(volume_id, live)
+            if live:
+                raise exception.InvalidVolume(
+                    reason='Volume %s still has attachments (%s); '
+                           'delete them first.' % (volume_id, ', '.join(
+                               '%s %s' % (a.id, a.attach_status)
+                               for a in live)))
+            current = db_volumes.get(session, volume_id)
+            if current.pending_size is not None and \
+                    current.status != states.EXTENDING:
+                # extended while in use and detached since: the
+                # storage grows under the volume service now
+                raise exception.InvalidVolume(
+                    reason='Volume %s is being extended to %d GiB; '
+                           'delete it once the extend has finished.'
+                    % (volume_id, current.pending_size))
+            if current.migration_status not in (
+                    None, states.MIGRATION_ERROR, states.MIGRATION_SUCCESS):
+                # Cinder's refusal: migrating, or the temporary volume of
+                # a migration (its service deletes it)
+                raise exception.InvalidVolume(
+                    reason='Volume cannot be deleted while migrating')
+            self._check_not_frozen(session, current)
+            self._mark_snapshots(session, context, volume_id, force,
+                                 cascade)
+            db_volumes.transition(
+                session, volume_id,
+                'force_delete' if force else 'delete')
+            # a forced delete of a volume on offer withdraws the offer
+            db_transfers.end_for_volume(session, volume_id)
+            if not current.host:
+                # never scheduled: no storage to remove
+                db_volumes.transition(session, volume_id, 'deleted')
+            return current
+
         try:
-            with db_api.writer() as session:
-                # the volume's row lock: no reservation slips in between
-                # the check and the status change
-                db_attachments.lock_volume(session, volume_id, load=False)
-                live = db_attachments.live_for_volume(session, volume_id)
-                if force:
-                    # Cinder's rule, forced or not
-                    rules.check_not_attached(volume_id, live)
-                if live:
-                    raise exception.InvalidVolume(
-                        reason='Volume %s still has attachments (%s); '
-                               'delete them first.' % (volume_id, ', '.join(
-                                   '%s %s' % (a.id, a.attach_status)
-                                   for a in live)))
-                current = db_volumes.get(session, volume_id)
-                if current.pending_size is not None and \
-                        current.status != states.EXTENDING:
-                    # extended while in use and detached since: the
-                    # storage grows under the volume service now
-                    raise exception.InvalidVolume(
-                        reason='Volume %s is being extended to %d GiB; '
-                               'delete it once the extend has finished.'
-                        % (volume_id, current.pending_size))
-                if current.migration_status not in (
-                        None, states.MIGRATION_ERROR,
-                        states.MIGRATION_SUCCESS):
-                    # Cinder's refusal: migrating, or the temporary
-                    # volume of a migration (its service deletes it)
-                    raise exception.InvalidVolume(
-                        reason='Volume cannot be deleted while migrating')
-                self._check_not_frozen(session, current)
-                self._mark_snapshots(session, context, volume_id, force,
-                                     cascade)
-                db_volumes.transition(
-                    session, volume_id,
-                    'force_delete' if force else 'delete')
-                # a forced delete of a volume on offer withdraws the offer
-                db_transfers.end_for_volume(session, volume_id)
-                if not current.host:
-                    # never scheduled: no storage to remove
-                    db_volumes.transition(session, volume_id, 'deleted')
+            current = db_api.run_writer(_mark)
         except exception.InvalidTransition as e:
             raise exception.InvalidVolume(
                 reason='Volume status must be available or error or '

@@ -280,20 +280,28 @@ class AttachmentService:
         # service passes the attach mode inside the connector)
         mode = mode or connector.get('mode')
         rules.check_mode(mode)
-        with db_api.writer() as session:
+        asked = mode
+
+        # (run again from its start on a deadlock: nothing in it leaves
+        # the database; the connect's RPC comes after the commit)
+        def _reserve_connecting(session):
             vol, others, fenced, type_qos, members = self._lock_to_attach(
                 session, context, volume_id, connector['host'])
-            connector = dict(connector)
+            given = dict(connector)
             # (written once the connect is decided: one INSERT of the
             # attachment as the connect leaves it)
             attachment = self._record_reservation(
-                session, context, vol, instance_uuid, mode, service_owned,
+                session, context, vol, instance_uuid, asked, service_owned,
                 states.ATTACH_RESERVED, write=False)
             host, mode = self._start_connect(session, vol, attachment,
-                                             connector, written=False,
+                                             given, written=False,
                                              fenced=fenced, members=members)
             status = db_attachments.settle_status(
                 session, vol.id, others, attachment.attach_status)
+            return vol, type_qos, given, attachment, host, mode, status
+
+        vol, type_qos, connector, attachment, host, mode, status = \
+            db_api.run_writer(_reserve_connecting)
         LOG.info('attachment %s of volume %s: reserved and connecting '
                  '(instance %s, host %s, mode %s)', attachment.id, vol.id,
                  instance_uuid, connector['host'], mode)
@@ -307,13 +315,15 @@ class AttachmentService:
                 operation=None):
         """``operation``: under way on the new attachment (the legacy
         os-reserve marks its reservations ``states.LEGACY_RESERVE``)."""
-        with db_api.writer() as session:
+        def _reserve(session):
             vol, attachment = self._reserve(session, context, volume,
                                             instance_uuid, mode,
                                             service_owned, status,
                                             operation)
-            volume_status = db_attachments.sync_volume_status(session,
-                                                              vol.id)
+            return vol, attachment, db_attachments.sync_volume_status(
+                session, vol.id)
+
+        vol, attachment, volume_status = db_api.run_writer(_reserve)
         LOG.info('attachment %s of volume %s: reserved (instance %s, mode '
                  '%s); volume %s', attachment.id, vol.id, instance_uuid,
                  attachment.attach_mode or 'undecided', volume_status)
@@ -416,7 +426,8 @@ class AttachmentService:
 
     def connect(self, context, attachment_id, connector):
         connector = dict(connector)
-        with db_api.writer() as session:
+
+        def _start(session):
             attachment = db_attachments.get(session, attachment_id)
             with db_attachments.locked_volume(
                     session, attachment.volume_id,
@@ -431,10 +442,16 @@ class AttachmentService:
                                'delete it and create a new one to connect '
                                'again.' % (attachment_id,
                                            attachment.attach_status))
+                # (_start_connect writes into a copy: a retry starts
+                # from the connector as given)
+                given = dict(connector)
                 host, mode = self._start_connect(session, vol, attachment,
-                                                 connector)
+                                                 given)
+            return vol, attachment, host, given, mode
+
+        vol, attachment, host, given, mode = db_api.run_writer(_start)
         return self._connect_on_backend(context, vol, attachment, host,
-                                        connector, mode)
+                                        given, mode)
 
     def _start_connect(self, session, vol, attachment, connector,
                        written=True, fenced=None, members=None):
@@ -501,9 +518,8 @@ class AttachmentService:
         except Exception as e:
             # The backend did not answer: record why, leave nothing
             # pretending to be connected.
-            with db_api.writer() as session:
-                db_attachments.record_failure(session, attachment.id,
-                                              'connect_lost', str(e))
+            db_api.run_writer(db_attachments.record_failure, attachment.id,
+                              'connect_lost', str(e))
             if isinstance(e, exception.ServiceUnavailable):
                 # the caller holds an attachment it never saw: name it
                 raise exception.ServiceUnavailable(
@@ -547,7 +563,10 @@ class AttachmentService:
         """One transaction: read, authorize, decide; returns the
         attachment as written."""
         policy.authorize(context, policy.ATTACHMENT_GET)
-        with db_api.writer() as session:
+
+        # (run again from its start on a deadlock; the notification comes
+        # after the commit)
+        def _complete(session):
             # (the lock writes the volume in-use: complete makes the
             # attachment attached or fails, and a failure rolls it back;
             # sync_after_attached below then has nothing left to write)
@@ -555,7 +574,7 @@ class AttachmentService:
                 session, context, attachment_id, policy.ATTACHMENT_COMPLETE,
                 becomes=db_attachments.ATTACHED)
             if current.attach_status == states.ATTACHED:
-                return current
+                return current, vol, False, None
             if (current.attach_status == states.ATTACH_ATTACHING
                     and not current.connection_info):
                 raise exception.InvalidInput(
@@ -578,7 +597,12 @@ class AttachmentService:
                            '%s.' % (attachment_id, e.kwargs['actual']))
             status = db_attachments.sync_after_attached(
                 session, current.volume_id, vol.status)
-            done = current
+            return current, vol, True, status
+
+        done, vol, changed, status = db_api.run_writer(_complete)
+        if not changed:
+            # (attached already: nothing changed)
+            return done
         LOG.info('attachment %s: -> attached; volume %s %s', attachment_id,
                  done.volume_id, status)
         self._notify(context, 'volume.attach.end', vol, done,
@@ -688,8 +712,8 @@ class AttachmentService:
         return writer
 
     def _unmark_takeover(self, attachment_id):
-        with db_api.writer() as session:
-            db_attachments.unmark(session, attachment_id, states.TAKING_OVER)
+        db_api.run_writer(db_attachments.unmark, attachment_id,
+                          states.TAKING_OVER)
 
     # -- delete --------------------------------------------------------------
     def delete(self, context, attachment_id, force=False,
@@ -701,8 +725,11 @@ class AttachmentService:
         detaches what is not attached, and an os-complete may have come
         since it read them)."""
         policy.authorize(context, policy.ATTACHMENT_GET)
-        # one transaction reads, authorizes and starts the detach
-        with db_api.writer() as session:
+
+        # one transaction reads, authorizes and starts the detach (run
+        # again from its start on a deadlock; the disconnect's RPC comes
+        # after the commit)
+        def _start(session):
             # (the lock writes the status the volume is most often left
             # in; what the transaction reads under it corrects it
             # otherwise)
@@ -721,6 +748,9 @@ class AttachmentService:
             _, current, _, _, export_host, _ = started
             shared = db_attachments.share_host(remaining, current,
                                                export_host)
+            return attachment, started, remaining, shared
+
+        attachment, started, remaining, shared = db_api.run_writer(_start)
         self._finish_detach(context, attachment, *started, shared=shared)
         return remaining
 
@@ -753,8 +783,8 @@ class AttachmentService:
         ``force`` (admin actions) with the backend down records the
         attachment detached without it; the volume service removes exports
         the database does not know when it starts again."""
-        with db_api.writer() as session:
-            started, _ = self._start_detach(session, attachment, force)
+        started, _ = db_api.run_writer(self._start_detach, attachment,
+                                       force)
         self._finish_detach(context, attachment, *started)
 
     def _start_detach(self, session, attachment, force, guarded=False,
@@ -854,9 +884,8 @@ class AttachmentService:
             except (exception.ConnectFailed, exception.ConnectRefused):
                 raise
             except Exception as e:
-                with db_api.writer() as session:
-                    db_attachments.record_failure(
-                        session, attachment.id, 'disconnect_lost', str(e))
+                db_api.run_writer(db_attachments.record_failure,
+                                  attachment.id, 'disconnect_lost', str(e))
                 raise
         elif not was_connected:
             LOG.info('attachment %s: -> detached (never connected); volume '

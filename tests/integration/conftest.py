@@ -188,3 +188,29 @@ def openstack_cloud(request):
     bad = {name: rc for name, rc in codes.items()
            if rc not in (0, -15, None)}
     assert not bad, 'processes that did not stop cleanly: %r' % bad
+
+
+@pytest.fixture(scope='session')
+def galera():
+    """A three-node MariaDB Galera cluster of the run's own
+    (tests/harness/galera.py), started once per test session (per xdist
+    worker) by the first test that asks for it and stopped by pid at the
+    end; skipped with the reason (failed under
+    CINDER_LITE_REQUIRE_SERVICES=1) when Galera cannot run here."""
+    from tests.harness import galera as galera_mod
+    why = galera_mod.available()
+    if why:
+        util.skip_or_fail('Galera: %s' % why)
+    where = tempfile.mkdtemp(prefix='cinder-lite-galera-')
+    servers._owned_dir(where, 'mysql')
+    cluster = galera_mod.GaleraCluster(where)
+    try:
+        try:
+            cluster.start()
+        except RuntimeError as e:
+            pytest.fail('the Galera cluster did not start: %s' % e,
+                        pytrace=False)
+        yield cluster
+    finally:
+        cluster.destroy()
+        shutil.rmtree(where, ignore_errors=True)

@@ -87,7 +87,9 @@ class RecordConnection(task.Task):
 
     def execute(self, driver, volume, attachment_id, connector,
                 connection_info):
-        with db_api.writer() as session:
+        # (the export exists by now; only this transaction runs again
+        # on a deadlock)
+        def _record(session):
             # ('connected' keeps the attachment attaching: the volume's
             # status stays what the API derived when it started the
             # connect; the read takes the volume's lock)
@@ -113,6 +115,9 @@ class RecordConnection(task.Task):
                 reason='connected (%s)'
                        % connection_info['driver_volume_type'],
                 current=current)
+            return recorded, sharing
+
+        recorded, sharing = db_api.run_writer(_record)
         LOG.info('attachment %s of volume %s: connected (%s, %s)',
                  attachment_id, volume['id'],
                  connection_info['driver_volume_type'],

@@ -37,13 +37,14 @@ class RemoveExport(task.Task):
 
 class RecordDetached(task.Task):
     def execute(self, volume, attachment_id, reason):
-        with db_api.writer() as session:
-            # (the lock writes the status the volume is most often left
-            # in; the attachments read under it correct it otherwise)
-            status = db_attachments.apply_event(
-                session, volume['id'], attachment_id, 'disconnected',
-                values={'status_reason': reason} if reason else None,
-                becomes=db_attachments.DISCONNECTED)
+        # (the export is gone by now; only this transaction runs again on
+        # a deadlock.  The lock writes the status the volume is most often
+        # left in; the attachments read under it correct it otherwise)
+        status = db_api.run_writer(
+            db_attachments.apply_event, volume['id'], attachment_id,
+            'disconnected',
+            values={'status_reason': reason} if reason else None,
+            becomes=db_attachments.DISCONNECTED)
         LOG.info('attachment %s of volume %s: detaching -> detached '
                  '(volume %s)', attachment_id, volume['id'], status)
 
