@@ -29,6 +29,8 @@ cluster_mod.FORK_SERVICES = \
 SLOW_FIRST = (
     'tests/integration/test_tempest.py',
     'tests/integration/test_nova.py',
+    # the Ceph modules, one worker's share (CEPH_MODULES)
+    'tests/dataplane/test_guests.py',
     'tests/integration/test_crash.py',
     'tests/integration/test_stateful_fuzz.py',
     'tests/integration/test_quotas.py',
@@ -57,12 +59,20 @@ SLOW_FIRST = (
 
 # Modules that must run on the same worker, because they share what a
 # session-scoped fixture starts: the OpenStack deployment of
-# tests/integration/conftest.py.
-SHARED_WORKER = {
+# tests/integration/conftest.py; and the modules with RBD stacks, which
+# share the run's one Ceph pool: a stack's exports are the pool's records
+# of its service host (every stack's is testnode@rbd), and some tests
+# count the pool's images, so two of them at once on two workers would
+# see each other's.
+# (every module under tests/rbd/, and these)
+CEPH_MODULES = (
+    'tests/dataplane/test_drain.py', 'tests/dataplane/test_fence_agent.py',
+    'tests/dataplane/test_guests.py', 'tests/dataplane/test_takeover.py')
+SHARED_WORKER = dict({
     'tests/integration/test_nova.py': 'openstack',
     'tests/integration/test_images.py': 'openstack',
     'tests/integration/test_tempest.py': 'openstack',
-}
+}, **{path: 'ceph' for path in CEPH_MODULES})
 
 
 def pytest_collection_modifyitems(config, items):
@@ -92,6 +102,8 @@ def pytest_xdist_make_scheduler(config, log):
 
         def _split_scope(self, nodeid):
             path = super()._split_scope(nodeid)
+            if path.startswith('tests/rbd/'):
+                return 'ceph'
             return SHARED_WORKER.get(path, path)
 
     return SharedWorkerScheduling(config, log)
