@@ -199,6 +199,15 @@ def check_services(kind, server_url=None, rabbit_url=RABBIT_URL):
         check_database(kind, server_url)
 
 
+def posix_backup(host='cl-backup'):
+    """Keyword arguments of Cluster for one backup service, ``backup``,
+    keeping its backups in the POSIX store under the work directory."""
+    return {'backups': {'backup': host}, 'process_sections': {'backup': {
+        'DEFAULT': {'host': host, 'backup_driver':
+                    'cinder_lite.backup.drivers.posix.PosixBackupDriver',
+                    'backup_posix_path': '{workdir}/backup'}}}}
+
+
 def create_database(kind, name, server_url=None):
     conn = _admin_connect(kind, server_url)
     try:
@@ -530,7 +539,7 @@ class Cluster:
                  extra_sections=None, api_server='cinder-lite-api',
                  process_sections=None, api_host='127.0.0.1',
                  node_options=None, extra_nodes=None, server_url=None,
-                 rabbit_url=None):
+                 rabbit_url=None, backups=None):
         if kind not in ALL_KINDS:
             raise ValueError('unknown database kind %r' % (kind,))
         self.kind = kind
@@ -558,7 +567,7 @@ class Cluster:
         self.nodes.update(extra_nodes or {})
         # backup services started with the others (name -> host; each a
         # 'backup…' process whose options come from process_sections)
-        self.backups = {}
+        self.backups = dict(backups or {})
         # 'cinder-lite-api', or 'gunicorn' serving cinder_lite.wsgi.api
         # with GUNICORN_WORKERS workers
         self.api_server = api_server
