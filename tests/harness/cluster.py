@@ -127,7 +127,14 @@ def _tcp_probe(host, port, what, timeout=2.0):
 
 
 def check_rabbit(url=RABBIT_URL):
-    """Log in to RabbitMQ with the credentials and vhost of ``url``."""
+    """Log in to RabbitMQ with the credentials and vhost of ``url``; a
+    URL naming several nodes (``rabbit://u:p@h1:1,u:p@h2:2/``, as
+    oslo.messaging takes a cluster) is checked node by node."""
+    scheme, netloc, path = urllib.parse.urlsplit(url)[:3]
+    if ',' in netloc:
+        for one in netloc.split(','):
+            check_rabbit('%s://%s%s' % (scheme, one, path))
+        return
     import amqp
     parts = urllib.parse.urlsplit(url)
     host, port = parts.hostname or '127.0.0.1', parts.port or 5672
