@@ -1320,10 +1320,23 @@ class RBDDriver(base.VolumeDriver):
                 reason='%r is not the name of a backup snapshot' % name)
         image = self._image(volume_name(volume['id']))
         try:
+            if self._locked_by_another(image):
+                # a host writes it and holds its exclusive lock: librbd
+                # would ask that host to make the snapshot, which its key
+                # may not; the backup takes a temporary snapshot instead,
+                # made with the lock handed over (create_snapshot)
+                LOG.info('no backup snapshot %s of volume %s: a host '
+                         'holds its exclusive lock', name, volume['id'])
+                return False
             image.create_snap(name)
         except rbd.ImageExists:
             LOG.info('backup snapshot %s of volume %s exists already',
                      name, volume['id'])
+        except rbd.PermissionError:
+            # a host took the lock meanwhile
+            LOG.info('no backup snapshot %s of volume %s: a host took '
+                     'its exclusive lock', name, volume['id'])
+            return False
         finally:
             image.close()
         LOG.info('made RBD backup snapshot %s@%s',
