@@ -5,6 +5,7 @@ its answer and the curl line of the report."""
 import dataclasses
 import json
 
+from tests.stateful.groups import GroupCalls
 from tests.stateful.quotas import QUOTA_ADMIN
 from tests.stateful.quotas import QUOTA_READS
 from tests.stateful.quotas import QuotaCalls
@@ -71,7 +72,7 @@ def _vt(version):
     return int(major), int(minor)
 
 
-class Resolver(QuotaCalls):
+class Resolver(QuotaCalls, GroupCalls):
     """Turns Steps into Calls against the current model; one per worker
     thread (it holds that thread's bindings)."""
 
@@ -136,14 +137,16 @@ class Resolver(QuotaCalls):
         """Why this caller may not do this, whatever the state."""
         op, caller = step.op, step.caller
         reads = ('vol_show', 'att_list') + QUOTA_READS
-        if caller == 'other' and op not in ('type_create',):
+        if caller == 'other' and op not in ('type_create',
+                                            'group_type_create'):
             return 'another project'
         if caller == 'reader' and op not in reads:
             return 'a reader may not write'
         if caller in ('member', 'compute', 'reader', 'other') and op in (
                 'force_detach', 'reset_status', 'type_create',
                 'type_delete', 'host_fence', 'host_unfence',
-                'vol_force_delete', 'vol_migrate') + QUOTA_ADMIN:
+                'vol_force_delete', 'vol_migrate',
+                'group_type_create') + QUOTA_ADMIN:
             return 'admin only'
         return None
 

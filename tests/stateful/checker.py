@@ -6,6 +6,7 @@ import time
 import requests
 
 from tests.stateful.findings import Finding
+from tests.stateful import groups
 from tests.stateful.world import CALLERS
 from tests.stateful.world import CONNECTED
 from tests.stateful.world import MULTI_KINDS
@@ -43,13 +44,15 @@ class Checker:
                 path, resp.status_code, resp.text[:300]))
         return resp.json()
 
-    def listing(self, path, key):
-        """Every page of a list."""
+    def listing(self, path, key, links=None):
+        """Every page of a list (``links``: its links' key, when not
+        ``<key>_links``)."""
         items, url = [], path
         while url:
             page = self.get(url)
             items += page[key]
-            nxt = [ln['href'] for ln in page.get('%s_links' % key, [])
+            nxt = [ln['href'] for ln in page.get(links or '%s_links' % key,
+                                                 [])
                    if ln.get('rel') == 'next']
             url = nxt[0].split('/v3/%s' % PROJECT, 1)[1] if nxt else None
         return items
@@ -62,11 +65,17 @@ class Checker:
         snapshots = self.listing('/snapshots/detail?all_tenants=1',
                                  'snapshots')
         backups = self.listing('/backups/detail?all_tenants=1', 'backups')
+        group_list = self.listing('/groups/detail?all_tenants=1', 'groups',
+                                  'group_links')
+        group_snaps = self.listing('/group_snapshots/detail?all_tenants=1',
+                                   'group_snapshots')
         return {'volumes': {v['id']: v for v in volumes},
                 'attachments': {a['id']: a for a in atts},
                 'types': {t['id']: t for t in types},
                 'snapshots': {s['id']: s for s in snapshots},
-                'backups': {b['id']: b for b in backups}}
+                'backups': {b['id']: b for b in backups},
+                'groups': {g['id']: g for g in group_list},
+                'group_snapshots': {g['id']: g for g in group_snaps}}
 
     def busy(self, snap):
         """What is still moving: volumes in a transient status,
@@ -88,7 +97,7 @@ class Checker:
         for b in snap['backups'].values():
             if b['status'] in TRANSIENT_BACKUP:
                 moving.append(('backup', b['id'], b['status']))
-        return moving
+        return moving + groups.busy(snap)
 
     def reset(self, volume_id):
         return self.fz.model.history.get(volume_id, {}).get('reset')
@@ -110,7 +119,10 @@ class Checker:
                 {k: (a['status'], bool(a['connection_info'])) for k, a in
                  snap['attachments'].items()},
                 {k: sn['status'] for k, sn in snap['snapshots'].items()},
-                {k: b['status'] for k, b in snap['backups'].items()})
+                {k: b['status'] for k, b in snap['backups'].items()},
+                {k: g['status'] for k, g in snap['groups'].items()},
+                {k: g['status'] for k, g in
+                 snap['group_snapshots'].items()})
 
     def quiet(self, burst):
         """Wait until nothing moves and two snapshots in a row agree;
@@ -132,7 +144,8 @@ class Checker:
                     if what == 'attachment' else
                     snap['snapshots'][ident]['volume_id']
                     if what == 'snapshot' else
-                    snap['backups'][ident]['volume_id'],
+                    snap['backups'][ident]['volume_id']
+                    if what == 'backup' else None,
                     attachment_id=ident if what == 'attachment' else None)
                     for what, ident, status in moving]
             previous = None if moving else snap
@@ -153,6 +166,7 @@ class Checker:
                     'snapshot-error', 'snapshot %s of volume %s is %s'
                     % (sid, sn['volume_id'], sn['status']), burst,
                     volume_id=sn['volume_id']))
+        found += groups.check(self, snap, burst)
         for bid, b in snap['backups'].items():
             # a backup either is taken or its create is refused: an error
             # is work the API accepted and a service could not do

@@ -15,6 +15,7 @@ from tests.stateful.model import Model
 from tests.stateful.plans import Planner
 from tests.stateful.plans import Step
 from tests.stateful.plans import instance_ids
+from tests.stateful import groups
 from tests.stateful import quotas
 from tests.stateful.worker import Worker
 from tests.stateful.world import TYPE_SLOTS
@@ -22,7 +23,8 @@ from tests.stateful.world import VOLUME_SLOTS
 from tests.stateful.world import access_mode
 
 BACKEND_OPS = ('backup_create', 'backup_delete', 'vol_clone', 'revert',
-               'vol_migrate')
+               'vol_migrate', 'group_create', 'group_add', 'group_remove',
+               'group_delete', 'gsnap_create', 'gsnap_delete')
 
 
 class Fuzzer:
@@ -47,7 +49,7 @@ class Fuzzer:
         self.snapshot_calls = collections.Counter()
         # os-force_delete answers, and how many raced an os-complete
         self.force_deletes = collections.Counter()
-        # backups, clones, reverts and migrations: op and status
+        # backups, clones, reverts, migrations, groups: op and status
         self.backend_calls = collections.Counter()
         self.requests = 0
         self.t0 = time.monotonic()
@@ -133,7 +135,7 @@ class Fuzzer:
     # -- the run --------------------------------------------------------------
     def bootstrap(self):
         """Every type slot, and a volume in each slot, one at a time."""
-        steps = quotas.bootstrap_steps()
+        steps = quotas.bootstrap_steps() + groups.bootstrap_steps()
         steps += [Step('type_create', 'admin', {'type': t})
                   for t in TYPE_SLOTS]
         kinds = ('multi', 'single', 'plain', 'multi', 'pin-ma', 'pin-noma',

@@ -5,6 +5,7 @@ import dataclasses
 import random
 import uuid
 
+from tests.stateful.groups import GroupPlans
 from tests.stateful.quotas import QuotaPlans
 from tests.stateful.world import HOSTS
 from tests.stateful.world import INSTANCES
@@ -28,7 +29,7 @@ class Step:
         return 1 + (self.twin.size() if self.twin else 0)
 
 
-class Planner(QuotaPlans):
+class Planner(QuotaPlans, GroupPlans):
     """Draws the plan of one thread in one burst: a list of scenarios,
     each a short meaningful sequence with perturbations."""
 
@@ -87,7 +88,8 @@ class Planner(QuotaPlans):
             (self.quota_play, 2), (self.quota_misuse, 1),
             (self.takeover, 2), (self.fencing, 2),
             (self.snapshot_race, 3), (self.force_delete_race, 1),
-            (self.begin_detaching_race, 1), (self.backend_race, 4)]
+            (self.begin_detaching_race, 1), (self.backend_race, 4),
+            (self.group_race, 2)]
         makers = [m for m, w in scenarios for _ in range(w)]
         out = []
         while sum(s.size() for s in out) < steps:

@@ -6,6 +6,7 @@ import time
 import requests
 
 from tests.stateful.calls import Resolver
+from tests.stateful import groups
 from tests.stateful.world import CALLERS
 from tests.stateful.world import MAX_PER_SLOT
 
@@ -157,6 +158,7 @@ class Worker:
                 for name, tid in list(model.types.items()):
                     if tid == call.type_id:
                         del model.types[name]
+        groups.observe(self.resolver, step, answer)
         if step.op == 'retype':
             model.note(call.volume_id, retyped=True)
         if step.op == 'reset_status' and step.args.get('status'):
