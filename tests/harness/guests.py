@@ -884,11 +884,14 @@ def active_passive(s, start, sectors=400, b_writes=20, detection=1.0,
             util.wait_for(lambda: len(refused(a, 'A')) >= 3, 120,
                           what='A refused')
         else:
-            # the session A had is ended and its initiator is off the
-            # target (a takeover deletes its CHAP account too): QEMU's
-            # iSCSI driver (libiscsi) tries to log in again, is refused,
-            # and keeps the guest's requests waiting
-            time.sleep(8)
+            # the session A had is ended, its CHAP account deleted and
+            # its initiator off the ACL (by the takeover or the fence
+            # alike): QEMU's iSCSI driver (libiscsi) tries to log in
+            # again, is refused,
+            # and keeps the guest's requests waiting (it tries again
+            # every second or two: a write let in would be acknowledged
+            # well within this)
+            time.sleep(5)
         run.times['end'] = time.monotonic()
     finally:
         a.stop()
