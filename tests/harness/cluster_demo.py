@@ -32,7 +32,8 @@ def main(argv=None):
                    'volume, or fence_cinder_lite off against A\'s host '
                    '(a multi-writer volume, as Pacemaker runs it)')
     p.add_argument('--svg', help='where to draw the timeline (default: '
-                   'VIA-PROTOCOL.svg in the work directory)')
+                   'cinder-lite-VIA-PROTOCOL.svg in the temporary '
+                   'directory)')
     p.add_argument('--keep', action='store_true',
                    help='keep the work directory (logs, consoles)')
     args = p.parse_args(argv)
@@ -92,8 +93,10 @@ def main(argv=None):
         code, out, _err = run.fence_status
         print('fence_cinder_lite status for host-a afterwards: exit %d, %s'
               % (code, out.strip()))
+    # (not in the work directory: it is removed unless --keep)
     svg = args.svg or os.path.join(
-        work, '%s-%s.svg' % (args.via, args.protocol))
+        tempfile.gettempdir(),
+        'cinder-lite-%s-%s.svg' % (args.via, args.protocol))
     guests_mod.timeline_svg(run, svg)
     print('timeline: %s' % svg)
     if args.keep:
