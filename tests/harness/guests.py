@@ -131,6 +131,9 @@ def boot_files():
             with open(base + '.tmp', 'wb') as f:
                 f.write(cpio(entries))
             shutil.copyfile(vmlinuz, kernel + '.tmp')
+            # (the ELF image of a kernel built before goes with it)
+            if os.path.exists(os.path.join(CACHE, 'vmlinux')):
+                os.remove(os.path.join(CACHE, 'vmlinux'))
             os.replace(base + '.tmp', base)
             os.replace(kernel + '.tmp', kernel)
         finally:
@@ -163,9 +166,10 @@ def _unpacked(vmlinuz):
         return vmlinuz
     if not image.startswith(b'\x7fELF'):
         return vmlinuz
-    with open(elf + '.tmp', 'wb') as f:
+    tmp = '%s.%d.tmp' % (elf, os.getpid())
+    with open(tmp, 'wb') as f:
         f.write(image)
-    os.replace(elf + '.tmp', elf)
+    os.replace(tmp, elf)
     return elf
 
 
