@@ -1,7 +1,7 @@
 """``fence_cinder_lite``: a fence agent for Pacemaker (``pacemaker-fenced``,
 ``stonith_admin``) that fences a node at the storage: it asks cinder_lite
 to cut the node's host off a set of volumes at the targets (the host
-fences of ``/os-host-fences``, doc/fencing.rst), as fabric agents
+fences of ``/os-host-fences``, doc/source/fencing.rst), as fabric agents
 disable a switch port.
 
 It follows the fence agent conventions (the public FenceAgentAPI of
