@@ -34,6 +34,8 @@ from xml.sax import saxutils
 
 import requests
 
+from cinder_lite import version
+
 NAME = 'fence_cinder_lite'
 EC_OK, EC_ERROR, EC_OFF = 0, 1, 2
 ACTIONS = ('off', 'on', 'status', 'list', 'monitor', 'metadata',
@@ -419,6 +421,9 @@ def metadata():
 def main(argv=None, stdin=None, out=None, err=None):
     argv = sys.argv[1:] if argv is None else argv
     out, err = out or sys.stdout, err or sys.stderr
+    if argv in (['-V'], ['--version']):     # as every fence agent
+        out.write('%s %s\n' % (NAME, version.VERSION))
+        return EC_OK
     try:
         if argv:
             options = parse_argv(argv)
