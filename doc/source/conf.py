@@ -48,5 +48,7 @@ html_title = 'cinder_lite %s' % release
 html_theme_options = {
     'description': 'Cinder v3 block storage with first-class multi-attach',
     'fixed_sidebar': True,
+    # room for the programs' 79-column help and the JSON examples
+    'page_width': '1180px',
 }
 pygments_style = 'sphinx'

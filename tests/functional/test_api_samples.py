@@ -67,7 +67,7 @@ class Recorder:
 
     def check(self, name, doc, times=True):
         """Compare ``doc`` (normalised) with samples/``name``.json."""
-        text = json.dumps(self.normalise(doc, times), indent=4,
+        text = json.dumps(self.normalise(doc, times), indent=2,
                           sort_keys=True) + '\n'
         path = os.path.join(SAMPLES, name + '.json')
         self.written.append(name + '.json')
