@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 SOURCE = os.path.join(ROOT, 'doc', 'source')
 PAGES = ('config-reference', 'policy-reference')
 
+
 @pytest.fixture(scope='module')
 def rendered(tmp_path_factory):
     work = tmp_path_factory.mktemp('docs')
