@@ -6,7 +6,7 @@ volume between the backup snapshots the volume service made of it.
 
 The volumes' bytes are written and read as client.admin (the subject is
 the backup, not the hosts' path); the backup service connects with the
-caps doc/rbd.rst gives it (tests/harness/ceph.py, ``backup_caps``), and
+caps doc/source/rbd.rst gives it (tests/harness/ceph.py, ``backup_caps``), and
 reads a volume with a key of the backup's own that may only read it.
 Every restore is compared byte for byte with what the volume held: the
 ranges the restored image holds data in are read, and every other byte
