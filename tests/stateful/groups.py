@@ -15,6 +15,9 @@ from tests.stateful.world import TYPE_SLOTS
 from tests.stateful.world import UNKNOWN_ID
 
 GROUP_TYPE = 'fz-group-type'
+# the type kinds no backend holds (world.TYPE_KINDS): a group of one
+# rightly ends in error
+NO_BACKEND_KINDS = ('multi-noma',)
 TRANSIENT_GROUP = ('creating', 'deleting', 'updating')
 TRANSIENT_GROUP_SNAPSHOT = ('creating', 'deleting')
 # the group type's specs: none (a consistent group snapshot needs a
@@ -93,14 +96,16 @@ class GroupCalls:
             'group_specs': GROUP_SPECS}})
 
     def op_group_create(self, step, args):
-        """A group of the type of the volume it is for (types no one
-        backend holds together would leave it in error, rightly)."""
+        """A group of the type of the volume it is for, or of the default
+        type when no backend holds that one (types no backend holds, or
+        none holds together, would leave it in error, rightly)."""
         vid = self.volume(args)
         with self.model.lock:
             tid = self.model.volumes.get(vid, {}).get('type_id')
             name = self.model.type_names.get(tid)
             if name not in self.model.types or not (
-                    name in TYPE_SLOTS or name == DEFAULT_TYPE):
+                    name in TYPE_SLOTS or name == DEFAULT_TYPE) or \
+                    self.model.kind_of_name(name) in NO_BACKEND_KINDS:
                 name = DEFAULT_TYPE
         return Call('', '', 'POST', '/groups', {'group': {
             'name': 'fz-group', 'group_type': GROUP_TYPE,
