@@ -26,6 +26,14 @@ is recorded or rolled back with the transaction, and the caller acts on
 what it returns once it committed.  Inside an open transaction of the
 same thread ``run_writer`` does not retry: the outer one is refused, and
 its own retry (if it has one) starts everything again.
+
+A refusal may also come in the middle of a statement's answer: on a
+Galera node, a transaction aborted by another node's commit while a
+compound statement of ours runs gets the statement's rows and then the
+deadlock.  PyMySQL's connections use ``mysql_cursor.Cursor``, which reads
+that last part at once and raises it as the statement's error; without
+it SQLAlchemy dropped it when it closed the cursor, and the rest of the
+transaction committed on its own in a new one.
 """
 import contextlib
 import logging
@@ -39,6 +47,7 @@ from sqlalchemy import event
 from sqlalchemy import orm
 
 from cinder_lite.db import mysql_columns
+from cinder_lite.db import mysql_cursor
 
 LOG = logging.getLogger(__name__)
 
@@ -123,6 +132,9 @@ def create_engine(url, conf=None):
         kwargs['pool_reset_on_return'] = None
         if url.get_driver_name() == 'pymysql':
             mysql_columns.remember()
+            # an error the server sends after a statement's rows (a
+            # Galera abort) is raised, not dropped at the cursor's close
+            kwargs['connect_args'] = {'cursorclass': mysql_cursor.Cursor}
     engine = sa.create_engine(url, **kwargs)
     if url.get_backend_name() == 'sqlite':
         _sqlite_setup(engine)

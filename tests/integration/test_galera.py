@@ -21,6 +21,8 @@ import json
 import os
 import re
 import threading
+import time
+import types
 import uuid
 
 import pymysql
@@ -255,6 +257,87 @@ def test_row_locks_are_not_replicated(galera):
         setup.close()
 
 
+@pytest.fixture
+def writer_on_node1(galera, monkeypatch):
+    """The process's writer transactions (``db.api.run_writer``) on a
+    database of their own on node 1, with a table ``t`` of rows (1, 0)
+    and (2, 0); yields the database's name."""
+    from cinder_lite.db import api as db_api
+    name = 'cl_g_%s' % uuid.uuid4().hex[:8]
+    setup = _tcp(galera.nodes[0])
+    with setup.cursor() as cur:
+        cur.execute('CREATE DATABASE %s' % name)
+        cur.execute('CREATE TABLE %s.t (id INT PRIMARY KEY, n INT)' % name)
+        cur.execute('INSERT INTO %s.t VALUES (1, 0), (2, 0)' % name)
+    setup.commit()
+    for attr in ('_engine', '_writer_maker', '_reader_maker',
+                 '_serialise_writers', '_deadlock_retries'):
+        monkeypatch.setattr(db_api, attr, getattr(db_api, attr))
+    db_api.configure(types.SimpleNamespace(database=types.SimpleNamespace(
+        connection='%s/%s' % (galera.nodes[0].url, name), db_max_retries=3,
+        max_pool_size=2, max_overflow=2, pool_timeout=30,
+        connection_recycle_time=3600)))
+    try:
+        yield name
+    finally:
+        db_api.get_engine().dispose()
+        with setup.cursor() as cur:
+            cur.execute('DROP DATABASE IF EXISTS %s' % name)
+        setup.close()
+
+
+def test_an_abort_sent_after_the_rows_is_raised(galera, writer_on_node1):
+    """A transaction on node 1 that node 2's commit aborts while one of
+    its statements runs learns of it after the statement's rows: a
+    compound statement ending in a read (as ``query.compound_read``
+    makes) is answered with its rows, then the deadlock.  That deadlock
+    is raised by the statement and the transaction runs again from its
+    start; it is not dropped with the cursor, which left the rest of the
+    transaction to commit alone in a new one (the aborted part lost)."""
+    from cinder_lite.db import api as db_api
+    import sqlalchemy as sa
+    attempts = []
+    other = _tcp(galera.nodes[1], writer_on_node1)
+    committed = threading.Event()
+
+    def _commit_on_node2():
+        # (once node 1's transaction holds row 1 and sleeps in its
+        # compound statement, after its rows)
+        time.sleep(1.0)
+        with other.cursor() as cur:
+            cur.execute('UPDATE t SET n = 100 WHERE id = 1')
+        other.commit()
+        committed.set()
+
+    def txn(session):
+        attempts.append(1)
+        first = len(attempts) == 1
+        if first:
+            threading.Thread(target=_commit_on_node2, daemon=True).start()
+        session.execute(sa.text('UPDATE t SET n = n + 1 WHERE id = 1'))
+        rows = session.execute(sa.text(
+            'BEGIN NOT ATOMIC UPDATE t SET n = n + 10 WHERE id = 2; '
+            'SELECT n FROM t WHERE id = 2; DO SLEEP(%d); END'
+            % (5 if first else 0)).columns(sa.column('n'))).all()
+        return [n for (n,) in rows]
+
+    try:
+        assert db_api.run_writer(txn) == [10]
+        assert committed.wait(10)
+    finally:
+        other.close()
+    assert len(attempts) == 2, attempts
+    check = _tcp(galera.nodes[2], writer_on_node1)
+    try:
+        with check.cursor() as cur:
+            cur.execute('SET SESSION wsrep_sync_wait = 1')
+            cur.execute('SELECT id, n FROM t ORDER BY id')
+            # node 2's commit, then the whole transaction once
+            assert cur.fetchall() == ((1, 101), (2, 10))
+    finally:
+        check.close()
+
+
 # -- cinder_lite on two nodes ------------------------------------------------
 
 def test_two_apis_on_two_nodes(deployment, api):
@@ -273,12 +356,6 @@ def test_two_apis_on_two_nodes(deployment, api):
     free(api, vol['id'])
 
 
-@pytest.mark.xfail(strict=False, reason='once in a full suite run (load '
-                   'average 3), 16 concurrent DELETEs of reservations '
-                   'through two nodes all answered 200 and one of the '
-                   'attachments was still listed after: a delete lost on '
-                   'multi-writer Galera, not yet explained '
-                   '(doc/deployment.rst, Galera)')
 def test_multiattach_reservations_through_two_nodes(deployment, api):
     """16 concurrent reservations of one multiattach volume, half through
     each Galera node, three rounds, then 16 concurrent deletes: every
@@ -344,12 +421,6 @@ def test_plain_volume_one_winner_through_two_nodes(deployment, api):
         free(api, vol['id'])
 
 
-@pytest.mark.xfail(strict=False, reason='about one run in four, one of 8 '
-                   'concurrent DELETEs of connected attachments through '
-                   'two nodes answers 400 (the volume service refused the '
-                   'disconnect: it read the attachment as not detaching); '
-                   'seen before wsrep_sync_wait and once after, not yet '
-                   'explained')
 def test_attach_cycles_through_two_nodes(deployment, api):
     """Whole attach cycles of one multiattach volume, 8 at once, half
     through each node: reserve-and-connect (the volume service records
