@@ -149,32 +149,33 @@ class BackupService:
             'data_timestamp': snapshot.created_at if snapshot else None,
         }
 
-        def record():
-            with db_api.writer() as session:
-                locked = db_volumes.lock(session, volume.id)
-                if snapshot is not None:
-                    self._check_source(locked, db_snapshots.lock(
-                        session, snapshot.id), force)
-                    db_snapshots.transition(session, snapshot.id, 'backup')
-                else:
-                    self._check_source(locked, None, force)
-                    db_volumes.transition(
-                        session, volume.id, 'backup'
-                        if locked.status == states.AVAILABLE
-                        else 'force_backup')
-                parent = None
-                if incremental:
-                    parent = self._parent(session, locked, snapshot,
-                                          context.project_id)
-                values.update(
-                    size=locked.size,
-                    volume_status=locked.status,
-                    parent_id=parent.id if parent else None,
-                    volume_meta=volume_meta(session, locked))
-                return db_backups.create(
-                    session, values, quota.Checker(self.conf, session),
-                    metadata=metadata)
-        backup = quota.ensuring_rows(record)
+        # (run again from its start on a deadlock: the cast comes after
+        # the commit)
+        def _record(session):
+            locked = db_volumes.lock(session, volume.id)
+            if snapshot is not None:
+                self._check_source(locked, db_snapshots.lock(
+                    session, snapshot.id), force)
+                db_snapshots.transition(session, snapshot.id, 'backup')
+            else:
+                self._check_source(locked, None, force)
+                db_volumes.transition(
+                    session, volume.id, 'backup'
+                    if locked.status == states.AVAILABLE
+                    else 'force_backup')
+            parent = None
+            if incremental:
+                parent = self._parent(session, locked, snapshot,
+                                      context.project_id)
+            values.update(
+                size=locked.size,
+                volume_status=locked.status,
+                parent_id=parent.id if parent else None,
+                volume_meta=volume_meta(session, locked))
+            return db_backups.create(
+                session, values, quota.Checker(self.conf, session),
+                metadata=metadata)
+        backup = quota.ensuring_rows(lambda: db_api.run_writer(_record))
         LOG.info('backup %s of volume %s%s: recorded as creating%s',
                  backup.id, volume.id,
                  ' (snapshot %s)' % snapshot.id if snapshot else '',
