@@ -56,6 +56,7 @@ class HAProxy:
             'listen galera',
             '    bind 127.0.0.1:%d' % self.port,
             '    option tcpka',
+            '    balance roundrobin',
         ]
         for index, port in enumerate(self.ports):
             backup = self.writers is not None and index >= self.writers
