@@ -565,6 +565,31 @@ def test_snapshot_or_volume_delete_through_two_nodes(deployment, api):
           % (dict(outcomes), retries_logged(deployment)))
 
 
+def test_legacy_reserves_and_unreserves_through_two_nodes(deployment, api):
+    """Nova's older attach flow on one multiattach volume, 8 at once, half
+    through each node: os-reserve (a reservation each), then os-unreserve
+    (each drops one).  All answer 202, the reservations are made and
+    dropped exactly, and the volume is available again."""
+    vtype = api.create_type(specs=MULTIATTACH_SPECS)
+    vol = api.create_volume(size=1, volume_type=vtype['name'])
+    n = 8
+    try:
+        path = '/volumes/%s/action' % vol['id']
+        replies = spread(deployment, 'POST',
+                         [(path, {'os-reserve': None})] * n)
+        assert statuses(replies) == {202: n}, replies
+        listed = attachments_of(api, vol['id'])
+        assert len(listed) == n, listed
+        assert {a['status'] for a in listed} == {'reserved'}, listed
+        replies = spread(deployment, 'POST',
+                         [(path, {'os-unreserve': None})] * n)
+        assert statuses(replies) == {202: n}, replies
+        assert attachments_of(api, vol['id']) == []
+        assert volume_status(api, vol['id']) == 'available'
+    finally:
+        free(api, vol['id'])
+
+
 def test_sessions_read_causally(galera):
     """cinder_lite's connections to a Galera node wait for the writes the
     cluster committed before each read (``wsrep_sync_wait``)."""
