@@ -30,6 +30,7 @@ import pytest
 
 from tests.harness import attach
 from tests.harness import cluster as cluster_mod
+from tests.harness import groups
 from tests.harness import snapshots
 from tests.harness import stack
 from tests.harness import util
@@ -491,14 +492,16 @@ def test_volume_creates_and_deletes_through_two_nodes(deployment, api):
     assert check.returncode == 0, (check.stdout, check.stderr)
 
 
-@pytest.mark.parametrize('what', ['volume', 'snapshot'])
+@pytest.mark.parametrize('what', ['volume', 'snapshot', 'group'])
 def test_our_row_locks_are_certified(deployment, api, galera, what):
-    """``db.volumes.lock`` and ``db.snapshots.lock`` on the same row
+    """``db.volumes.lock``, ``db.snapshots.lock`` and ``db.groups.lock``
+    on the same row
     through two nodes: neither waits for the other (Galera replicates no
     lock), and the one that commits second is refused with a deadlock,
     as a check made under a lock that only read its row would not be
     (the lock writes the row: ``query.lock_rows``)."""
     from cinder_lite.db import api as db_api
+    from cinder_lite.db import groups as db_groups
     from cinder_lite.db import snapshots as db_snapshots
     from cinder_lite.db import volumes as db_volumes
     import sqlalchemy as sa
@@ -509,6 +512,12 @@ def test_our_row_locks_are_certified(deployment, api, galera, what):
     if what == 'snapshot':
         row_id, lock = snapshots.snapshot(api, vol['id'])['id'], \
             db_snapshots.lock
+    if what == 'group':
+        vtype = api.create_type('galera-lock-%s' % uuid.uuid4().hex[:6],
+                                {'volume_backend_name': 'ma'})
+        row_id, lock = groups.create_group(
+            api, groups.create_group_type(api)['id'],
+            [vtype['id']])['id'], db_groups.lock
     engines = [db_api.create_engine('%s/%s' % (galera.nodes[i].url,
                                                c.db_name))
                for i in (0, 1)]
@@ -529,6 +538,9 @@ def test_our_row_locks_are_certified(deployment, api, galera, what):
         resp = api.delete('/snapshots/%s' % row_id)
         assert resp.status_code == 202, resp.text
         snapshots.wait_gone(api, row_id)
+    if what == 'group':
+        groups.delete_group(api, row_id)
+        groups.wait_group_gone(api, row_id)
     free(api, vol['id'])
 
 
@@ -588,6 +600,45 @@ def test_legacy_reserves_and_unreserves_through_two_nodes(deployment, api):
         assert volume_status(api, vol['id']) == 'available'
     finally:
         free(api, vol['id'])
+
+
+def test_group_add_or_group_delete_through_two_nodes(deployment, api):
+    """A volume added to an empty group through node 1 while the group is
+    deleted through node 2, four times: one of the two wins, the other
+    is refused with 400 (a group with a volume; a group being deleted),
+    never both (a deleted group keeping a live volume).  The add writes
+    the volume's row and the delete the group's: only the group's lock,
+    which writes its row, makes the two meet at certification."""
+    c, _api2, port2 = deployment
+    vtype = api.create_type('galera-grp-%s' % uuid.uuid4().hex[:6],
+                            {'volume_backend_name': 'ma'})
+    gtype = groups.create_group_type(api)
+    outcomes = collections.Counter()
+    for round_ in range(4):
+        group = groups.create_group(api, gtype['id'], [vtype['id']])
+        vol = api.create_volume(size=1, volume_type=vtype['id'])
+        add, delete = race([
+            (c.port, 'PUT', '/groups/%s' % group['id'],
+             {'group': {'add_volumes': vol['id']}}),
+            (port2, 'POST', '/groups/%s/action' % group['id'],
+             {'delete': {'delete-volumes': False}})])
+        outcomes[(add.status, delete.status)] += 1
+        # (an add after the whole delete finds no group: 404)
+        assert (add.status, delete.status) in (
+            (202, 400), (400, 202), (404, 202)), (round_, add, delete)
+        resp = api.get('/volumes/%s' % vol['id'])
+        assert resp.status_code == 200, resp.text
+        in_group = resp.json()['volume'].get('group_id')
+        if add.status == 202:
+            assert in_group == group['id'], resp.json()
+            groups.delete_group(api, group['id'], delete_volumes=True)
+            groups.wait_group_gone(api, group['id'])
+            api.wait_deleted(vol['id'])
+        else:
+            assert in_group is None, resp.json()
+            groups.wait_group_gone(api, group['id'])
+            free(api, vol['id'])
+    print('(add, delete) answers: %s' % dict(outcomes))
 
 
 def test_sessions_read_causally(galera):
