@@ -3,7 +3,7 @@ killed while clients work.
 
 HAProxy (tests/harness/haproxy.py) sends every connection to node 1 and
 keeps nodes 2 and 3 as backups, as OpenStack's deployment tools lay it
-out (doc/deployment.rst, "MariaDB Galera cluster"), or spreads the
+out (doc/source/deployment.rst, "MariaDB Galera cluster"), or spreads the
 connections over all three (multi-writer: the certification failures
 of concurrent changes are retried); every service of the usual cluster
 (tests/harness/cluster.py) connects through it.  Clients
