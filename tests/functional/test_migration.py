@@ -321,3 +321,69 @@ def test_reset_migration_status(two):
     assert reset('none').status_code == 202
     assert api.get('/volumes/%s' % vol['id']).json()['volume'][
         'migration_status'] is None
+
+
+def test_migrate_to_a_cluster(tmp_path):
+    """``cluster`` (3.16) instead of ``host``: the volume goes to the
+    cluster's backend, is reached through the cluster's RPC server
+    afterwards, and records the cluster as its host and cluster_name;
+    a ``host`` naming a member of a cluster sends it to the cluster
+    too."""
+    s = stack_mod.Stack(tmp_path / 'state', backends={'a': A, 'b': B},
+                        extra={'cluster': 'aa'}).start()
+    try:
+        api = s.client()
+        vol = _on(api, 'a')
+        assert vol['os-vol-host-attr:host'] == 'aa@a#back-a'
+        digest = _fill(_file(s, 'a', vol['id']))
+        # before 3.16 there is no cluster; one of host and cluster after
+        for body, version, words in (
+                ({'cluster': 'aa@b'}, '3.15', "'host' is a required"),
+                ({}, '3.16', 'One and only one of cluster and host'),
+                ({'cluster': 'bb@b'}, '3.16', 'No available service named '
+                                              'bb@b'),
+                ({'cluster': 'aa@a#back-a'}, '3.16',
+                 'Destination host must be different than the current '
+                 'host')):
+            resp = _migrate(api, vol['id'], body, version)
+            assert resp.status_code == 400, resp.text
+            assert words in resp.text, resp.text
+        resp = _migrate(api, vol['id'], {'cluster': 'aa@b'}, '3.16')
+        assert resp.status_code == 202, resp.text
+        after = _wait_migration(api, vol['id'])
+        shown = api.get('/volumes/%s' % vol['id'], headers={
+            'OpenStack-API-Version': 'volume 3.61'}).json()['volume']
+        assert shown['status'] == 'available'
+        assert shown['os-vol-host-attr:host'] == 'aa@b#back-b'
+        assert shown['cluster_name'] == 'aa@b#back-b'
+        assert _digest(_file(s, 'b', vol['id'])) == digest
+        util.wait_for(lambda: os.listdir(os.path.join(
+            s.state_path, 'volumes', 'a')) == [], timeout=20,
+            what='nothing left on a')
+        # it is served where it is now (extend goes to the cluster)
+        resp = api.post('/volumes/%s/action' % vol['id'],
+                        json={'os-extend': {'new_size': 2}})
+        assert resp.status_code == 202, resp.text
+        util.wait_for(lambda: api.get('/volumes/%s' % vol['id'])
+                      .json()['volume']['size'] == 2, what='extended')
+        api.wait_volume(vol['id'], 'available')
+        assert os.path.getsize(_file(s, 'b', vol['id'])) == 2 * 1024 ** 3
+        # back, as an operator types it (``cinder migrate --cluster``),
+        # with a pool named, then by the host of a member
+        out = clients.cinder(s, 'migrate', '--cluster', 'aa@a#back-a',
+                             vol['id'])
+        assert 'has been accepted' in out, out
+        back = _wait_migration(api, vol['id'])
+        assert back['os-vol-host-attr:host'] == 'aa@a#back-a'
+        resp = _migrate(api, vol['id'], {'host': 'testnode@b'}, '3.16')
+        assert resp.status_code == 202, resp.text
+        again = _wait_migration(api, vol['id'])
+        assert again['os-vol-host-attr:host'] == 'aa@b#back-b'
+        util.wait_for(lambda: os.listdir(os.path.join(
+            s.state_path, 'volumes', 'a')) == [], timeout=20,
+            what='nothing left on a')
+        assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+        api.wait_deleted(vol['id'])
+        assert os.listdir(os.path.join(s.state_path, 'volumes', 'b')) == []
+    finally:
+        s.stop()
