@@ -10,6 +10,7 @@ import pytest
 
 from tests.harness import clients
 from tests.harness.clients import props
+from tests.harness import groups as gh
 from tests.harness import stack as stack_mod
 from tests.harness import util
 
@@ -140,7 +141,10 @@ def test_refusals_are_cinders(two):
     assert 'testnode@b cannot hold volume %s: its type on-a' % \
         pinned['id'] in resp.text
     refused({'host': 'testnode@nowhere'},
-            'No available service named testnode@nowhere')
+            "No available service named 'testnode@nowhere'")
+    # a host that is in no cluster is not a cluster (Cinder's lookup)
+    refused({'cluster': 'testnode@b'},
+            "No available service named 'testnode@b'", '3.16')
     refused({}, "'host' is a required property")
     refused({'host': 'testnode@b', 'cluster': 'x'}, 'Additional properties')
     refused({'host': 'testnode@b', 'cluster': 'x'},
@@ -161,6 +165,18 @@ def test_refusals_are_cinders(two):
     api.delete('/snapshots/%s' % snap['id'])
     util.wait_for(lambda: api.get('/snapshots/%s' % snap['id'])
                   .status_code == 404, timeout=20, what='snapshot gone')
+    # in a group (as Cinder: a group's volumes stay on its backend)
+    on_a = [t['id'] for t in api.get('/types').json()['volume_types']
+            if t['name'] == 'on-a']
+    group = gh.create_group(api, gh.create_group_type(api)['id'],
+                            [vol['volume_type_id']] + on_a)
+    resp = api.put('/groups/%s' % group['id'], json={'group': {
+        'add_volumes': vid}})
+    assert resp.status_code == 202, resp.text
+    refused({'host': 'testnode@b'}, 'be part of a group')
+    resp = api.put('/groups/%s' % group['id'], json={'group': {
+        'remove_volumes': vid}})
+    assert resp.status_code == 202, resp.text
     # in use
     att = api.post('/attachments', json={'attachment': {
         'volume_uuid': vid, 'instance_uuid': vid}},
@@ -340,8 +356,8 @@ def test_migrate_to_a_cluster(tmp_path):
         for body, version, words in (
                 ({'cluster': 'aa@b'}, '3.15', "'host' is a required"),
                 ({}, '3.16', 'One and only one of cluster and host'),
-                ({'cluster': 'bb@b'}, '3.16', 'No available service named '
-                                              'bb@b'),
+                ({'cluster': 'bb@b'}, '3.16',
+                 "No available service named 'bb@b'"),
                 ({'cluster': 'aa@a#back-a'}, '3.16',
                  'Destination host must be different than the current '
                  'host')):
@@ -350,7 +366,7 @@ def test_migrate_to_a_cluster(tmp_path):
             assert words in resp.text, resp.text
         resp = _migrate(api, vol['id'], {'cluster': 'aa@b'}, '3.16')
         assert resp.status_code == 202, resp.text
-        after = _wait_migration(api, vol['id'])
+        _wait_migration(api, vol['id'])
         shown = api.get('/volumes/%s' % vol['id'], headers={
             'OpenStack-API-Version': 'volume 3.61'}).json()['volume']
         assert shown['status'] == 'available'
