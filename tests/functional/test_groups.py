@@ -276,6 +276,13 @@ def test_copies_made_in_a_group(stack, api, group, gtype, vtype):
     resp = api.post('/groups/%s/action' % group['id'], json={
         'reset_status': {'status': 'available'}})
     assert resp.status_code == 202, resp.text
+    # as Cinder, a volume of a group is not retyped (the group holds its
+    # type)
+    assert 'not be part of an active migration or a consistency group' in \
+        error(api.post('/volumes/%s/action' % clone['id'], json={
+            'os-retype': {'new_type': other_type['id']}}), 400)
+    assert api.get('/volumes/%s' % clone['id']).json()['volume'][
+        'volume_type'] == vtype['name']
     # the group's snapshot takes the copies
     gs = gh.create_group_snapshot(api, group['id'])
     assert sorted(s['volume_id'] for s in gh.snapshots_of(
