@@ -122,11 +122,13 @@ def record_volume(context, request, volume_type, availability_zone, conf,
 
     def _record(session):
         metadata_of_image = image_metadata
+        if group is not None:
+            # (the group's lock before its volumes', as its update and
+            # delete take them: a source may be one of them)
+            group_api.lock_for_volume(session, group.id, volume_type)
         if source is not None:
             source.lock_and_check(session)
             metadata_of_image = source.image_metadata(session)
-        if group is not None:
-            group_api.lock_for_volume(session, group.id, volume_type)
         if backup is not None:
             if db_backups.lock(session, backup.id).status != \
                     states.AVAILABLE:
