@@ -398,8 +398,24 @@ def test_migrate_to_a_cluster(tmp_path):
         util.wait_for(lambda: os.listdir(os.path.join(
             s.state_path, 'volumes', 'a')) == [], timeout=20,
             what='nothing left on a')
+        # a retype that moves it picks the cluster's backend as well
+        api.create_type('gold-a', {'volume_backend_name': 'back-a'})
+        before = _digest(_file(s, 'b', vol['id']))
+        resp = api.post('/volumes/%s/action' % vol['id'], json={
+            'os-retype': {'new_type': 'gold-a',
+                          'migration_policy': 'on-demand'}})
+        assert resp.status_code == 202, resp.text
+        _wait_migration(api, vol['id'])
+        shown = api.wait_volume(vol['id'], 'available')
+        assert shown['volume_type'] == 'gold-a'
+        assert shown['os-vol-host-attr:host'] == 'aa@a#back-a'
+        assert shown['cluster_name'] == 'aa@a#back-a'
+        assert _digest(_file(s, 'a', vol['id'])) == before
+        util.wait_for(lambda: os.listdir(os.path.join(
+            s.state_path, 'volumes', 'b')) == [], timeout=20,
+            what='nothing left on b')
         assert api.delete('/volumes/%s' % vol['id']).status_code == 202
         api.wait_deleted(vol['id'])
-        assert os.listdir(os.path.join(s.state_path, 'volumes', 'b')) == []
+        assert os.listdir(os.path.join(s.state_path, 'volumes', 'a')) == []
     finally:
         s.stop()
