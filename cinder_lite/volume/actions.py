@@ -460,6 +460,12 @@ class VolumeActions:
                     reason='Volume %s is already of type %s.' % (
                         volume.id, target['name']))
         not_already(current['id'])
+        if volume.status not in db_attachments.ATTACHABLE or not volume.host:
+            # Cinder's words; said before the backends are compared, as a
+            # volume that never reached one has none to compare
+            raise exception.InvalidVolume(
+                reason='Unable to update type due to incorrect status: %s '
+                       'on volume: %s.' % (volume.status, volume.id))
         multiattach = volume_types.is_multiattach(target)
         if multiattach:
             policy.authorize(context, policy.MULTIATTACH,

@@ -278,7 +278,7 @@ def test_two_apis_on_two_nodes(deployment, api):
                    'through two nodes all answered 200 and one of the '
                    'attachments was still listed after: a delete lost on '
                    'multi-writer Galera, not yet explained '
-                   '(doc/deployment.rst, Galera)')
+                   '(doc/source/deployment.rst, Galera)')
 def test_multiattach_reservations_through_two_nodes(deployment, api):
     """16 concurrent reservations of one multiattach volume, half through
     each Galera node, three rounds, then 16 concurrent deletes: every
