@@ -31,6 +31,14 @@ from cinder_lite.volume import types as volume_types
 
 LOG = logging.getLogger(__name__)
 
+# Cinder's refusal of a retype its conditions do not allow (a volume in a
+# group among them)
+RETYPE_IN_GROUP = ('Retype needs volume to be in available or in-use '
+                   'state, not be part of an active migration or a '
+                   'consistency group, requested type has to be different '
+                   'that the one from the volume, and for in-use volumes '
+                   'front-end qos specs cannot change.')
+
 
 class VolumeActions:
 
@@ -462,6 +470,8 @@ class VolumeActions:
 
     def retype(self, context, volume_id, new_type, migration_policy):
         volume = self._volume(context, volume_id, policy.RETYPE)
+        if volume.group_id:
+            raise exception.InvalidVolume(reason=RETYPE_IN_GROUP)
         scope = None if context.is_admin else context.project_id
         with db_api.reader() as session:
             target = db_types.get_by_name_or_id(session, new_type, scope)
@@ -512,6 +522,9 @@ class VolumeActions:
                     if changes_sharing:
                         raise refusal
                     raise
+                if vol.group_id:
+                    # as Cinder: a group's volumes keep the types it holds
+                    raise exception.InvalidVolume(reason=RETYPE_IN_GROUP)
                 sharing = changes_sharing
                 if vol.volume_type_id != current['id']:
                     # retyped since the read above: decided again on the

@@ -109,8 +109,11 @@ def record_volume(context, request, volume_type, availability_zone, conf,
     if backup is not None:
         values['backup_id'] = backup.id
     if group is not None:
-        # made on the group's backend (``group_api``)
-        values.update(group_api.volume_values(group))
+        # made on the group's backend (``group_api``); a copy of a source
+        # (which is on that backend: ``Source.check_group``) stays in the
+        # source's pool
+        values.update(group_api.volume_values(group) if source is None
+                      else {'group_id': group.id})
 
     def record():
         # (run again from its start on a deadlock: the scheduler's cast
@@ -119,11 +122,13 @@ def record_volume(context, request, volume_type, availability_zone, conf,
 
     def _record(session):
         metadata_of_image = image_metadata
+        if group is not None:
+            # (the group's lock before its volumes', as its update and
+            # delete take them: a source may be one of them)
+            group_api.lock_for_volume(session, group.id, volume_type)
         if source is not None:
             source.lock_and_check(session)
             metadata_of_image = source.image_metadata(session)
-        if group is not None:
-            group_api.lock_for_volume(session, group.id, volume_type)
         if backup is not None:
             if db_backups.lock(session, backup.id).status != \
                     states.AVAILABLE:
@@ -258,6 +263,20 @@ class Source:
                            volume_type['name'], backend, self.what))
         snapshot_api.check_backend_up(session, self.volume, conf)
 
+    def check_group(self, group):
+        """A copy joining ``group`` is made by the source's backend, and
+        a group's volumes live on the group's backend: the two must be
+        one."""
+        backend = volume_rpcapi.backend_host(self.volume.host)
+        if volume_rpcapi.backend_host(group.host) != backend:
+            raise exception.InvalidInput(
+                reason='The %s is on backend %s and group %s on %s: a '
+                       'volume made from a snapshot or a volume is copied '
+                       'within its backend, and a group lives on one '
+                       'backend.' % (self.what, backend, group.id,
+                                     volume_rpcapi.backend_host(
+                                         group.host)))
+
     def values(self):
         return {'host': self.volume.host,
                 'cluster_name': self.volume.cluster_name,
@@ -310,15 +329,18 @@ class VolumeService:
             raise exception.InvalidInput(
                 reason='A volume is made from one source: an image, a '
                        'snapshot, a volume or a backup, not several.')
-        if request.get('group_id'):
-            if sources or request.get('image_ref') is not None:
-                raise exception.InvalidInput(
-                    reason='A volume is created in a group (group_id) '
-                           'empty: not from a snapshot, a volume, an '
-                           'image or a backup.')
-            return self._create_in_group(context, request)
+        if request.get('group_id') and (
+                request.get('backup_id') or
+                request.get('image_ref') is not None):
+            raise exception.InvalidInput(
+                reason='A volume is created in a group (group_id) empty, '
+                       'or from a snapshot or a volume: not from an image '
+                       'or a backup.')
         if request.get('snapshot_id') or request.get('source_volid'):
+            # (with ``group_id`` too: as Cinder, the copy joins the group)
             return self._create_from(context, request)
+        if request.get('group_id'):
+            return self._create_in_group(context, request)
         conf = self.conf
         image = None
         backup = None
@@ -441,6 +463,12 @@ class VolumeService:
                     volume_type = resolve_type(session, context, request,
                                                conf)
             check_policy(context, volume_type, conf)
+            group = None
+            if request.get('group_id'):
+                group = group_api.group_for_volume(
+                    session, context, request['group_id'], volume_type,
+                    conf)
+                source.check_group(group)
             quota.Checker(conf, session).now(
                 context.project_id,
                 db_quotas.footprint(volume_type['id'], request['size']),
@@ -449,7 +477,7 @@ class VolumeService:
                                  request.get('availability_zone'), conf)
         volume = record_volume(context, request, volume_type,
                                source.volume.availability_zone, conf,
-                               source=source)
+                               source=source, group=group)
         try:
             self.volume_rpcapi.create_volume(
                 context, volume.host, volume.id,
@@ -457,9 +485,9 @@ class VolumeService:
         except Exception:
             forget_volume(volume)
             raise
-        LOG.info('volume %s: to be made from %s %s on %s', volume.id,
+        LOG.info('volume %s: to be made from %s %s on %s%s', volume.id,
                  source.what, (source.snapshot or source.volume).id,
-                 volume.host)
+                 volume.host, ', in group %s' % group.id if group else '')
         notify.info(context, conf.host, 'volume.create.start',
                     notify.volume_payload(volume))
         return volume, volume_type

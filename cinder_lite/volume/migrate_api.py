@@ -86,9 +86,13 @@ class MigrationService:
         if cluster is None:
             # a host of a cluster: the volume goes to its cluster
             members = [m for m in members if m.host == backend]
+        else:
+            # as Cinder, a cluster is named by its cluster name only (not
+            # by the host of a service that is in none)
+            members = [m for m in members if m.cluster_name == backend]
         if not members:
             raise exception.InvalidHost(
-                reason='No available service named %s' % name)
+                reason="No available service named '%s'" % name)
         member = db_services.freshest(members)
         caps = member.capabilities or {}
         owner = member.cluster_name or member.host
@@ -128,7 +132,7 @@ class MigrationService:
         ``lock_event``'s status) under the volume's lock, then ask the
         source's service.  Refused with Cinder's message when the volume
         is not available, migrates already, has snapshots or
-        attachments."""
+        attachments, or is in a group."""
         # the source's service copies: it must be up
         with db_api.reader() as session:
             db_services.check_backend_up(
@@ -137,7 +141,7 @@ class MigrationService:
         refusal = exception.InvalidVolume(reason=CANNOT_START % volume.id)
         with db_api.writer() as session:
             vol = db_volumes.lock(session, volume.id)
-            if vol.status != states.AVAILABLE or \
+            if vol.status != states.AVAILABLE or vol.group_id or \
                     db_migrations.target_of(vol.migration_status) or \
                     vol.migration_status in states.MIGRATION_RUNNING or \
                     db_snapshots.of_volume(session, vol.id) or \

@@ -10,10 +10,13 @@ import pytest
 
 from cinder_lite.volume import quota_api
 from tests.harness import groups as gh
+from tests.harness import snapshots
 from tests.harness.snapshots import usage
 from tests.harness import stack as stack_mod
 from tests.harness import util
+from tests.harness.volumes import read
 from tests.harness.volumes import volume_file
+from tests.harness.volumes import write
 
 P = stack_mod.PROJECT
 OTHER = stack_mod.OTHER_PROJECT
@@ -226,6 +229,80 @@ def test_volumes_in_a_group_and_update(api, group, gtype, vtype):
         'group_id'] is None
 
 
+def test_copies_made_in_a_group(stack, api, group, gtype, vtype):
+    """As Cinder: a volume made from a snapshot or a volume with
+    ``group_id`` joins the group, with the source's data, and the
+    group's snapshots take it."""
+    source = api.create_volume(volume_type=vtype['id'])
+    write(stack, source['id'], 0, b'source data')
+    snap = snapshots.snapshot(api, source['id'])
+    write(stack, source['id'], 0, b'later  data')
+    from_snap = api.create_volume(snapshot_id=snap['id'],
+                                  group_id=group['id'])
+    clone = api.create_volume(source_volid=source['id'], size=2,
+                              group_id=group['id'])
+    for vol, data in ((from_snap, b'source data'), (clone, b'later  data')):
+        assert vol['group_id'] == group['id']
+        assert read(stack, vol['id'], 0, len(data)) == data
+    assert clone['size'] == 2
+    assert from_snap['snapshot_id'] == snap['id']
+    assert clone['source_volid'] == source['id']
+    assert sorted(api.get('/groups/%s?list_volume=True' % group['id'])
+                  .json()['group']['volumes']) == sorted(
+        [from_snap['id'], clone['id']])
+    # the group's rules still hold: its types, its status, the version
+    other_type = api.create_type('vt-b')
+    assert 'not compatible' in error(api.post('/volumes', json={
+        'volume': {'size': 1, 'source_volid': source['id'],
+                   'volume_type': other_type['id'],
+                   'group_id': group['id']}}), 400)
+    assert '3.13' in error(stack_mod.Client(api.base, version='3.12').post(
+        '/volumes', json={'volume': {'size': 1, 'snapshot_id': snap['id'],
+                                     'group_id': group['id']}}), 400)
+    assert 'not from an image or a backup' in error(api.post(
+        '/volumes', json={'volume': {
+            'size': 1, 'imageRef': '00000000-0000-0000-0000-000000000000',
+            'group_id': group['id']}}), 400)
+    assert 'could not be found' in error(api.post('/volumes', json={
+        'volume': {'size': 1, 'snapshot_id': snap['id'],
+                   'group_id': '00000000-0000-0000-0000-000000000000'}}),
+        404)
+    resp = api.post('/groups/%s/action' % group['id'], json={
+        'reset_status': {'status': 'error'}})
+    assert resp.status_code == 202, resp.text
+    assert 'must be available' in error(api.post('/volumes', json={
+        'volume': {'size': 1, 'snapshot_id': snap['id'],
+                   'group_id': group['id']}}), 400)
+    resp = api.post('/groups/%s/action' % group['id'], json={
+        'reset_status': {'status': 'available'}})
+    assert resp.status_code == 202, resp.text
+    # as Cinder, a volume of a group is not retyped (the group holds its
+    # type)
+    assert 'not be part of an active migration or a consistency group' in \
+        error(api.post('/volumes/%s/action' % clone['id'], json={
+            'os-retype': {'new_type': other_type['id']}}), 400)
+    assert api.get('/volumes/%s' % clone['id']).json()['volume'][
+        'volume_type'] == vtype['name']
+    # the group's snapshot takes the copies
+    gs = gh.create_group_snapshot(api, group['id'])
+    assert sorted(s['volume_id'] for s in gh.snapshots_of(
+        api, gs['id'])) == sorted([from_snap['id'], clone['id']])
+    resp = api.delete('/group_snapshots/%s' % gs['id'])
+    assert resp.status_code == 202, resp.text
+    util.wait_for(lambda: api.get('/group_snapshots/%s' % gs['id'])
+                  .status_code == 404, what='group snapshot deleted')
+    gh.delete_group(api, group['id'], delete_volumes=True)
+    gh.wait_group_gone(api, group['id'])
+    for vol in (from_snap, clone):
+        api.wait_deleted(vol['id'])
+    resp = api.delete('/snapshots/%s' % snap['id'])
+    assert resp.status_code == 202, resp.text
+    snapshots.wait_gone(api, snap['id'])
+    assert api.get('/volumes/%s' % source['id']).json()['volume'][
+        'group_id'] is None
+    assert quota_api.audit() == []
+
+
 def host_of(api, volume):
     return api.get('/volumes/%s' % volume['id']).json()['volume'][
         'os-vol-host-attr:host']
@@ -269,6 +346,13 @@ def test_volume_on_another_backend_is_not_added(tmp_path):
         msg = error(api.put('/groups/%s' % group['id'], json={
             'group': {'add_volumes': elsewhere['id']}}), 400)
         assert 'a group lives on one backend' in msg, msg
+        # nor is a copy of it made in the group (it would be made on two)
+        msg = error(api.post('/volumes', json={'volume': {
+            'size': 1, 'source_volid': elsewhere['id'],
+            'group_id': group['id']}}), 400)
+        assert 'a group lives on one backend' in msg, msg
+        assert [v['id'] for v in api.get('/volumes?group_id=%s' % group[
+            'id']).json()['volumes']] == [ingroup['id']]
     finally:
         s.stop()
 

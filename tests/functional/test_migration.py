@@ -10,6 +10,7 @@ import pytest
 
 from tests.harness import clients
 from tests.harness.clients import props
+from tests.harness import groups as gh
 from tests.harness import stack as stack_mod
 from tests.harness import util
 
@@ -140,7 +141,10 @@ def test_refusals_are_cinders(two):
     assert 'testnode@b cannot hold volume %s: its type on-a' % \
         pinned['id'] in resp.text
     refused({'host': 'testnode@nowhere'},
-            'No available service named testnode@nowhere')
+            "No available service named 'testnode@nowhere'")
+    # a host that is in no cluster is not a cluster (Cinder's lookup)
+    refused({'cluster': 'testnode@b'},
+            "No available service named 'testnode@b'", '3.16')
     refused({}, "'host' is a required property")
     refused({'host': 'testnode@b', 'cluster': 'x'}, 'Additional properties')
     refused({'host': 'testnode@b', 'cluster': 'x'},
@@ -161,6 +165,18 @@ def test_refusals_are_cinders(two):
     api.delete('/snapshots/%s' % snap['id'])
     util.wait_for(lambda: api.get('/snapshots/%s' % snap['id'])
                   .status_code == 404, timeout=20, what='snapshot gone')
+    # in a group (as Cinder: a group's volumes stay on its backend)
+    on_a = [t['id'] for t in api.get('/types').json()['volume_types']
+            if t['name'] == 'on-a']
+    group = gh.create_group(api, gh.create_group_type(api)['id'],
+                            [vol['volume_type_id']] + on_a)
+    resp = api.put('/groups/%s' % group['id'], json={'group': {
+        'add_volumes': vid}})
+    assert resp.status_code == 202, resp.text
+    refused({'host': 'testnode@b'}, 'be part of a group')
+    resp = api.put('/groups/%s' % group['id'], json={'group': {
+        'remove_volumes': vid}})
+    assert resp.status_code == 202, resp.text
     # in use
     att = api.post('/attachments', json={'attachment': {
         'volume_uuid': vid, 'instance_uuid': vid}},
@@ -341,3 +357,85 @@ def test_reset_migration_status(two):
     assert reset('none').status_code == 202
     assert api.get('/volumes/%s' % vol['id']).json()['volume'][
         'migration_status'] is None
+
+
+def test_migrate_to_a_cluster(tmp_path):
+    """``cluster`` (3.16) instead of ``host``: the volume goes to the
+    cluster's backend, is reached through the cluster's RPC server
+    afterwards, and records the cluster as its host and cluster_name;
+    a ``host`` naming a member of a cluster sends it to the cluster
+    too."""
+    s = stack_mod.Stack(tmp_path / 'state', backends={'a': A, 'b': B},
+                        extra={'cluster': 'aa'}).start()
+    try:
+        api = s.client()
+        vol = _on(api, 'a')
+        assert vol['os-vol-host-attr:host'] == 'aa@a#back-a'
+        digest = _fill(_file(s, 'a', vol['id']))
+        # before 3.16 there is no cluster; one of host and cluster after
+        for body, version, words in (
+                ({'cluster': 'aa@b'}, '3.15', "'host' is a required"),
+                ({}, '3.16', 'One and only one of cluster and host'),
+                ({'cluster': 'bb@b'}, '3.16',
+                 "No available service named 'bb@b'"),
+                ({'cluster': 'aa@a#back-a'}, '3.16',
+                 'Destination host must be different than the current '
+                 'host')):
+            resp = _migrate(api, vol['id'], body, version)
+            assert resp.status_code == 400, resp.text
+            assert words in resp.text, resp.text
+        resp = _migrate(api, vol['id'], {'cluster': 'aa@b'}, '3.16')
+        assert resp.status_code == 202, resp.text
+        _wait_migration(api, vol['id'])
+        shown = api.get('/volumes/%s' % vol['id'], headers={
+            'OpenStack-API-Version': 'volume 3.61'}).json()['volume']
+        assert shown['status'] == 'available'
+        assert shown['os-vol-host-attr:host'] == 'aa@b#back-b'
+        assert shown['cluster_name'] == 'aa@b#back-b'
+        assert _digest(_file(s, 'b', vol['id'])) == digest
+        util.wait_for(lambda: os.listdir(os.path.join(
+            s.state_path, 'volumes', 'a')) == [], timeout=20,
+            what='nothing left on a')
+        # it is served where it is now (extend goes to the cluster)
+        resp = api.post('/volumes/%s/action' % vol['id'],
+                        json={'os-extend': {'new_size': 2}})
+        assert resp.status_code == 202, resp.text
+        util.wait_for(lambda: api.get('/volumes/%s' % vol['id'])
+                      .json()['volume']['size'] == 2, what='extended')
+        api.wait_volume(vol['id'], 'available')
+        assert os.path.getsize(_file(s, 'b', vol['id'])) == 2 * 1024 ** 3
+        # back, as an operator types it (``cinder migrate --cluster``),
+        # with a pool named, then by the host of a member
+        out = clients.cinder(s, 'migrate', '--cluster', 'aa@a#back-a',
+                             vol['id'])
+        assert 'has been accepted' in out, out
+        back = _wait_migration(api, vol['id'])
+        assert back['os-vol-host-attr:host'] == 'aa@a#back-a'
+        resp = _migrate(api, vol['id'], {'host': 'testnode@b'}, '3.16')
+        assert resp.status_code == 202, resp.text
+        again = _wait_migration(api, vol['id'])
+        assert again['os-vol-host-attr:host'] == 'aa@b#back-b'
+        util.wait_for(lambda: os.listdir(os.path.join(
+            s.state_path, 'volumes', 'a')) == [], timeout=20,
+            what='nothing left on a')
+        # a retype that moves it picks the cluster's backend as well
+        api.create_type('gold-a', {'volume_backend_name': 'back-a'})
+        before = _digest(_file(s, 'b', vol['id']))
+        resp = api.post('/volumes/%s/action' % vol['id'], json={
+            'os-retype': {'new_type': 'gold-a',
+                          'migration_policy': 'on-demand'}})
+        assert resp.status_code == 202, resp.text
+        _wait_migration(api, vol['id'])
+        shown = api.wait_volume(vol['id'], 'available')
+        assert shown['volume_type'] == 'gold-a'
+        assert shown['os-vol-host-attr:host'] == 'aa@a#back-a'
+        assert shown['cluster_name'] == 'aa@a#back-a'
+        assert _digest(_file(s, 'a', vol['id'])) == before
+        util.wait_for(lambda: os.listdir(os.path.join(
+            s.state_path, 'volumes', 'b')) == [], timeout=20,
+            what='nothing left on b')
+        assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+        api.wait_deleted(vol['id'])
+        assert os.listdir(os.path.join(s.state_path, 'volumes', 'a')) == []
+    finally:
+        s.stop()

@@ -5,7 +5,8 @@ attachments while a group snapshot is taken: the group snapshot and its
 snapshots are available, a group made from it holds, in both volumes,
 one moment of the writer (the same counter, or the next one in the
 first volume only), and deleting the group snapshot and the groups
-gives back every snapshot, volume and group of quota
+gives back every snapshot, volume and group of quota; volumes made from a
+snapshot or a volume with ``group_id`` join the group
 (``cinder-lite-manage quota check`` finds the usage exact)."""
 import threading
 import uuid
@@ -107,3 +108,48 @@ def test_group_snapshot_create_and_delete(cluster, api):
     usage = api.get('/os-quota-sets/%s?usage=True' % cluster_mod.PROJECT
                     ).json()['quota_set']
     assert usage['groups']['in_use'] == 0
+
+
+def test_copies_join_a_group(cluster, api):
+    """A volume from a snapshot and a clone of a volume, each with
+    ``group_id`` (as Cinder takes them), made in one transaction under
+    the group's lock and then the source's, on MariaDB and PostgreSQL:
+    both join the group with the source's data; the group's delete takes
+    them along and the quota usage stays exact."""
+    vtype = api.create_type('grp-copy-%s' % uuid.uuid4().hex[:6],
+                            {'volume_backend_name': 'ma'})
+    group = gh.create_group(api, gh.create_group_type(api)['id'],
+                            [vtype['id']])
+    source = api.create_volume(volume_type=vtype['id'], group_id=group['id'])
+    host = attacher(cluster, '127.0.0.2')
+    att, dev = host.attach_device(source['id'], str(uuid.uuid4()), mode='rw')
+    dev.write(0, block_of(7))
+    host.detach(att['id'], dev)
+    api.wait_volume(source['id'], 'available')
+    snap = api.post('/snapshots', json={'snapshot': {
+        'volume_id': source['id']}}).json()['snapshot']
+    util.wait_for(lambda: api.get('/snapshots/%s' % snap['id']).json()[
+        'snapshot']['status'] == 'available', what='snapshot')
+    copies = [api.create_volume(snapshot_id=snap['id'], group_id=group['id']),
+              api.create_volume(source_volid=source['id'],
+                                group_id=group['id'])]
+    assert {v['group_id'] for v in copies} == {group['id']}
+    listed = api.get('/volumes/detail?group_id=%s' % group['id']).json()[
+        'volumes']
+    assert sorted(v['id'] for v in listed) == sorted(
+        [source['id']] + [v['id'] for v in copies])
+    reader = attacher(cluster, '127.0.0.3')
+    for v in copies:
+        att, dev = reader.attach_device(v['id'], str(uuid.uuid4()),
+                                        mode='ro')
+        assert counter_in(dev.read(0, BLOCK)) == 7
+        reader.detach(att['id'], dev)
+    assert api.delete('/snapshots/%s' % snap['id']).status_code == 202
+    util.wait_for(lambda: api.get('/snapshots/%s' % snap['id'])
+                  .status_code == 404, what='snapshot deleted')
+    gh.delete_group(api, group['id'], delete_volumes=True)
+    gh.wait_group_gone(api, group['id'])
+    for v in [source] + copies:
+        api.wait_deleted(v['id'])
+    result = cluster.manage('quota', 'check', check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

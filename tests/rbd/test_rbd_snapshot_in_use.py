@@ -221,6 +221,66 @@ def _key_reaches_no_snapshot(ceph, api, att, vol):  # noqa: F811
     api.wait_deleted(other['id'])
 
 
+def test_a_clone_of_a_single_writer_volume_being_written(
+        rbd_stack, ceph, api):  # noqa: F811
+    """A clone (``source_volid``) of an in-use single-writer volume: the
+    host holds the image's lock and its key may not make the source's
+    snapshot that a copy-on-write clone needs, so the clone is a copy of
+    the image at a group snapshot the volume service makes over the
+    host's lock.  It holds every write acknowledged before the request
+    and none sent after it was available; no write of the host fails;
+    nothing of the clone is left on the source once the host lets go."""
+    vol = api.create_volume(size=1)
+    name = 'volume-%s' % vol['id']
+    host = dp.attacher(rbd_stack, 'a')
+    att, dev = host.attach_device(vol['id'])
+    writer = Writer(dev)
+    writer.start()
+    rbd, ioctx = _rbd(ceph)
+    try:
+        writer.wait_for(200)
+        with rbd.Image(ioctx, name) as image:
+            assert list(image.lock_get_owners())
+        asked = time.monotonic()
+        resp = api.post('/volumes', json={'volume': {
+            'size': 1, 'source_volid': vol['id']}})
+        assert resp.status_code == 202, resp.text
+        clone = api.wait_volume(resp.json()['volume']['id'], 'available')
+        answered = time.monotonic()
+        writer.wait_for(len(writer.acked) + 100)
+    finally:
+        writer.stop.set()
+        writer.join(60)
+    assert writer.errors == []
+    assert [s for s, sent, _ in writer.acked if asked < sent < answered]
+    assert clone['source_volid'] == vol['id']
+    # a copy, not a child of the source
+    assert 'parent' not in _image(ceph, 'volume-%s' % clone['id'])
+    assert 'exclusive-lock' in _image(ceph, 'volume-%s' % clone['id'])[
+        'features']
+    count = len(writer.acked)
+    reader = dp.attacher(rbd_stack, 'b')
+    _check_point_in_time(_held(reader, clone['id'], count), writer,
+                         asked, answered, 'the clone')
+    # the source's snapshot of the clone waits for the host to let go
+    # (the removal of a snapshot id is the lock holder's), then goes
+    host.detach(att['id'], dev)
+    api.wait_volume(vol['id'], 'available')
+    with rbd.Image(ioctx, name, read_only=True) as image:
+        assert list(image.list_snaps()) == []
+    # and a clone of the volume now that no one holds it: copy-on-write
+    again = api.create_volume(size=1, source_volid=vol['id'])
+    assert _image(ceph, 'volume-%s' % again['id'])['parent'][
+        'image'] == name
+    for v in (clone, again, vol):
+        assert api.delete('/volumes/%s' % v['id']).status_code == 202
+        api.wait_deleted(v['id'])
+        assert _image(ceph, 'volume-%s' % v['id']) is None
+    assert name not in rbd.RBD().group_list(ioctx)
+    while _rbd.clients:
+        _rbd.clients.pop().shutdown()
+
+
 def _qemu_target(info):
     """qemu's legacy ``rbd:`` name of an attachment's image, connecting
     with its key (the way a hypervisor given this connection_info

@@ -638,8 +638,10 @@ class RBDDriver(base.VolumeDriver):
         done = []
         for sid, value in self._omap(DEFERRED).items():
             record = json.loads(value)
+            # (``snap``: a clone's snapshot, ``_copy_of_held``)
             if record['image'] == name and self._remove_snapshot_of(
-                    name, snapshot_name(sid), record['snap_id']) is None:
+                    name, record.get('snap') or snapshot_name(sid),
+                    record['snap_id']) is None:
                 done.append(sid)
         if done:
             self._remove_omap(DEFERRED, done)
@@ -913,20 +915,29 @@ class RBDDriver(base.VolumeDriver):
         rbd = rbd_module()
         parent = volume_name(source['id'])
         snap = CLONE_SNAP % volume['id']
+        what = 'volume %s as a clone of %s' % (volume['id'], source['id'])
         image = self._image(parent)
         try:
-            try:
-                image.create_snap(snap)
-            except rbd.ImageExists:
-                pass
-            if not image.is_protected_snap(snap):
-                image.protect_snap(snap)
+            held = self._group_snap(image, snap) is not None or (
+                self._locked_by_another(image) and not self._user_snap(
+                    image, snap))
+            if not held:
+                try:
+                    image.create_snap(snap)
+                except rbd.ImageExists:
+                    pass
+                except rbd.PermissionError:
+                    # a writer took the lock meanwhile: librbd asked it
+                    # to make the snapshot, and its key may not
+                    held = True
+                if not held and not image.is_protected_snap(snap):
+                    image.protect_snap(snap)
         finally:
             image.close()
+        if held:
+            return self._copy_of_held(volume, parent, snap, what)
         try:
-            made = self._clone(volume, parent, snap, False,
-                               'volume %s as a clone of %s' % (
-                                   volume['id'], source['id']))
+            made = self._clone(volume, parent, snap, False, what)
         except Exception:
             self._drop_clone_snap(parent, snap)
             raise
@@ -939,6 +950,35 @@ class RBDDriver(base.VolumeDriver):
             # flattened: the source's snapshot serves nothing
             self._drop_clone_snap(parent, snap)
         return made
+
+    @staticmethod
+    def _user_snap(image, snap):
+        rbd = rbd_module()
+        return any(s['name'] == snap and s.get(
+            'namespace', rbd.RBD_SNAP_NAMESPACE_TYPE_USER) ==
+            rbd.RBD_SNAP_NAMESPACE_TYPE_USER for s in image.list_snaps())
+
+    def _copy_of_held(self, volume, parent, snap, what):
+        """A clone of an image whose exclusive lock a writer holds: its
+        key may not make the snapshot a copy-on-write child needs, so the
+        volume service takes the lock over for a group snapshot (as for
+        a Cinder snapshot of it, ``create_snapshot``), copies the image
+        at it and removes it: the copy needs it no longer.  The removal
+        of its snapshot id is the lock holder's to do: it waits, recorded,
+        until that client is cut off (``remove_export``)."""
+        self._snapshot_through_group(parent, snap)
+        grouped = self._group_snap_of(parent, snap)
+        if grouped is None:
+            raise exception.BackendError(
+                reason='the group snapshot %s of %s is not there' % (
+                    snap, parent))
+        try:
+            return self._copy(volume, parent, grouped, what)
+        finally:
+            waits = self._remove_snapshot_of(parent, snap)
+            if waits is not None:
+                self._set_omap(DEFERRED, {snap: json.dumps(
+                    {'image': parent, 'snap_id': waits, 'snap': snap})})
 
     # -- images --------------------------------------------------------------
     def _qemu_target(self, volume):
