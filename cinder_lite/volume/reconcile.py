@@ -114,6 +114,7 @@ from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import flows
 from cinder_lite.volume.flows import promote as promote_flow
+from cinder_lite.volume import image as image_mod
 from cinder_lite.volume import image_api
 from cinder_lite.volume import revert_api
 from cinder_lite.volume import migration
@@ -138,10 +139,11 @@ EVENT_REVERT_INTERRUPTED = 'VOLUME_VOLUME_101_001'
 # whose ``create_volume``, ``delete_volume`` (of a volume dict),
 # ``create_snapshot`` and ``delete_snapshot`` (of a snapshot dict) run
 # that operation of the service again, flows, failures and messages
-# included.
+# included; ``conversion_dir``: the service's image_conversion_dir, where
+# an interrupted download or upload left its file.
 Backend = collections.namedtuple('Backend', [
     'driver', 'host', 'backend_id', 'rpc_timeout', 'takeover_lock',
-    'roll_forward'])
+    'roll_forward', 'conversion_dir'])
 
 
 # A cleanup asked through POST /workers/cleanup (cinder_lite.volume.
@@ -488,7 +490,7 @@ def _volume(backend, volume):
         why = 'image download interrupted; storage removed'
     elif status == states.UPLOADING:
         before = status
-        after = _upload_interrupted(volume)
+        after = _upload_interrupted(backend, volume)
         why = 'upload to an image interrupted'
     elif status == states.REVERTING:
         before = status
@@ -512,8 +514,11 @@ def _volume(backend, volume):
 def _download_interrupted(backend, volume):
     """The image was being written when the service stopped: what is in
     the storage is part of it.  The volume becomes error without
-    storage (the owner deletes it and creates it again)."""
+    storage (the owner deletes it and creates it again); the image
+    file it was downloaded into, if any, is removed."""
     backend.driver.delete_volume(volume)
+    image_mod.remove_conversion_files(backend.conversion_dir,
+                                      image_mod.DOWNLOAD, volume['id'])
     with db_api.writer() as session:
         try:
             db_volumes.transition(session, volume['id'],
@@ -529,10 +534,13 @@ def _download_interrupted(backend, volume):
     return states.ERROR
 
 
-def _upload_interrupted(volume):
+def _upload_interrupted(backend, volume):
     """The copy into an image stopped with the service: the volume is
     what its attachments make it again; the image, which cannot be
-    filled now, stays queued in Glance for its owner to delete."""
+    filled now, stays queued in Glance for its owner to delete; the
+    file the volume was being copied into is removed."""
+    image_mod.remove_conversion_files(backend.conversion_dir,
+                                      image_mod.UPLOAD, volume['id'])
     after = image_api.end_upload(volume['id'])
     if after is None:
         return states.UPLOADING
