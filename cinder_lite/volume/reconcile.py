@@ -36,6 +36,10 @@ marked disconnecting        forward (connection terminated, export
 attachment                  the disconnect is tried again; it stays
 ``error_detaching``         ``error_detaching`` with the new reason when
                             the backend still fails
+attachment                  the connect ended here after the API had given
+``error_attaching``, with   up waiting for it (and told the caller it
+an export here              failed): the export is removed, the
+                            attachment stays ``error_attaching``
 attachment ``attached``,    a takeover (os-takeover) was interrupted:
 marked taking over          its export is made again in the mode the
                             database records (read-only: the read-write
@@ -201,6 +205,7 @@ def run(backend, max_age, busy=(), cleanup=None):
                          pending_size=v.pending_size), v.updated_at)
                    for v in volumes if only in (None, v.id)]
     changes = []
+    exports = None      # what the backend exports now (read when needed)
     for attachment, volume in attachments:
         attachment_id, status = attachment.id, attachment.attach_status
         if attachment_id in busy:
@@ -219,6 +224,12 @@ def run(backend, max_age, busy=(), cleanup=None):
         elif status in (states.ATTACH_DETACHING, states.ERROR_DETACHING):
             change = _finish_disconnect(backend, attachment_id, volume,
                                         status)
+        elif status == states.ERROR_ATTACHING:
+            if exports is None:
+                exports = set(backend.driver.list_exports())
+            if attachment_id not in exports:
+                continue
+            change = _failed_connect_export(backend, attachment_id, volume)
         else:
             continue
         if change:
@@ -367,6 +378,28 @@ def _never_completed(backend, attachment_id, volume, reason):
                     dict(volume, status=status),
                     dict(attachment, attach_status=states.ATTACHED)))
     return 'attachment %s: attaching -> attached' % attachment_id
+
+
+def _failed_connect_export(backend, attachment_id, volume):
+    """An ``error_attaching`` attachment whose export runs here: its
+    connect finished on this service after the API had given up waiting
+    for the answer (the API node lost the bus) and told the caller it
+    failed, so no host has its connection.  The export is removed, under
+    the volume's lock and only while the attachment is still
+    ``error_attaching`` (a connect again would move it first)."""
+    with db_api.writer() as session:
+        current = db_attachments.locked(session, volume['id'],
+                                        attachment_id)
+        if current is None or \
+                current.attach_status != states.ERROR_ATTACHING:
+            return None
+        backend.driver.remove_export(volume, None, attachment_id, False)
+    LOG.warning('reconcile: attachment %s of volume %s: error_attaching '
+                'with an export here (its connect ended after the caller '
+                'was told it failed); export removed', attachment_id,
+                volume['id'])
+    return 'attachment %s: export of error_attaching removed' % (
+        attachment_id)
 
 
 def _settle_attaching(attachment_id, volume, connected, change, values,
