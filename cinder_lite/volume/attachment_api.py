@@ -518,13 +518,10 @@ class AttachmentService:
         except Exception as e:
             # The backend did not answer: record why, leave nothing
             # pretending to be connected.
-            recorded = db_api.run_writer(db_attachments.record_failure,
-                                         attachment.id, 'connect_lost',
-                                         str(e))
-            if isinstance(e, exception.ServiceUnavailable):
-                # the caller holds an attachment it never saw: name it,
-                # as it is (reconciliation may have settled it while the
-                # answer was awaited)
+            try:
+                recorded = db_api.run_writer(db_attachments.record_failure,
+                                             attachment.id, 'connect_lost',
+                                             str(e))
                 if recorded is not None:
                     left = 'is left error_attaching'
                 else:
@@ -535,6 +532,26 @@ class AttachmentService:
                                     session, attachment.id).attach_status)
                         except exception.NotFound:
                             left = 'is gone'
+            except db_api.UNAVAILABLE as db_error:
+                # the database went away under the connect (often why it
+                # failed): the attachment exists, attaching, and
+                # reconciliation settles it; the caller, who never saw
+                # its id, must be told it
+                LOG.warning('attachment %s: connect failed (%s) and the '
+                            'failure could not be recorded: %s',
+                            attachment.id, e, db_error)
+                raise exception.ServiceUnavailable(
+                    host=host, reason='the database is unavailable; '
+                    'attachment %s is left attaching (its connect %s): '
+                    'delete it (DELETE /attachments/%s) before attaching '
+                    'again, once the database is back' % (
+                        attachment.id, 'failed' if not isinstance(
+                            e, exception.ServiceUnavailable)
+                        else 'was not answered', attachment.id)) from None
+            if isinstance(e, exception.ServiceUnavailable):
+                # the caller holds an attachment it never saw: name it,
+                # as it is (reconciliation may have settled it while the
+                # answer was awaited)
                 raise exception.ServiceUnavailable(
                     host=e.kwargs.get('host'),
                     reason='%s; attachment %s %s: delete it (DELETE '
