@@ -37,6 +37,8 @@ SLOW_FIRST = (
     'tests/integration/test_db_outage.py',
     'tests/integration/test_active_active.py',
     'tests/integration/test_netns_faults.py',
+    'tests/integration/test_kill_mid_copy.py',
+    'tests/integration/test_attach_outages.py',
     'tests/integration/test_two_schedulers.py',
     'tests/integration/test_manage.py',
     'tests/functional/test_process.py',

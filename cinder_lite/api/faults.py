@@ -7,11 +7,11 @@ A client error looks like ``{"badRequest": {"code": 400, "message":
 import json
 import logging
 
-import sqlalchemy.exc
 import webob
 import webob.exc
 
 from cinder_lite.common import exception
+from cinder_lite.db import api as db_api
 
 LOG = logging.getLogger(__name__)
 
@@ -23,10 +23,7 @@ FAULT_NAMES = {400: 'badRequest', 401: 'unauthorized', 403: 'forbidden',
 
 # The database could not be reached, or gave up on a lock: the request
 # may be retried, so these answer 503 instead of 500.
-DATABASE_UNAVAILABLE = (sqlalchemy.exc.OperationalError,
-                        sqlalchemy.exc.InterfaceError,
-                        sqlalchemy.exc.DisconnectionError,
-                        sqlalchemy.exc.TimeoutError)
+DATABASE_UNAVAILABLE = db_api.UNAVAILABLE
 RETRY_AFTER_S = '2'
 
 # Domain errors and the status each maps to when a handler expects it.

@@ -30,8 +30,10 @@ volume_opts = [
     cfg.IntOpt('reconcile_after', default=120, min=0,
                help='Seconds a volume or attachment must have stayed in a '
                     'transitional state before reconciliation resolves it. '
-                    'Keep it above volume_rpc_timeout so that requests '
-                    'still queued on the bus are not overtaken.'),
+                    'Keep it above volume_rpc_timeout plus 10 s (the '
+                    'longest an API call waits for a volume service, the '
+                    'bus out of reach included) so that requests still '
+                    'queued on the bus are not overtaken.'),
     cfg.IntOpt('volume_copy_bps_limit', default=0, min=0,
                help='Bytes per second a migration of a volume to another '
                     'backend copies at most (0: as fast as the storage '

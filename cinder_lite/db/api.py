@@ -54,6 +54,12 @@ from sqlalchemy import orm
 from cinder_lite.db import mysql_columns
 from cinder_lite.db import mysql_cursor
 
+# What a statement raises when the database is out of reach (down,
+# restarting, the connection lost), not because the statement is wrong:
+# the request may be retried (the API answers 503).
+UNAVAILABLE = (sa.exc.OperationalError, sa.exc.InterfaceError,
+               sa.exc.DisconnectionError, sa.exc.TimeoutError)
+
 LOG = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_S = 30

@@ -1371,7 +1371,8 @@ def stale(session, service_host, cutoff):
     """(attachment, volume) of the transitional attachments exported by
     volume service ``service_host`` and unchanged since ``cutoff``:
     attaching, detaching with its disconnect under way, error_detaching,
-    or attached and marked taking over.  (One os-begin_detaching marked
+    error_attaching (whose export may still run), or attached and marked
+    taking over.  (One os-begin_detaching marked
     detaching is not being disconnected: its host may still use it, and
     the detach or os-roll_detaching ends the mark, however old.)"""
     V = models.Volume
@@ -1382,7 +1383,8 @@ def stale(session, service_host, cutoff):
             exported_by(service_host),
             changed <= cutoff,
             sa.or_(A.attach_status.in_((states.ATTACH_ATTACHING,
-                                        states.ERROR_DETACHING)),
+                                        states.ERROR_DETACHING,
+                                        states.ERROR_ATTACHING)),
                    sa.and_(A.attach_status == states.ATTACH_DETACHING,
                            A.operation == states.DISCONNECTING),
                    sa.and_(A.attach_status == states.ATTACHED,

@@ -41,21 +41,35 @@ FILTERS = (availability_zone_filter.AvailabilityZoneFilter(),
 WEIGHERS = (weighers.CapacityWeigher(),)
 
 
+def _named(hosts):
+    names = sorted(hosts)
+    more = len(names) - MAX_NAMED
+    return '%s%s' % (', '.join(names[:MAX_NAMED]),
+                     ' and %d more' % more if more > 0 else '')
+
+
 def choose_backend(backends, request_spec):
-    """The best backend for ``request_spec``, or NoValidBackend naming the
-    filter that removed the last candidates."""
+    """The best backend for ``request_spec``, or NoValidBackend naming,
+    filter by filter, the backends each removed and why: the last filter
+    alone may not be the cause (a volume type pinned to a backend that
+    is full reads "CapacityFilter: no room for 1 GiB (node-a@a);
+    CapabilitiesFilter: ... (node-b@b)")."""
     candidates = list(backends)
     if not candidates:
         raise exception.NoValidBackend(reason='No volume service is up.')
+    rejected = []
     for flt in FILTERS:
         kept = flt.filter_all(candidates, request_spec)
+        if len(kept) < len(candidates):
+            kept_hosts = {b.host for b in kept}
+            rejected.append('%s: %s (%s)' % (
+                type(flt).__name__, flt.refusal(request_spec), _named(
+                    b.host for b in candidates
+                    if b.host not in kept_hosts)))
         if not kept:
-            names = sorted(b.host for b in candidates)
-            more = len(names) - MAX_NAMED
             raise exception.NoValidBackend(
-                reason='%s rejected every backend (%s%s).' % (
-                    type(flt).__name__, ', '.join(names[:MAX_NAMED]),
-                    ' and %d more' % more if more > 0 else ''))
+                reason='Every backend was rejected: %s.' % '; '.join(
+                    rejected))
         candidates = kept
     return max(candidates, key=lambda b: (
         sum(w.weigh(b, request_spec) for w in WEIGHERS), b.host))

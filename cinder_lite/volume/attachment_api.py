@@ -518,16 +518,45 @@ class AttachmentService:
         except Exception as e:
             # The backend did not answer: record why, leave nothing
             # pretending to be connected.
-            db_api.run_writer(db_attachments.record_failure, attachment.id,
-                              'connect_lost', str(e))
+            try:
+                recorded = db_api.run_writer(db_attachments.record_failure,
+                                             attachment.id, 'connect_lost',
+                                             str(e))
+                if recorded is not None:
+                    left = 'is left error_attaching'
+                else:
+                    with db_api.reader() as session:
+                        try:
+                            left = 'was settled meanwhile: %s' % (
+                                db_attachments.get(
+                                    session, attachment.id).attach_status)
+                        except exception.NotFound:
+                            left = 'is gone'
+            except db_api.UNAVAILABLE as db_error:
+                # the database went away under the connect (often why it
+                # failed): the attachment exists, attaching, and
+                # reconciliation settles it; the caller, who never saw
+                # its id, must be told it
+                LOG.warning('attachment %s: connect failed (%s) and the '
+                            'failure could not be recorded: %s',
+                            attachment.id, e, db_error)
+                raise exception.ServiceUnavailable(
+                    host=host, reason='the database is unavailable; '
+                    'attachment %s is left attaching (its connect %s): '
+                    'delete it (DELETE /attachments/%s) before attaching '
+                    'again, once the database is back' % (
+                        attachment.id, 'failed' if not isinstance(
+                            e, exception.ServiceUnavailable)
+                        else 'was not answered', attachment.id)) from None
             if isinstance(e, exception.ServiceUnavailable):
-                # the caller holds an attachment it never saw: name it
+                # the caller holds an attachment it never saw: name it,
+                # as it is (reconciliation may have settled it while the
+                # answer was awaited)
                 raise exception.ServiceUnavailable(
                     host=e.kwargs.get('host'),
-                    reason='%s; attachment %s is left error_attaching: '
-                           'delete it (DELETE /attachments/%s) before '
-                           'attaching again' % (
-                               e.kwargs.get('reason'), attachment.id,
+                    reason='%s; attachment %s %s: delete it (DELETE '
+                           '/attachments/%s) before attaching again' % (
+                               e.kwargs.get('reason'), attachment.id, left,
                                attachment.id)) from None
             raise
         if answer is not None:

@@ -3,15 +3,21 @@ from it, what a volume gives an image uploaded from it, and whether a
 downloaded image file is what Glance says.  Plain functions; the Glance
 calls are in ``glance.py``, ``qemu-img`` in ``common/qemu_img.py``.
 """
+import glob
 import json
 import logging
 import math
+import os
+import uuid
 
 from cinder_lite.common import exception
 from cinder_lite.common import qemu_img
 
 LOG = logging.getLogger(__name__)
 GiB = 1024 ** 3
+# what a file of the conversion directory is for: a download into a
+# volume, or a volume's copy on its way to Glance
+DOWNLOAD, UPLOAD = 'image', 'upload'
 # the image property that names (by name or id) the volume type of the
 # volumes made from the image without a type of their own (Cinder's)
 VOLUME_TYPE_PROPERTY = 'cinder_img_volume_type'
@@ -171,3 +177,30 @@ def check_image_file(path, image, volume_size):
     check_virtual_size(found.get('virtual-size') or 0, volume_size,
                        image['id'])
     return fmt
+
+
+def conversion_path(conversion_dir, purpose, volume_id):
+    """A new file name in ``conversion_dir`` for ``purpose`` (DOWNLOAD or
+    UPLOAD) of ``volume_id``: the volume's id is in it, so that what an
+    interrupted flow left is found again (``remove_conversion_files``)."""
+    return os.path.join(conversion_dir, '%s-%s-%s' % (
+        purpose, volume_id, uuid.uuid4().hex[:8]))
+
+
+def remove_conversion_files(conversion_dir, purpose, volume_id):
+    """Remove the files of ``purpose`` of ``volume_id`` in
+    ``conversion_dir`` (left by a flow a crash interrupted: its own are
+    removed by the flow); returns their paths."""
+    removed = []
+    for path in glob.glob(os.path.join(
+            glob.escape(conversion_dir), '%s-%s-*' % (purpose, volume_id))):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        removed.append(path)
+    if removed:
+        LOG.info('volume %s: removed %s left in %s', volume_id,
+                 ', '.join(os.path.basename(p) for p in removed),
+                 conversion_dir)
+    return removed

@@ -195,7 +195,8 @@ class VolumeManager(manage_manager.ManageEndpoints,
             driver=self.driver, host=self.host, backend_id=self.backend_id,
             rpc_timeout=self.conf.volume_rpc_timeout,
             takeover_lock=self.takeover_lock,
-            roll_forward=_RollForward(self, self.admin_context()))
+            roll_forward=_RollForward(self, self.admin_context()),
+            conversion_dir=self.conf.image_conversion_dir)
 
     @staticmethod
     def admin_context():

@@ -36,6 +36,10 @@ marked disconnecting        forward (connection terminated, export
 attachment                  the disconnect is tried again; it stays
 ``error_detaching``         ``error_detaching`` with the new reason when
                             the backend still fails
+attachment                  the connect ended here after the API had given
+``error_attaching``, with   up waiting for it (and told the caller it
+an export here              failed): the export is removed, the
+                            attachment stays ``error_attaching``
 attachment ``attached``,    a takeover (os-takeover) was interrupted:
 marked taking over          its export is made again in the mode the
                             database records (read-only: the read-write
@@ -114,6 +118,7 @@ from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volumes as db_volumes
 from cinder_lite.volume import flows
 from cinder_lite.volume.flows import promote as promote_flow
+from cinder_lite.volume import image as image_mod
 from cinder_lite.volume import image_api
 from cinder_lite.volume import revert_api
 from cinder_lite.volume import migration
@@ -138,10 +143,11 @@ EVENT_REVERT_INTERRUPTED = 'VOLUME_VOLUME_101_001'
 # whose ``create_volume``, ``delete_volume`` (of a volume dict),
 # ``create_snapshot`` and ``delete_snapshot`` (of a snapshot dict) run
 # that operation of the service again, flows, failures and messages
-# included.
+# included; ``conversion_dir``: the service's image_conversion_dir, where
+# an interrupted download or upload left its file.
 Backend = collections.namedtuple('Backend', [
     'driver', 'host', 'backend_id', 'rpc_timeout', 'takeover_lock',
-    'roll_forward'])
+    'roll_forward', 'conversion_dir'])
 
 
 # A cleanup asked through POST /workers/cleanup (cinder_lite.volume.
@@ -199,6 +205,7 @@ def run(backend, max_age, busy=(), cleanup=None):
                          pending_size=v.pending_size), v.updated_at)
                    for v in volumes if only in (None, v.id)]
     changes = []
+    exports = None      # what the backend exports now (read when needed)
     for attachment, volume in attachments:
         attachment_id, status = attachment.id, attachment.attach_status
         if attachment_id in busy:
@@ -217,6 +224,12 @@ def run(backend, max_age, busy=(), cleanup=None):
         elif status in (states.ATTACH_DETACHING, states.ERROR_DETACHING):
             change = _finish_disconnect(backend, attachment_id, volume,
                                         status)
+        elif status == states.ERROR_ATTACHING:
+            if exports is None:
+                exports = set(backend.driver.list_exports())
+            if attachment_id not in exports:
+                continue
+            change = _failed_connect_export(backend, attachment_id, volume)
         else:
             continue
         if change:
@@ -367,6 +380,28 @@ def _never_completed(backend, attachment_id, volume, reason):
     return 'attachment %s: attaching -> attached' % attachment_id
 
 
+def _failed_connect_export(backend, attachment_id, volume):
+    """An ``error_attaching`` attachment whose export runs here: its
+    connect finished on this service after the API had given up waiting
+    for the answer (the API node lost the bus) and told the caller it
+    failed, so no host has its connection.  The export is removed, under
+    the volume's lock and only while the attachment is still
+    ``error_attaching`` (a connect again would move it first)."""
+    with db_api.writer() as session:
+        current = db_attachments.locked(session, volume['id'],
+                                        attachment_id)
+        if current is None or \
+                current.attach_status != states.ERROR_ATTACHING:
+            return None
+        backend.driver.remove_export(volume, None, attachment_id, False)
+    LOG.warning('reconcile: attachment %s of volume %s: error_attaching '
+                'with an export here (its connect ended after the caller '
+                'was told it failed); export removed', attachment_id,
+                volume['id'])
+    return 'attachment %s: export of error_attaching removed' % (
+        attachment_id)
+
+
 def _settle_attaching(attachment_id, volume, connected, change, values,
                       reason):
     """Apply ``change`` to an ``attaching`` attachment (with connection
@@ -488,7 +523,7 @@ def _volume(backend, volume):
         why = 'image download interrupted; storage removed'
     elif status == states.UPLOADING:
         before = status
-        after = _upload_interrupted(volume)
+        after = _upload_interrupted(backend, volume)
         why = 'upload to an image interrupted'
     elif status == states.REVERTING:
         before = status
@@ -512,8 +547,11 @@ def _volume(backend, volume):
 def _download_interrupted(backend, volume):
     """The image was being written when the service stopped: what is in
     the storage is part of it.  The volume becomes error without
-    storage (the owner deletes it and creates it again)."""
+    storage (the owner deletes it and creates it again); the image
+    file it was downloaded into, if any, is removed."""
     backend.driver.delete_volume(volume)
+    image_mod.remove_conversion_files(backend.conversion_dir,
+                                      image_mod.DOWNLOAD, volume['id'])
     with db_api.writer() as session:
         try:
             db_volumes.transition(session, volume['id'],
@@ -529,10 +567,13 @@ def _download_interrupted(backend, volume):
     return states.ERROR
 
 
-def _upload_interrupted(volume):
+def _upload_interrupted(backend, volume):
     """The copy into an image stopped with the service: the volume is
     what its attachments make it again; the image, which cannot be
-    filled now, stays queued in Glance for its owner to delete."""
+    filled now, stays queued in Glance for its owner to delete; the
+    file the volume was being copied into is removed."""
+    image_mod.remove_conversion_files(backend.conversion_dir,
+                                      image_mod.UPLOAD, volume['id'])
     after = image_api.end_upload(volume['id'])
     if after is None:
         return states.UPLOADING

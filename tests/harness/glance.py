@@ -38,9 +38,11 @@ OPEN_RULES = ('add_image', 'get_image', 'get_images', 'upload_image',
 
 class Glance:
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, port=None):
+        """``port``: the port to listen on (a free one by default), for
+        a caller that must give Glance's address out before it starts."""
         self.workdir = str(workdir)
-        self.port = None
+        self.port = port
         self.process = None
 
     def path(self, *parts):
@@ -82,7 +84,8 @@ class Glance:
         if done.returncode != 0:
             raise cluster_mod.ClusterError('glance-manage db_sync failed:\n'
                                            + done.stderr[-4000:])
-        self.port = util.free_port()
+        if self.port is None:
+            self.port = util.free_port()
         # gunicorn reads gunicorn.conf.py from its working directory, so
         # the command line holds nothing for Glance's oslo.config
         with open(os.path.join(dirs['gunicorn'], 'gunicorn.conf.py'),

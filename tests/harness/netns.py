@@ -25,7 +25,8 @@ Rules kept here (doc/source/reliability.rst, "Network faults"):
 Faults, each undone by its counterpart: ``link(node, up)`` (the node's
 interface down/up), ``cut(node, peers)`` / ``heal(node)`` (iptables in the
 node's namespace dropping what it sends to and receives from ``peers``;
-other paths stay up), ``lose(node, percent)`` (iptables dropping that
+other paths stay up), ``cut_port(node, peer, port)`` (the same for one
+TCP port of the peer), ``lose(node, percent)`` (iptables dropping that
 share of the node's packets at random), ``limit_rate(node, rate)`` (a
 token bucket on its interface, ``tc … tbf``) and ``netem(node, …)``
 (``tc … netem`` delay and loss, where the kernel has the qdisc).
@@ -421,6 +422,17 @@ class Network:
             self._iptables(node, '-I', 'OUTPUT', '-d', address, '-j',
                            'DROP')
             self._cuts.setdefault(node, set()).add(peer)
+
+    def cut_port(self, node, peer, port):
+        """Drop, inside ``node``'s namespace, its TCP traffic with
+        ``peer``'s ``port`` only (e.g. the broker's, the database's
+        staying up); undone by ``heal``."""
+        address = self.address[peer]
+        self._iptables(node, '-I', 'OUTPUT', '-d', address, '-p', 'tcp',
+                       '--dport', str(port), '-j', 'DROP')
+        self._iptables(node, '-I', 'INPUT', '-s', address, '-p', 'tcp',
+                       '--sport', str(port), '-j', 'DROP')
+        self._cuts.setdefault(node, set()).add('%s:%d' % (peer, port))
 
     def heal(self, node):
         """Undo ``cut`` and ``lose`` on ``node`` (its filter rules are

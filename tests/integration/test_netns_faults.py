@@ -23,16 +23,25 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
+import uuid
 
 import pytest
 
+from cinder_lite.volume import rpcapi
 from tests.harness import cluster as cluster_mod
 from tests.harness import netns
 from tests.harness import netns_cluster
 from tests.harness import util
 
 SERVICE_DOWN_TIME = 5
+# how long the API waits for a volume service's answer (volume_rpc_timeout)
+RPC_TIMEOUT = 10
+# past it (and the grace of a call that could not be sent) reconciliation
+# may settle what a connect left, as in a deployment (120 s > 30 + 10 s):
+# the API, which gave up first, has said what it left
+RECONCILE_AFTER = RPC_TIMEOUT + rpcapi.CALL_SEND_GRACE + 5
 # oslo.messaging's heartbeat_timeout_threshold: the broker gives up a
 # silent consumer after it, and hands what that consumer had not
 # acknowledged to the cluster's other member
@@ -69,6 +78,9 @@ def deployment():
     d = netns_cluster.Deployment(
         'postgresql', service_down_time=SERVICE_DOWN_TIME,
         heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        extra_default={'volume_rpc_timeout': RPC_TIMEOUT,
+                       'reconcile_after': RECONCILE_AFTER,
+                       'reconcile_interval': 1},
         keep_workdir=os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1')
     try:
         d.start()
@@ -311,3 +323,138 @@ def test_volume_node_cut_off_from_bus_and_database(deployment):
         util.wait_for(lambda: api.get('/volumes/%s' % v['id']).status_code
                       == 404, PATIENCE, interval=0.2,
                       what='volume %s deleted' % v['id'])
+
+
+def _attachment(api, attachment_id):
+    resp = api.get('/attachments/%s' % attachment_id, headers=V354)
+    assert resp.status_code == 200, resp.text
+    return resp.json()['attachment']
+
+
+def _connector(d, host='compute-cut'):
+    return {'host': host, 'ip': d.net.address['compute'],
+            'initiator': 'iqn.2026-12.org.example:%s' % host,
+            'platform': 'x86_64', 'os_type': 'linux', 'multipath': False,
+            'do_local_attach': False}
+
+
+def _connect_while_api_cut_off(d, api, attachment_id, reply_lost):
+    """PUT the attachment's connector while the API node cannot reach the
+    broker (the volume nodes' only way to it); its database stays
+    reachable.  ``reply_lost``: the request reaches the volume nodes (they
+    are stopped, SIGSTOP, until it is on the bus) and only the answer is
+    lost; else it never leaves the API.  Returns the answer."""
+    port = d.broker.port
+    answers = []
+    caller = d.client()
+
+    def put():
+        answers.append(caller.put('/attachments/%s' % attachment_id, json={
+            'attachment': {'connector': _connector(d)}}, headers=V354))
+    members = [d.processes[n] for n in netns_cluster.MEMBERS]
+    if reply_lost:
+        for proc in members:
+            proc.signal(signal.SIGSTOP)
+    else:
+        d.net.cut_port('api', 'infra', port)
+    thread = threading.Thread(target=put, daemon=True)
+    thread.start()
+    try:
+        # the connect is under way: the attachment attaching, the request
+        # sent (or, cut off, waiting for the bus)
+        util.wait_for(lambda: _attachment(api, attachment_id)['status'] ==
+                      'attaching', PATIENCE, interval=0.05,
+                      what='attachment %s attaching' % attachment_id)
+        if reply_lost:
+            # (the cast is published before the status is read back; a
+            # moment more for the broker to take it)
+            time.sleep(0.5)
+            d.net.cut_port('api', 'infra', port)
+    finally:
+        for proc in members:
+            proc.signal(signal.SIGCONT)
+    thread.join(PATIENCE)
+    assert not thread.is_alive(), 'the PUT never answered'
+    d.net.heal('api')
+    return answers[0]
+
+
+@pytest.mark.parametrize('reply_lost', [False, True],
+                         ids=['request-lost', 'reply-lost'])
+def test_api_cut_off_from_the_volume_nodes_mid_attach(deployment,
+                                                      reply_lost):
+    """The API node loses the bus (its only path to the volume nodes)
+    while it connects an attachment: the caller gets the connection or a
+    503 that says why, names the attachment and may be retried; the
+    attachment ends ``attached`` or ``error_attaching`` with a reason,
+    never ``attaching`` for good; and no export outlives what the
+    database holds."""
+    d = deployment
+    api = d.client()
+    vol = _wait_status(api, api.create_volume(wait=False)['id'],
+                       'available')
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'instance_uuid': str(uuid.uuid4())}},
+        headers=V354)
+    assert resp.status_code == 200, resp.text
+    att = resp.json()['attachment']
+    answer = _connect_while_api_cut_off(d, api, att['id'], reply_lost)
+    assert answer.status_code in (200, 503), answer.text
+    message = None
+    if answer.status_code == 503:
+        message = answer.json()['serviceUnavailable']['message']
+        assert 'no answer to connect' in message and att['id'] in message, \
+            message
+
+    def settled():
+        now = _attachment(api, att['id'])
+        return now['status'] != 'attaching' and now
+    final = util.wait_for(settled, PATIENCE, interval=0.2,
+                          what='attachment %s settled' % att['id'])
+    assert final['status'] in ('attached', 'error_attaching'), final
+    print('mid-attach (%s): answered %d %s; attachment %s (%s)' % (
+        'reply lost' if reply_lost else 'request lost', answer.status_code,
+        answer.text[:300], final['status'], final.get('status_reason')))
+    if final['status'] == 'error_attaching':
+        assert final.get('status_reason'), final
+        assert answer.status_code == 503, answer.text
+    if message is not None:
+        # what the answer says the attachment is left, it is
+        assert ('is left error_attaching' in message and final['status']
+                == 'error_attaching') or ('settled meanwhile: %s'
+                                          % final['status'] in message), (
+            message, final)
+
+    # the exports the volume nodes run are what the database holds
+    def exports_match():
+        running = sum(len(d.exports(n)) for n in netns_cluster.MEMBERS)
+        wanted = 1 if _attachment(api, att['id'])['status'] == \
+            'attached' else 0
+        return running == wanted
+    util.wait_for(exports_match, PATIENCE, interval=0.2,
+                  what='the exports as the database says: %r' % {
+                      n: d.exports(n) for n in netns_cluster.MEMBERS})
+    for node in netns_cluster.MEMBERS:
+        code, out = _show_exports(d, node)
+        assert code == 0 and '0 missing, 0 row(s) with problems' in out, \
+            out
+
+    # the caller's way out: delete it, and a new attach works
+    assert api.delete('/attachments/%s' % att['id'],
+                      headers=V354).status_code == 200
+    util.wait_for(lambda: not any(d.exports(n)
+                                  for n in netns_cluster.MEMBERS),
+                  PATIENCE, interval=0.2, what='no export left')
+    again = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'instance_uuid': str(uuid.uuid4()),
+        'connector': _connector(d)}}, headers=V354)
+    assert again.status_code == 200, again.text
+    assert again.json()['attachment']['connection_info'], again.text
+    assert api.delete('/attachments/%s' % again.json()['attachment']['id'],
+                      headers=V354).status_code == 200
+    _wait_status(api, vol['id'], 'available')
+    assert api.delete('/volumes/%s' % vol['id']).status_code == 202
+    util.wait_for(lambda: api.get('/volumes/%s' % vol['id']).status_code
+                  == 404, PATIENCE, interval=0.2,
+                  what='volume %s deleted' % vol['id'])
+    d.check_alive()

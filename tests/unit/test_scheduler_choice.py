@@ -37,6 +37,10 @@ def test_filters_apply_in_order():
         manager.choose_backend(backends, spec(size=20,
                                               multiattach='<is> True'))
     assert 'CapabilitiesFilter' in e.value.message
+    # the filter that removed a backend earlier is named too, with why
+    assert "CapacityFilter: not enough free capacity for 20 GiB (b@y); " \
+        "CapabilitiesFilter: capabilities do not satisfy the volume " \
+        "type's extra specs (a@x)" in e.value.message, e.value.message
 
 
 def test_reserved_share_counts():

@@ -3,6 +3,11 @@
 
 class BaseFilter:
 
+    def refusal(self, request_spec):
+        """Why a backend this filter removes cannot take the request, in
+        a user's words."""
+        return 'does not take this request'
+
     def backend_passes(self, backend, request_spec):
         raise NotImplementedError()
 

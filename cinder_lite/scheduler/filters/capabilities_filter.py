@@ -6,6 +6,9 @@ from cinder_lite.scheduler.filters import base
 
 class CapabilitiesFilter(base.BaseFilter):
 
+    def refusal(self, request_spec):
+        return "capabilities do not satisfy the volume type's extra specs"
+
     def backend_passes(self, backend, request_spec):
         return capabilities.satisfies(backend.capabilities,
                                       request_spec.get('extra_specs'))

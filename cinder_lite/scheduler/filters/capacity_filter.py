@@ -22,6 +22,9 @@ def provisionable_gb(backend):
 
 class CapacityFilter(base.BaseFilter):
 
+    def refusal(self, request_spec):
+        return 'not enough free capacity for %s GiB' % request_spec['size']
+
     def backend_passes(self, backend, request_spec):
         size = request_spec['size']
         if backend.thin:

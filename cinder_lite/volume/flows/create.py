@@ -16,7 +16,6 @@ too (flows/reimage.py).
 """
 import logging
 import os
-import uuid
 
 from taskflow.patterns import linear_flow
 from taskflow import task
@@ -123,8 +122,8 @@ class CopyImage(task.Task):
     @staticmethod
     def _through_file(client, image, volume, driver, conf):
         os.makedirs(conf.image_conversion_dir, exist_ok=True)
-        path = os.path.join(conf.image_conversion_dir, 'image-%s-%s' % (
-            volume['id'], uuid.uuid4().hex[:8]))
+        path = image_mod.conversion_path(conf.image_conversion_dir,
+                                         image_mod.DOWNLOAD, volume['id'])
         try:
             size = client.download(image, path)
             fmt = image_mod.check_image_file(path, image, volume['size'])

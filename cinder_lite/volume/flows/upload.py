@@ -5,7 +5,6 @@ happens.  The manager then gives the volume its status back (and on a
 failure removes the image and tells the owner)."""
 import logging
 import os
-import uuid
 
 from taskflow.patterns import linear_flow
 from taskflow import task
@@ -22,8 +21,8 @@ class CopyToFile(task.Task):
 
     def execute(self, driver, volume, image, conf):
         os.makedirs(conf.image_conversion_dir, exist_ok=True)
-        path = os.path.join(conf.image_conversion_dir, 'upload-%s-%s' % (
-            volume['id'], uuid.uuid4().hex[:8]))
+        path = image_mod.conversion_path(conf.image_conversion_dir,
+                                         image_mod.UPLOAD, volume['id'])
         try:
             driver.copy_volume_to_image(
                 volume, path, image_mod.QEMU_FORMAT[image['disk_format']])
