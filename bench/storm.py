@@ -1,0 +1,628 @@
+#!/usr/bin/env python
+"""Boot storms: N hosts attach ONE multiattach volume at the same
+instant, then all detach at once, next to the floor of the same round
+trips at the same concurrency, measured in the same run.
+
+Each host is a thread of this process with a client of its own, the
+client a compute node uses:
+
+* ``lite`` and ``cinder``: python-cinderclient (its v3 attachments
+  manager, microversion 3.54, a keystoneauth session per host with
+  cinderclient's noauth plugin and ``X-Service-Roles: service``, as Nova
+  sends), attach = ``attachments.create`` without a connector (reserve),
+  ``attachments.update`` with the host's connector, ``attachments.
+  complete``; detach = ``attachments.delete``;
+* ``lite-bus``: cinder_lite's own bus client (``cinder_lite.connector.
+  client.BusTransport``: the API service's RPC topic), the same three
+  steps and the delete.
+
+Targets: ``lite`` / ``lite-bus`` on a distributed cinder_lite this
+script starts (API with one worker, scheduler, volume nodes ``ma`` and
+``noma`` as processes over RabbitMQ with MariaDB, tests/harness/
+cluster.py); ``cinder`` on the Cinder 29 of ``tools/cinder-reference``
+(started when it is not running, and stopped again at the end; one API
+worker, Cinder's fake driver, the same RabbitMQ and MariaDB servers).
+
+Per storm: the wall time from the release of all N hosts until the last
+has finished, p50/p99 of each host's own time, the refused reservations
+(Cinder reserves only while the volume is ``available`` or ``in-use``:
+a refused host retries after 10-30 ms, and its time runs from its first
+try), the errors, and CPU ms per attach (detach) of every service
+process (utime+stime of /proc/<pid>/stat; ``*`` columns are the whole
+RabbitMQ and database servers).  After the attach storm the volume must
+be ``in-use`` with exactly N attachments ``attached``; after the detach
+storm ``available`` with none: anything else is an error.
+
+The floor at N (``--floor-repeats`` runs of each part, the median wall
+kept): the parts of the round trips a host makes, each alone as a storm
+of N at once, on the same servers: bare ``GET /`` to the deployment's
+API on a keep-alive connection per host; a no-op oslo.messaging call
+over the deployment's RabbitMQ (the server a subprocess, one client for
+all hosts, as the API shares one); the attach's transactions (T1
+reserve, T2 connection info, T3 complete) and the detach's (T4) in
+SQLAlchemy Core on the same database (bench/attach.py's ``DBFloor``, a
+pool of min(N, 16) connections).  A REST attach is 3 HTTP + 1 RPC (the
+connect) + T1-T3, a detach 1 HTTP + 1 RPC (the disconnect) + T4; over
+the bus an attach is 4 RPC + T1-T3, a detach 2 RPC + T4.  The floor's
+wall is the sum of its parts' walls (and its p50 the sum of theirs); its
+CPU per attach is what the serving side and the client spend on those
+round trips (the API for the HTTP requests, both ends of the calls, the
+client of the transactions), as bench/attach.py composes it.
+
+    tools/cinder-reference setup     # once (a few minutes: the venv)
+    .venv/bin/python bench/storm.py                    # N = 10,50,100
+    .venv/bin/python bench/storm.py --hosts 3 --targets lite,lite-bus \\
+        --json out.json              # what tests/integration runs
+
+``--hold S`` pauses S seconds before each storm of N = ``--hold-at``
+and prints the service pids (to attach a profiler).  Exit status 1 when
+a storm had an error (Cinder's refusals are not errors).
+"""
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import warnings
+
+warnings.filterwarnings('ignore', message='.*[Ee]ventlet is deprecated.*')
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from bench import attach  # noqa: E402
+from bench import cinder_reference  # noqa: E402
+from bench import volume_create as vc  # noqa: E402
+
+TARGETS = ('lite', 'lite-bus', 'cinder')
+TYPE_NAME = 'storm-multiattach'
+MICROVERSION = '3.54'
+REFUSED = 'to reserve'            # Cinder's refusal while reserving
+HOST_TIMEOUT = 300.0
+# round trips of a host per phase: (HTTP requests, RPC calls)
+TRIPS = {('rest', 'attach'): (3, 1), ('rest', 'detach'): (1, 1),
+         ('bus', 'attach'): (0, 4), ('bus', 'detach'): (0, 2)}
+SERVICES_EXCLUDED = ('bench',)
+
+
+def announce(msg):
+    attach.announce('storm', msg)
+
+
+def connector_for(index):
+    return {'host': 'storm-%d' % index, 'ip': '127.0.0.1',
+            'initiator': 'iqn.2026-12.org.example:storm-%d' % index,
+            'platform': 'x86_64', 'os_type': 'linux', 'multipath': False}
+
+
+# -- hosts -----------------------------------------------------------------
+
+class RestHost:
+    """A compute host with python-cinderclient."""
+
+    def __init__(self, url, project, index):
+        from cinderclient import client
+        from cinderclient.contrib import noauth
+        from keystoneauth1 import session
+        auth = noauth.CinderNoAuthPlugin(user_id='admin',
+                                         project_id=project,
+                                         endpoint=url + '/v3')
+        sess = session.Session(auth=auth, additional_headers={
+            'X-Service-Roles': 'service'})
+        self.cs = client.Client(MICROVERSION, session=sess)
+        self.connector = connector_for(index)
+        self.instance = str(uuid.uuid4())
+        self.refused = 0
+
+    def warm(self, volume_id):
+        self.cs.attachments.list(search_opts={'volume_id': volume_id})
+
+    def attach(self, volume_id):
+        from cinderclient import exceptions
+        while True:
+            try:
+                att = self.cs.attachments.create(volume_id, None,
+                                                 instance_id=self.instance,
+                                                 mode='rw')
+                break
+            except exceptions.BadRequest as e:
+                if REFUSED not in str(e):
+                    raise
+                self.refused += 1
+                time.sleep(0.01 + random.random() * 0.02)
+        self.cs.attachments.update(att['id'], self.connector)
+        self.cs.attachments.complete(att['id'])
+        return att['id']
+
+    def detach(self, attachment_id):
+        self.cs.attachments.delete(attachment_id)
+
+
+class BusHost:
+    """A compute host with cinder_lite's bus client."""
+
+    def __init__(self, project, index):
+        from cinder_lite.connector import client
+        self.bus = client.BusTransport(project)
+        self.connector = connector_for(index)
+        self.instance = str(uuid.uuid4())
+        self.refused = 0
+
+    def warm(self, volume_id):
+        pass
+
+    def attach(self, volume_id):
+        att = self.bus.create(volume_id, self.instance, None, 'rw')
+        self.bus.update(att['id'], self.connector)
+        done = self.bus.complete(att['id'])
+        if done['status'] != 'attached':
+            raise RuntimeError('complete: attachment %s is %s'
+                               % (att['id'], done['status']))
+        return att['id']
+
+    def detach(self, attachment_id):
+        self.bus.delete(attachment_id)
+
+
+# -- storms ----------------------------------------------------------------
+
+def storm(n, op, sampler=None):
+    """``op(i)`` in N threads released at once: {wall, lat, errors,
+    results, cpu}.  The wall runs from the first thread's start to the
+    last one's end."""
+    barrier = threading.Barrier(n + 1)
+    starts, ends = [None] * n, [None] * n
+    results, errors = [None] * n, []
+
+    def go(i):
+        barrier.wait()
+        starts[i] = time.perf_counter()
+        try:
+            results[i] = op(i)
+        except Exception as e:
+            errors.append('host %d: %s' % (i, str(e)[:300] or repr(e)))
+        ends[i] = time.perf_counter()
+
+    threads = [threading.Thread(target=go, args=(i,), daemon=True)
+               for i in range(n)]
+    for t in threads:
+        t.start()
+    before = sampler.snapshot() if sampler else None
+    barrier.wait()
+    for t in threads:
+        t.join(HOST_TIMEOUT)
+    if any(t.is_alive() for t in threads):
+        errors.append('a host did not finish within %g s' % HOST_TIMEOUT)
+    cpu = sampler.delta(before, sampler.snapshot()) if sampler else {}
+    done = [i for i in range(n) if ends[i] is not None]
+    wall = (max(ends[i] for i in done) - min(starts[i] for i in done)) \
+        if done else float('nan')
+    ok = [i for i in done if results[i] is not None]
+    return {'wall': wall, 'errors': errors, 'results': results, 'cpu': cpu,
+            'lat': [ends[i] - starts[i] for i in ok]}
+
+
+def check_volume(target, volume_id, n_attached):
+    """Errors (strings) if the volume is not in the state a finished
+    storm leaves: in-use with N attached attachments, or available with
+    none."""
+    conn = target.http()
+    try:
+        vol = target.call(conn, 'GET', '/volumes/' + volume_id)['volume']
+        atts = target.call(conn, 'GET', '/attachments?volume_id=%s'
+                           % volume_id)['attachments']
+    finally:
+        conn.close()
+    errors = []
+    want = 'in-use' if n_attached else 'available'
+    if vol['status'] != want:
+        errors.append('volume %s is %s, not %s'
+                      % (volume_id, vol['status'], want))
+    live = [a for a in atts if a['status'] != 'detached']
+    if len(live) != n_attached or any(a['status'] != 'attached'
+                                      for a in live):
+        errors.append('%d attachments (%s), not %d attached' % (
+            len(live), ','.join(sorted({a['status'] for a in live})),
+            n_attached))
+    return errors, [a['id'] for a in live]
+
+
+class Target:
+    """An endpoint in the v3 dialect: where, its client kind, its service
+    processes."""
+
+    def __init__(self, name, url, project, groups, kind):
+        self.name, self.url, self.project = name, url, project
+        self.groups, self.kind = groups, kind
+        self.headers = {'X-Auth-Token': 'admin:%s' % project,
+                        'OpenStack-API-Version': 'volume %s' % MICROVERSION,
+                        'Accept': 'application/json',
+                        'X-Service-Roles': 'service'}
+        self.volume = None
+
+    def http(self):
+        return attach.http_for(self.url, self.headers)
+
+    def call(self, conn, method, path, body=None, ok=(200, 202)):
+        status, payload = conn.request(method, '/v3/%s%s' % (self.project,
+                                                             path), body)
+        if status not in ok:
+            raise RuntimeError('%s: %s %s -> %s %s' % (
+                self.name, method, path, status, payload[:300]))
+        return json.loads(payload) if payload else None
+
+    def prepare(self):
+        conn = self.http()
+        try:
+            types = self.call(conn, 'GET', '/types?is_public=None')
+            vtype = next((t for t in types['volume_types']
+                          if t['name'] == TYPE_NAME), None)
+            if vtype is None:
+                vtype = self.call(conn, 'POST', '/types', {'volume_type': {
+                    'name': TYPE_NAME,
+                    'extra_specs': {'multiattach': '<is> True'}}})[
+                        'volume_type']
+            vol = self.call(conn, 'POST', '/volumes', {'volume': {
+                'size': 1, 'name': 'storm', 'volume_type': vtype['id']}})[
+                    'volume']
+            deadline = time.monotonic() + 60
+            while True:
+                status = self.call(conn, 'GET', '/volumes/' + vol['id'])[
+                    'volume']['status']
+                if status == 'available':
+                    break
+                if status.startswith('error') or \
+                        time.monotonic() > deadline:
+                    raise RuntimeError('%s: volume %s is %s'
+                                       % (self.name, vol['id'], status))
+                time.sleep(0.05)
+        finally:
+            conn.close()
+        self.volume = vol['id']
+
+    def hosts(self, n):
+        if self.kind == 'bus':
+            return [BusHost(self.project, i) for i in range(n)]
+        return [RestHost(self.url, self.project, i) for i in range(n)]
+
+    def cleanup(self, attachment_ids=()):
+        if self.volume is None:
+            return
+        conn = self.http()
+        try:
+            for att in attachment_ids:
+                self.call(conn, 'DELETE', '/attachments/' + att,
+                          ok=(200, 404))
+            self.call(conn, 'DELETE', '/volumes/' + self.volume,
+                      ok=(202, 404))
+        finally:
+            conn.close()
+
+
+def run_target(target, n):
+    """The attach storm, then the detach storm, of N hosts."""
+    hosts = target.hosts(n)
+    for h in hosts:                  # connections open before the clock
+        h.warm(target.volume)
+    sampler = attach.Sampler(target.groups)
+    out = {'target': target.name, 'hosts': n}
+    a = storm(n, lambda i: hosts[i].attach(target.volume), sampler)
+    a['refused'] = sum(h.refused for h in hosts)
+    errors, live = check_volume(target, target.volume, n)
+    a['errors'] += errors
+    atts = [r for r in a['results'] if r is not None]
+    out['attach'] = a
+    if len(atts) != n:
+        # a host failed: detach what was made, but do not time it
+        out['detach'] = {'wall': float('nan'), 'lat': [], 'cpu': {},
+                         'errors': ['not run: %d of %d attached'
+                                    % (len(atts), n)], 'refused': 0}
+        conn = target.http()
+        for att in live:
+            target.call(conn, 'DELETE', '/attachments/' + att,
+                        ok=(200, 404))
+        conn.close()
+        return out
+    d = storm(n, lambda i: hosts[i].detach(atts[i]) or True, sampler)
+    d['refused'] = 0
+    d['errors'] += check_volume(target, target.volume, 0)[0]
+    out['detach'] = d
+    for key in ('attach', 'detach'):
+        out[key].pop('results', None)
+    return out
+
+
+# -- the floor -------------------------------------------------------------
+
+def median_of(runs):
+    """The run of the median wall, with every run's errors and the mean
+    CPU of the runs (a clock tick is 10 ms: one run of a few hosts would
+    read as 0 or 10)."""
+    best = dict(sorted(runs, key=lambda r: r['wall'])[len(runs) // 2])
+    best['errors'] = [e for r in runs for e in r['errors']]
+    best['cpu'] = {g: sum(r['cpu'].get(g, 0.0) for r in runs) / len(runs)
+                   for g in runs[0]['cpu']}
+    best.pop('results', None)
+    return best
+
+
+def median_storm(repeats, n, make_op, sampler):
+    return median_of([storm(n, make_op(), sampler)
+                      for _ in range(repeats)])
+
+
+def measure_floor(deployment, n, repeats):
+    """{part: storm result} of the floor's parts at N: http1, http3,
+    rpc1, rpc2, rpc4, db-attach, db-detach."""
+    cluster = deployment.cluster
+    groups = {'api': attach.with_children(cluster.processes['api'].pid),
+              'bench': lambda: [os.getpid()]}
+    parts = {}
+    sampler = attach.Sampler(groups)
+    for k in (1, 3):
+        def make_http(k=k):
+            conns = [attach.http_for(deployment.url) for _ in range(n)]
+            for c in conns:
+                c.request('GET', '/')
+
+            def op(i):
+                for _ in range(k):
+                    status, body = conns[i].request('GET', '/')
+                    if status not in (200, 300):
+                        raise RuntimeError('GET / -> %s' % status)
+                return True
+            return op
+        parts['http%d' % k] = median_storm(repeats, n, make_http, sampler)
+        parts['http%d' % k]['server'] = ('api',)
+    # the bus client's exchange is the cluster's (bus_conf)
+    rpcf = attach.RPCFloor(cluster.transport_url, False,
+                           cluster.control_exchange).start()
+    try:
+        rgroups = dict(groups, **{'rpc-server': rpcf.pids})
+        rsampler = attach.Sampler(rgroups)
+        ops = [rpcf.factory(i) for i in range(n)]
+        for op in ops:               # the reply queue and pools warm
+            op()
+        for k in (1, 2, 4):
+            def make_rpc(k=k):
+                def op(i):
+                    for _ in range(k):
+                        ops[i]()
+                    return True
+                return op
+            parts['rpc%d' % k] = median_storm(repeats, n, make_rpc,
+                                              rsampler)
+            parts['rpc%d' % k]['server'] = ('rpc-server', 'bench')
+    finally:
+        rpcf.stop()
+    dbf = attach.DBFloor(cluster.db_url, min(n, 16))
+    try:
+        steps = dbf.steps('one')
+        pairs = [steps(i) for i in range(n)]
+        for at, de in pairs:         # every connection of the pool
+            de(at())
+        for _ in range(repeats):
+            made = [None] * n
+            got = storm(n, lambda i: made.__setitem__(
+                i, pairs[i][0]()) or True, sampler)
+            gone = storm(n, lambda i: pairs[i][1](made[i]) or True,
+                         sampler)
+            parts.setdefault('db-attach', []).append(got)
+            parts.setdefault('db-detach', []).append(gone)
+        for key in ('db-attach', 'db-detach'):
+            parts[key] = median_of(parts[key])
+            parts[key]['server'] = ('bench',)
+    finally:
+        dbf.stop()
+    return parts
+
+
+def composed(parts, kind, phase, n):
+    """(wall s, p50 s, CPU ms per host) of the floor of a phase."""
+    n_http, n_rpc = TRIPS[(kind, phase)]
+    use = ['db-' + phase]
+    if n_http:
+        use.append('http%d' % n_http)
+    if n_rpc:
+        use.append('rpc%d' % n_rpc)
+    wall = sum(parts[p]['wall'] for p in use)
+    p50 = sum(attach.pct(parts[p]['lat'], 50) for p in use)
+    cpu = sum(1000.0 * sum(parts[p]['cpu'].get(g, 0.0)
+                           for g in parts[p]['server']) / n for p in use)
+    return wall, p50, cpu
+
+
+# -- report ----------------------------------------------------------------
+
+def services_cpu(result, n):
+    return {g: 1000.0 * v / n for g, v in result['cpu'].items()
+            if g not in SERVICES_EXCLUDED}
+
+
+def report(runs, floors):
+    pct, ms = attach.pct, attach.ms
+    print()
+    print('machine: %d CPUs, load average %s' % (
+        os.cpu_count(), ' '.join('%.2f' % x for x in os.getloadavg())))
+    print('storm = N hosts at once on ONE multiattach volume; attach = '
+          'reserve, update (connector), complete; detach = delete; wall '
+          's, p50/p99 ms of a host; CPU ms per host of each process '
+          '(* whole server); floor = the same round trips, each part a '
+          'storm of N alone (HTTP, RPC, transactions)')
+    for phase in ('attach', 'detach'):
+        rows = []
+        for r in runs:
+            n = r['hosts']
+            res = r[phase]
+            kind = 'bus' if r['target'] == 'lite-bus' else 'rest'
+            fwall, fp50, fcpu = composed(floors[n], kind, phase, n) \
+                if n in floors else (float('nan'),) * 3
+            cpu = services_cpu(res, n)
+            svc = sum(v for g, v in cpu.items() if not g.endswith('*'))
+            cinder = next((c for c in runs if c['target'] == 'cinder'
+                           and c['hosts'] == n), None)
+            vs = '-'
+            if cinder and r['target'] != 'cinder' and res['wall'] and \
+                    cinder[phase]['wall'] == cinder[phase]['wall']:
+                vs = '%.1fx' % (cinder[phase]['wall'] / res['wall'])
+            rows.append((
+                r['target'], n, '%.3f' % res['wall'], '%.3f' % fwall,
+                '%.1fx' % (res['wall'] / fwall) if fwall else '-',
+                ms(pct(res['lat'], 50)), ms(pct(res['lat'], 99)),
+                ms(fp50), res['refused'], len(res['errors']),
+                ' '.join('%s %.1f' % kv for kv in cpu.items()),
+                '%.1f' % svc, '%.1f' % fcpu,
+                '%.1fx' % (svc / fcpu) if fcpu else '-', vs))
+        print()
+        print(phase)
+        vc.print_table(('target', 'N', 'wall s', 'floor s', 'x floor',
+                        'p50', 'p99', 'floor p50', 'refused', 'errors',
+                        'CPU ms/host by process', 'services',
+                        'floor CPU', 'x floor CPU', 'Cinder/this'), rows)
+
+
+def to_json(runs, floors):
+    def clean(res):
+        return {k: v for k, v in res.items() if k != 'results'}
+    return {'runs': [{'target': r['target'], 'hosts': r['hosts'],
+                      'attach': clean(r['attach']),
+                      'detach': clean(r['detach'])} for r in runs],
+            'floors': {str(n): {p: clean(v) for p, v in parts.items()}
+                       for n, parts in floors.items()}}
+
+
+# -- main ------------------------------------------------------------------
+
+def bus_conf(cluster):
+    """This process on the cluster's bus (the bus client's transport and
+    exchange)."""
+    from cinder_lite.cmd import config
+    fd, path = tempfile.mkstemp(prefix='storm-', suffix='.conf')
+    with os.fdopen(fd, 'w') as f:
+        f.write('[DEFAULT]\ntransport_url = %s\ncontrol_exchange = %s\n'
+                % (cluster.transport_url, cluster.control_exchange))
+    try:
+        config.parse_args(['--config-file', path])
+    finally:
+        os.unlink(path)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--hosts', default='10,50,100',
+                   type=lambda v: [int(x) for x in v.split(',')])
+    p.add_argument('--targets', default=','.join(TARGETS),
+                   type=lambda v: v.split(','))
+    p.add_argument('--db', default='mysql', choices=('mysql', 'postgresql'))
+    p.add_argument('--floor-repeats', type=int, default=3)
+    p.add_argument('--no-floor', action='store_true')
+    p.add_argument('--json', help='write the results here')
+    p.add_argument('--hold', type=float, default=0.0)
+    p.add_argument('--hold-at', type=int, default=50)
+    args = p.parse_args(argv)
+    bad = set(args.targets) - set(TARGETS)
+    if bad:
+        p.error('unknown targets: %s' % ', '.join(sorted(bad)))
+    return args
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    lite_wanted = {'lite', 'lite-bus'} & set(args.targets)
+    deployment = vc.Distributed(args.db) if lite_wanted or \
+        not args.no_floor else None
+    reference = None
+    targets, runs, floors = [], [], {}
+    failed = False
+    try:
+        if deployment is not None:
+            announce('starting cinder_lite (distributed, %s) ...' % args.db)
+            deployment.start()
+            bus_conf(deployment.cluster)
+            groups = {g: fn for g, fn in attach.service_groups(
+                deployment).items() if g not in SERVICES_EXCLUDED}
+            for name in ('lite', 'lite-bus'):
+                if name in args.targets:
+                    targets.append(Target(name, deployment.url,
+                                          attach.PROJECT, groups,
+                                          'bus' if name == 'lite-bus'
+                                          else 'rest'))
+        if 'cinder' in args.targets:
+            reference = cinder_reference.Reference().ensure()
+            groups = reference.groups()
+            groups['rabbitmq*'] = lambda: attach.pids_named('beam.smp')
+            groups['db*'] = lambda: attach.pids_named('mariadbd', 'mysqld')
+            targets.append(Target('cinder', reference.url,
+                                  reference.project, groups, 'rest'))
+        for target in targets:
+            target.prepare()
+            warm = storm(1, lambda i: target.hosts(1)[0].attach(
+                target.volume))
+            if warm['errors']:
+                raise RuntimeError('%s warm-up: %s' % (target.name,
+                                                       warm['errors'][0]))
+            errors, live = check_volume(target, target.volume, 1)
+            conn = target.http()
+            for att in live:
+                target.call(conn, 'DELETE', '/attachments/' + att)
+            conn.close()
+        for n in args.hosts:
+            if not args.no_floor:
+                announce('floor at N=%d' % n)
+                floors[n] = measure_floor(deployment, n, args.floor_repeats)
+                for part, res in floors[n].items():
+                    for e in res['errors'][:3]:
+                        announce('floor %s error: %s' % (part, e))
+                    failed = failed or bool(res['errors'])
+            for target in targets:
+                if args.hold and n == args.hold_at:
+                    pids = {g: fn() for g, fn in target.groups.items()
+                            if not g.endswith('*')}
+                    announce('holding %g s before %s N=%d: %s' % (
+                        args.hold, target.name, n, pids))
+                    time.sleep(args.hold)
+                announce('%s: %d hosts' % (target.name, n))
+                out = run_target(target, n)
+                runs.append(out)
+                for phase in ('attach', 'detach'):
+                    for e in out[phase]['errors'][:3]:
+                        announce('%s %s error: %s' % (target.name, phase,
+                                                      e))
+                    failed = failed or bool(out[phase]['errors'])
+        report(runs, floors)
+        if args.json:
+            with open(args.json, 'w') as f:
+                json.dump(to_json(runs, floors), f, indent=1)
+    except Exception as e:
+        failed = True
+        announce('failed: %r' % (e,))
+        raise
+    finally:
+        for target in targets:
+            try:
+                target.cleanup()
+            except Exception as e:
+                announce('cleanup of %s: %s' % (target.name, e))
+        if reference is not None:
+            reference.stop()
+        if deployment is not None:
+            from cinder_lite.common import rpc
+            rpc.cleanup()            # the bus client's, before its vhost
+            deployment.stop(keep=failed)
+            if failed:
+                announce('cinder_lite logs kept in %s'
+                         % deployment.workdir)
+    if failed:
+        print('\nERRORS: see above')
+        return 1
+    print('no errors')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
