@@ -24,14 +24,20 @@ cluster.py); ``cinder`` on the Cinder 29 of ``tools/cinder-reference``
 worker, Cinder's fake driver, the same RabbitMQ and MariaDB servers).
 
 Per storm: the wall time from the release of all N hosts until the last
-has finished, p50/p99 of each host's own time, the refused reservations
-(Cinder reserves only while the volume is ``available`` or ``in-use``:
-a refused host retries after 10-30 ms, and its time runs from its first
-try), the errors, and CPU ms per attach (detach) of every service
-process (utime+stime of /proc/<pid>/stat; ``*`` columns are the whole
-RabbitMQ and database servers).  After the attach storm the volume must
-be ``in-use`` with exactly N attachments ``attached``; after the detach
-storm ``available`` with none: anything else is an error.
+has finished, p50/p99 of each host's own time, the refused reservations,
+the hosts that gave up, the errors, and CPU ms per attached (detached)
+host of every service process (utime+stime of /proc/<pid>/stat; ``*``
+columns are the whole RabbitMQ and database servers).  Cinder reserves
+only while the volume is ``available`` or ``in-use`` (400 "... to
+reserve"): a refused host tries again after a capped exponential backoff
+with full jitter (a random wait up to 20 ms, doubling per refusal, at
+most 1 s: the clients' kindest policy to a busy API), its time runs from
+its first try, and it gives up ``--host-timeout`` seconds after the
+release (Nova itself does not retry: its boot fails at the first
+refusal).  cinder_lite must refuse nothing: a refusal there is an error.
+After the attach storm the volume must be ``in-use`` with exactly as
+many attachments ``attached`` as hosts attached; after the detach storm
+(of those hosts) ``available`` with none: anything else is an error.
 
 The floor at N (``--floor-repeats`` runs of each part, the median wall
 kept): the parts of the round trips a host makes, each alone as a storm
@@ -81,9 +87,11 @@ from bench import volume_create as vc  # noqa: E402
 
 TARGETS = ('lite', 'lite-bus', 'cinder')
 TYPE_NAME = 'storm-multiattach'
+VOLUME_NAME = 'storm'
 MICROVERSION = '3.54'
 REFUSED = 'to reserve'            # Cinder's refusal while reserving
-HOST_TIMEOUT = 300.0
+HOST_TIMEOUT = 120.0
+BACKOFF_FIRST, BACKOFF_MAX = 0.02, 1.0
 # round trips of a host per phase: (HTTP requests, RPC calls)
 TRIPS = {('rest', 'attach'): (3, 1), ('rest', 'detach'): (1, 1),
          ('bus', 'attach'): (0, 4), ('bus', 'detach'): (0, 2)}
@@ -102,10 +110,16 @@ def connector_for(index):
 
 # -- hosts -----------------------------------------------------------------
 
-class RestHost:
-    """A compute host with python-cinderclient."""
+class GaveUp(Exception):
+    """Refused until the storm's deadline."""
 
-    def __init__(self, url, project, index):
+
+class RestHost:
+    """A compute host with python-cinderclient; ``refusals``: whether a
+    refused reservation is tried again (Cinder's documented behaviour)
+    or an error (cinder_lite)."""
+
+    def __init__(self, url, project, index, refusals=False):
         from cinderclient import client
         from cinderclient.contrib import noauth
         from keystoneauth1 import session
@@ -118,6 +132,8 @@ class RestHost:
         self.connector = connector_for(index)
         self.instance = str(uuid.uuid4())
         self.refused = 0
+        self.refusals = refusals
+        self.deadline = None
 
     def warm(self, volume_id):
         self.cs.attachments.list(search_opts={'volume_id': volume_id})
@@ -131,10 +147,14 @@ class RestHost:
                                                  mode='rw')
                 break
             except exceptions.BadRequest as e:
-                if REFUSED not in str(e):
+                if not self.refusals or REFUSED not in str(e):
                     raise
+                wait = random.uniform(0, min(
+                    BACKOFF_MAX, BACKOFF_FIRST * 2 ** self.refused))
                 self.refused += 1
-                time.sleep(0.01 + random.random() * 0.02)
+                if time.monotonic() + wait > self.deadline:
+                    raise GaveUp('refused %d times' % self.refused)
+                time.sleep(wait)
         self.cs.attachments.update(att['id'], self.connector)
         self.cs.attachments.complete(att['id'])
         return att['id']
@@ -152,6 +172,7 @@ class BusHost:
         self.connector = connector_for(index)
         self.instance = str(uuid.uuid4())
         self.refused = 0
+        self.deadline = None
 
     def warm(self, volume_id):
         pass
@@ -171,19 +192,21 @@ class BusHost:
 
 # -- storms ----------------------------------------------------------------
 
-def storm(n, op, sampler=None):
+def storm(n, op, sampler=None, timeout=HOST_TIMEOUT):
     """``op(i)`` in N threads released at once: {wall, lat, errors,
-    results, cpu}.  The wall runs from the first thread's start to the
-    last one's end."""
+    gave_up, results, cpu}.  The wall runs from the first thread's start
+    to the last successful one's end."""
     barrier = threading.Barrier(n + 1)
     starts, ends = [None] * n, [None] * n
-    results, errors = [None] * n, []
+    results, errors, gave_up = [None] * n, [], []
 
     def go(i):
         barrier.wait()
         starts[i] = time.perf_counter()
         try:
             results[i] = op(i)
+        except GaveUp as e:
+            gave_up.append('host %d: %s' % (i, e))
         except Exception as e:
             errors.append('host %d: %s' % (i, str(e)[:300] or repr(e)))
         ends[i] = time.perf_counter()
@@ -194,16 +217,19 @@ def storm(n, op, sampler=None):
         t.start()
     before = sampler.snapshot() if sampler else None
     barrier.wait()
+    deadline = time.monotonic() + timeout + 60
     for t in threads:
-        t.join(HOST_TIMEOUT)
+        t.join(max(0.0, deadline - time.monotonic()))
     if any(t.is_alive() for t in threads):
-        errors.append('a host did not finish within %g s' % HOST_TIMEOUT)
+        errors.append('%d hosts did not finish within %g s'
+                      % (sum(t.is_alive() for t in threads), timeout + 60))
     cpu = sampler.delta(before, sampler.snapshot()) if sampler else {}
-    done = [i for i in range(n) if ends[i] is not None]
-    wall = (max(ends[i] for i in done) - min(starts[i] for i in done)) \
-        if done else float('nan')
-    ok = [i for i in done if results[i] is not None]
-    return {'wall': wall, 'errors': errors, 'results': results, 'cpu': cpu,
+    ok = [i for i in range(n) if results[i] is not None and
+          ends[i] is not None]
+    wall = (max(ends[i] for i in ok) - min(s for s in starts if s)) \
+        if ok else float('nan')
+    return {'wall': wall, 'errors': errors, 'gave_up': gave_up,
+            'results': results, 'cpu': cpu, 'done': len(ok),
             'lat': [ends[i] - starts[i] for i in ok]}
 
 
@@ -236,9 +262,11 @@ class Target:
     """An endpoint in the v3 dialect: where, its client kind, its service
     processes."""
 
-    def __init__(self, name, url, project, groups, kind):
+    def __init__(self, name, url, project, groups, kind, refusals=False):
         self.name, self.url, self.project = name, url, project
         self.groups, self.kind = groups, kind
+        self.refusals = refusals      # a refused reservation is tried again
+        self.volume_name = '%s-%s' % (VOLUME_NAME, name)
         self.headers = {'X-Auth-Token': 'admin:%s' % project,
                         'OpenStack-API-Version': 'volume %s' % MICROVERSION,
                         'Accept': 'application/json',
@@ -257,8 +285,11 @@ class Target:
         return json.loads(payload) if payload else None
 
     def prepare(self):
+        """One multiattach volume, available (the storm volumes an
+        interrupted run left are detached and deleted first)."""
         conn = self.http()
         try:
+            self.forget_old(conn)
             types = self.call(conn, 'GET', '/types?is_public=None')
             vtype = next((t for t in types['volume_types']
                           if t['name'] == TYPE_NAME), None)
@@ -268,8 +299,8 @@ class Target:
                     'extra_specs': {'multiattach': '<is> True'}}})[
                         'volume_type']
             vol = self.call(conn, 'POST', '/volumes', {'volume': {
-                'size': 1, 'name': 'storm', 'volume_type': vtype['id']}})[
-                    'volume']
+                'size': 1, 'name': self.volume_name,
+                'volume_type': vtype['id']}})['volume']
             deadline = time.monotonic() + 60
             while True:
                 status = self.call(conn, 'GET', '/volumes/' + vol['id'])[
@@ -285,53 +316,70 @@ class Target:
             conn.close()
         self.volume = vol['id']
 
+    def forget_old(self, conn):
+        old = self.call(conn, 'GET', '/volumes?name=%s' % self.volume_name)
+        for vol in old['volumes']:
+            self.detach_all(conn, vol['id'])
+            self.call(conn, 'DELETE', '/volumes/' + vol['id'],
+                      ok=(202, 404))
+
+    def detach_all(self, conn, volume_id):
+        atts = self.call(conn, 'GET', '/attachments?volume_id=%s'
+                         % volume_id)['attachments']
+        for att in atts:
+            self.call(conn, 'DELETE', '/attachments/' + att['id'],
+                      ok=(200, 404))
+
     def hosts(self, n):
         if self.kind == 'bus':
             return [BusHost(self.project, i) for i in range(n)]
-        return [RestHost(self.url, self.project, i) for i in range(n)]
+        return [RestHost(self.url, self.project, i, self.refusals)
+                for i in range(n)]
 
-    def cleanup(self, attachment_ids=()):
+    def cleanup(self):
         if self.volume is None:
             return
         conn = self.http()
         try:
-            for att in attachment_ids:
-                self.call(conn, 'DELETE', '/attachments/' + att,
-                          ok=(200, 404))
+            self.detach_all(conn, self.volume)
             self.call(conn, 'DELETE', '/volumes/' + self.volume,
                       ok=(202, 404))
         finally:
             conn.close()
 
 
-def run_target(target, n):
-    """The attach storm, then the detach storm, of N hosts."""
+def run_target(target, n, timeout):
+    """The attach storm of N hosts, then the detach storm of those that
+    attached."""
     hosts = target.hosts(n)
     for h in hosts:                  # connections open before the clock
         h.warm(target.volume)
     sampler = attach.Sampler(target.groups)
     out = {'target': target.name, 'hosts': n}
-    a = storm(n, lambda i: hosts[i].attach(target.volume), sampler)
+    deadline = time.monotonic() + timeout
+    for h in hosts:
+        h.deadline = deadline
+    a = storm(n, lambda i: hosts[i].attach(target.volume), sampler,
+              timeout)
     a['refused'] = sum(h.refused for h in hosts)
-    errors, live = check_volume(target, target.volume, n)
+    attached = [(i, r) for i, r in enumerate(a['results']) if r is not None]
+    errors, live = check_volume(target, target.volume, len(attached))
     a['errors'] += errors
-    atts = [r for r in a['results'] if r is not None]
     out['attach'] = a
-    if len(atts) != n:
-        # a host failed: detach what was made, but do not time it
-        out['detach'] = {'wall': float('nan'), 'lat': [], 'cpu': {},
-                         'errors': ['not run: %d of %d attached'
-                                    % (len(atts), n)], 'refused': 0}
+    if errors or a['errors']:
+        # detach what was made, but do not time it
         conn = target.http()
-        for att in live:
-            target.call(conn, 'DELETE', '/attachments/' + att,
-                        ok=(200, 404))
+        target.detach_all(conn, target.volume)
         conn.close()
-        return out
-    d = storm(n, lambda i: hosts[i].detach(atts[i]) or True, sampler)
-    d['refused'] = 0
-    d['errors'] += check_volume(target, target.volume, 0)[0]
-    out['detach'] = d
+        out['detach'] = {'wall': float('nan'), 'lat': [], 'cpu': {},
+                         'errors': ['not run after the errors above'],
+                         'refused': 0, 'gave_up': [], 'done': 0}
+    else:
+        d = storm(len(attached), lambda j: hosts[attached[j][0]].detach(
+            attached[j][1]) or True, sampler, timeout)
+        d['refused'] = 0
+        d['errors'] += check_volume(target, target.volume, 0)[0]
+        out['detach'] = d
     for key in ('attach', 'detach'):
         out[key].pop('results', None)
     return out
@@ -439,21 +487,34 @@ def composed(parts, kind, phase, n):
 
 # -- report ----------------------------------------------------------------
 
-def services_cpu(result, n):
+def services_cpu(result):
+    n = max(1, result['done'])
     return {g: 1000.0 * v / n for g, v in result['cpu'].items()
             if g not in SERVICES_EXCLUDED}
 
 
-def report(runs, floors):
+def versus(mine, cinder, timeout):
+    """Cinder's wall over this one's; '>' when Cinder gave up on some
+    hosts (its wall is then at least the deadline)."""
+    if not (mine and mine['wall'] == mine['wall'] and mine['done']):
+        return '-'
+    if cinder['gave_up']:
+        return '>%.0fx' % (timeout / mine['wall'])
+    if cinder['wall'] != cinder['wall']:
+        return '-'
+    return '%.1fx' % (cinder['wall'] / mine['wall'])
+
+
+def report(runs, floors, timeout):
     pct, ms = attach.pct, attach.ms
     print()
     print('machine: %d CPUs, load average %s' % (
         os.cpu_count(), ' '.join('%.2f' % x for x in os.getloadavg())))
     print('storm = N hosts at once on ONE multiattach volume; attach = '
-          'reserve, update (connector), complete; detach = delete; wall '
-          's, p50/p99 ms of a host; CPU ms per host of each process '
-          '(* whole server); floor = the same round trips, each part a '
-          'storm of N alone (HTTP, RPC, transactions)')
+          'reserve, update (connector), complete; detach = delete (of the '
+          'hosts attached); wall s, p50/p99 ms of a host; CPU ms per host '
+          'of each process (* whole server); floor = the same round '
+          'trips, each part a storm of N alone (HTTP, RPC, transactions)')
     for phase in ('attach', 'detach'):
         rows = []
         for r in runs:
@@ -462,28 +523,29 @@ def report(runs, floors):
             kind = 'bus' if r['target'] == 'lite-bus' else 'rest'
             fwall, fp50, fcpu = composed(floors[n], kind, phase, n) \
                 if n in floors else (float('nan'),) * 3
-            cpu = services_cpu(res, n)
+            cpu = services_cpu(res)
             svc = sum(v for g, v in cpu.items() if not g.endswith('*'))
-            cinder = next((c for c in runs if c['target'] == 'cinder'
-                           and c['hosts'] == n), None)
-            vs = '-'
-            if cinder and r['target'] != 'cinder' and res['wall'] and \
-                    cinder[phase]['wall'] == cinder[phase]['wall']:
-                vs = '%.1fx' % (cinder[phase]['wall'] / res['wall'])
+            cinder = next((c[phase] for c in runs if c['target'] ==
+                           'cinder' and c['hosts'] == n), None)
+            vs = versus(res, cinder, timeout) \
+                if cinder and r['target'] != 'cinder' else '-'
             rows.append((
-                r['target'], n, '%.3f' % res['wall'], '%.3f' % fwall,
+                r['target'], n, '%d/%d' % (res['done'], n),
+                '%.3f' % res['wall'], '%.3f' % fwall,
                 '%.1fx' % (res['wall'] / fwall) if fwall else '-',
                 ms(pct(res['lat'], 50)), ms(pct(res['lat'], 99)),
-                ms(fp50), res['refused'], len(res['errors']),
+                ms(fp50), res['refused'], len(res['gave_up']),
+                len(res['errors']),
                 ' '.join('%s %.1f' % kv for kv in cpu.items()),
                 '%.1f' % svc, '%.1f' % fcpu,
                 '%.1fx' % (svc / fcpu) if fcpu else '-', vs))
         print()
         print(phase)
-        vc.print_table(('target', 'N', 'wall s', 'floor s', 'x floor',
-                        'p50', 'p99', 'floor p50', 'refused', 'errors',
-                        'CPU ms/host by process', 'services',
-                        'floor CPU', 'x floor CPU', 'Cinder/this'), rows)
+        vc.print_table(('target', 'N', 'done', 'wall s', 'floor s',
+                        'x floor', 'p50', 'p99', 'floor p50', 'refused',
+                        'gave up', 'errors', 'CPU ms/host by process',
+                        'services', 'floor CPU', 'x floor CPU',
+                        'Cinder/this'), rows)
 
 
 def to_json(runs, floors):
@@ -498,14 +560,17 @@ def to_json(runs, floors):
 
 # -- main ------------------------------------------------------------------
 
-def bus_conf(cluster):
+def bus_conf(cluster, max_hosts):
     """This process on the cluster's bus (the bus client's transport and
     exchange)."""
     from cinder_lite.cmd import config
     fd, path = tempfile.mkstemp(prefix='storm-', suffix='.conf')
     with os.fdopen(fd, 'w') as f:
+        # every host here would be a compute node with a pool of its own
         f.write('[DEFAULT]\ntransport_url = %s\ncontrol_exchange = %s\n'
-                % (cluster.transport_url, cluster.control_exchange))
+                'rpc_conn_pool_size = %d\n'
+                % (cluster.transport_url, cluster.control_exchange,
+                   max(30, max_hosts + 8)))
     try:
         config.parse_args(['--config-file', path])
     finally:
@@ -520,6 +585,9 @@ def parse_args(argv):
                    type=lambda v: v.split(','))
     p.add_argument('--db', default='mysql', choices=('mysql', 'postgresql'))
     p.add_argument('--floor-repeats', type=int, default=3)
+    p.add_argument('--host-timeout', type=float, default=HOST_TIMEOUT,
+                   help='a refused host gives up this long after the '
+                        'release (Cinder)')
     p.add_argument('--no-floor', action='store_true')
     p.add_argument('--json', help='write the results here')
     p.add_argument('--hold', type=float, default=0.0)
@@ -543,7 +611,7 @@ def main(argv=None):
         if deployment is not None:
             announce('starting cinder_lite (distributed, %s) ...' % args.db)
             deployment.start()
-            bus_conf(deployment.cluster)
+            bus_conf(deployment.cluster, max(args.hosts))
             groups = {g: fn for g, fn in attach.service_groups(
                 deployment).items() if g not in SERVICES_EXCLUDED}
             for name in ('lite', 'lite-bus'):
@@ -558,11 +626,13 @@ def main(argv=None):
             groups['rabbitmq*'] = lambda: attach.pids_named('beam.smp')
             groups['db*'] = lambda: attach.pids_named('mariadbd', 'mysqld')
             targets.append(Target('cinder', reference.url,
-                                  reference.project, groups, 'rest'))
+                                  reference.project, groups, 'rest',
+                                  refusals=True))
         for target in targets:
             target.prepare()
-            warm = storm(1, lambda i: target.hosts(1)[0].attach(
-                target.volume))
+            host = target.hosts(1)[0]
+            host.deadline = time.monotonic() + args.host_timeout
+            warm = storm(1, lambda i: host.attach(target.volume))
             if warm['errors']:
                 raise RuntimeError('%s warm-up: %s' % (target.name,
                                                        warm['errors'][0]))
@@ -587,14 +657,14 @@ def main(argv=None):
                         args.hold, target.name, n, pids))
                     time.sleep(args.hold)
                 announce('%s: %d hosts' % (target.name, n))
-                out = run_target(target, n)
+                out = run_target(target, n, args.host_timeout)
                 runs.append(out)
                 for phase in ('attach', 'detach'):
                     for e in out[phase]['errors'][:3]:
                         announce('%s %s error: %s' % (target.name, phase,
                                                       e))
                     failed = failed or bool(out[phase]['errors'])
-        report(runs, floors)
+        report(runs, floors, args.host_timeout)
         if args.json:
             with open(args.json, 'w') as f:
                 json.dump(to_json(runs, floors), f, indent=1)
