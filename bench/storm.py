@@ -60,9 +60,12 @@ client of the transactions), as bench/attach.py composes it.
     .venv/bin/python bench/storm.py --hosts 3 --targets lite,lite-bus \\
         --json out.json              # what tests/integration runs
 
-``--hold S`` pauses S seconds before each storm of N = ``--hold-at``
-and prints the service pids (to attach a profiler).  Exit status 1 when
-a storm had an error (Cinder's refusals are not errors).
+``--rounds R`` repeats each target's storms R times after one floor;
+``--hold S`` pauses S seconds before the first storm of each target at
+N = ``--hold-at`` and prints the service pids (to attach a profiler:
+``--rounds 10 --hold 5`` and py-spy for the length of the rounds).
+Exit status 1 when a storm had an error (Cinder's refusals and the
+hosts it made give up are not errors).
 """
 import argparse
 import json
@@ -128,6 +131,7 @@ class RestHost:
                                          endpoint=url + '/v3')
         sess = session.Session(auth=auth, additional_headers={
             'X-Service-Roles': 'service'})
+        self.session = sess
         self.cs = client.Client(MICROVERSION, session=sess)
         self.connector = connector_for(index)
         self.instance = str(uuid.uuid4())
@@ -162,6 +166,9 @@ class RestHost:
     def detach(self, attachment_id):
         self.cs.attachments.delete(attachment_id)
 
+    def close(self):
+        self.session.session.close()      # its keep-alive connections
+
 
 class BusHost:
     """A compute host with cinder_lite's bus client."""
@@ -188,6 +195,9 @@ class BusHost:
 
     def detach(self, attachment_id):
         self.bus.delete(attachment_id)
+
+    def close(self):
+        pass                 # the process's transport, closed at the end
 
 
 # -- storms ----------------------------------------------------------------
@@ -382,6 +392,8 @@ def run_target(target, n, timeout):
         out['detach'] = d
     for key in ('attach', 'detach'):
         out[key].pop('results', None)
+    for h in hosts:
+        h.close()
     return out
 
 
@@ -526,11 +538,12 @@ def report(runs, floors, timeout):
             cpu = services_cpu(res)
             svc = sum(v for g, v in cpu.items() if not g.endswith('*'))
             cinder = next((c[phase] for c in runs if c['target'] ==
-                           'cinder' and c['hosts'] == n), None)
+                           'cinder' and c['hosts'] == n and
+                           c['round'] == r['round']), None)
             vs = versus(res, cinder, timeout) \
                 if cinder and r['target'] != 'cinder' else '-'
             rows.append((
-                r['target'], n, '%d/%d' % (res['done'], n),
+                r['target'], n, r['round'], '%d/%d' % (res['done'], n),
                 '%.3f' % res['wall'], '%.3f' % fwall,
                 '%.1fx' % (res['wall'] / fwall) if fwall else '-',
                 ms(pct(res['lat'], 50)), ms(pct(res['lat'], 99)),
@@ -541,7 +554,8 @@ def report(runs, floors, timeout):
                 '%.1fx' % (svc / fcpu) if fcpu else '-', vs))
         print()
         print(phase)
-        vc.print_table(('target', 'N', 'done', 'wall s', 'floor s',
+        vc.print_table(('target', 'N', 'round', 'done', 'wall s',
+                        'floor s',
                         'x floor', 'p50', 'p99', 'floor p50', 'refused',
                         'gave up', 'errors', 'CPU ms/host by process',
                         'services', 'floor CPU', 'x floor CPU',
@@ -552,6 +566,7 @@ def to_json(runs, floors):
     def clean(res):
         return {k: v for k, v in res.items() if k != 'results'}
     return {'runs': [{'target': r['target'], 'hosts': r['hosts'],
+                      'round': r['round'],
                       'attach': clean(r['attach']),
                       'detach': clean(r['detach'])} for r in runs],
             'floors': {str(n): {p: clean(v) for p, v in parts.items()}
@@ -590,6 +605,8 @@ def parse_args(argv):
                         'release (Cinder)')
     p.add_argument('--no-floor', action='store_true')
     p.add_argument('--json', help='write the results here')
+    p.add_argument('--rounds', type=int, default=1,
+                   help='storms of each N and target (after one floor)')
     p.add_argument('--hold', type=float, default=0.0)
     p.add_argument('--hold-at', type=int, default=50)
     args = p.parse_args(argv)
@@ -641,6 +658,7 @@ def main(argv=None):
             for att in live:
                 target.call(conn, 'DELETE', '/attachments/' + att)
             conn.close()
+            host.close()
         for n in args.hosts:
             if not args.no_floor:
                 announce('floor at N=%d' % n)
@@ -649,25 +667,30 @@ def main(argv=None):
                     for e in res['errors'][:3]:
                         announce('floor %s error: %s' % (part, e))
                     failed = failed or bool(res['errors'])
-            for target in targets:
-                if args.hold and n == args.hold_at:
+            for rnd, target in [(rnd, t) for rnd in range(1, args.rounds
+                                                          + 1)
+                                for t in targets]:
+                if args.hold and n == args.hold_at and rnd == 1:
                     pids = {g: fn() for g, fn in target.groups.items()
                             if not g.endswith('*')}
                     announce('holding %g s before %s N=%d: %s' % (
                         args.hold, target.name, n, pids))
                     time.sleep(args.hold)
-                announce('%s: %d hosts' % (target.name, n))
+                announce('%s: %d hosts, round %d' % (target.name, n, rnd))
                 out = run_target(target, n, args.host_timeout)
+                out['round'] = rnd
                 runs.append(out)
                 for phase in ('attach', 'detach'):
                     for e in out[phase]['errors'][:3]:
                         announce('%s %s error: %s' % (target.name, phase,
                                                       e))
                     failed = failed or bool(out[phase]['errors'])
+            if n != args.hosts[-1]:          # so far, should a later N fail
+                report(runs, floors, args.host_timeout)
+            if args.json:
+                with open(args.json, 'w') as f:
+                    json.dump(to_json(runs, floors), f, indent=1)
         report(runs, floors, args.host_timeout)
-        if args.json:
-            with open(args.json, 'w') as f:
-                json.dump(to_json(runs, floors), f, indent=1)
     except Exception as e:
         failed = True
         announce('failed: %r' % (e,))
