@@ -26,8 +26,11 @@ worker, Cinder's fake driver, the same RabbitMQ and MariaDB servers).
 Per storm: the wall time from the release of all N hosts until the last
 has finished, p50/p99 of each host's own time, the refused reservations,
 the hosts that gave up, the errors, and CPU ms per attached (detached)
-host of every service process (utime+stime of /proc/<pid>/stat; ``*``
-columns are the whole RabbitMQ and database servers).  Cinder reserves
+host of every service process (utime+stime of /proc/<pid>/stat, less
+what the process spends idle in as long a time, measured for
+``--idle-seconds`` before the storms: heartbeats, capability reports;
+``*`` columns are the whole RabbitMQ and database servers, other users
+included; "client CPU" is this process's, the hosts' clients).  Cinder reserves
 only while the volume is ``available`` or ``in-use`` (400 "... to
 reserve"): a refused host tries again after a capped exponential backoff
 with full jitter (a random wait up to 20 ms, doubling per refusal, at
@@ -98,7 +101,8 @@ BACKOFF_FIRST, BACKOFF_MAX = 0.02, 1.0
 # round trips of a host per phase: (HTTP requests, RPC calls)
 TRIPS = {('rest', 'attach'): (3, 1), ('rest', 'detach'): (1, 1),
          ('bus', 'attach'): (0, 4), ('bus', 'detach'): (0, 2)}
-SERVICES_EXCLUDED = ('bench',)
+CLIENT = 'bench'             # this process: the hosts' clients
+IDLE_SECONDS = 3.0
 
 
 def announce(msg):
@@ -226,6 +230,7 @@ def storm(n, op, sampler=None, timeout=HOST_TIMEOUT):
     for t in threads:
         t.start()
     before = sampler.snapshot() if sampler else None
+    t0 = time.perf_counter()
     barrier.wait()
     deadline = time.monotonic() + timeout + 60
     for t in threads:
@@ -234,12 +239,14 @@ def storm(n, op, sampler=None, timeout=HOST_TIMEOUT):
         errors.append('%d hosts did not finish within %g s'
                       % (sum(t.is_alive() for t in threads), timeout + 60))
     cpu = sampler.delta(before, sampler.snapshot()) if sampler else {}
+    window = time.perf_counter() - t0
     ok = [i for i in range(n) if results[i] is not None and
           ends[i] is not None]
     wall = (max(ends[i] for i in ok) - min(s for s in starts if s)) \
         if ok else float('nan')
     return {'wall': wall, 'errors': errors, 'gave_up': gave_up,
             'results': results, 'cpu': cpu, 'done': len(ok),
+            'window': window,
             'lat': [ends[i] - starts[i] for i in ok]}
 
 
@@ -277,11 +284,24 @@ class Target:
         self.groups, self.kind = groups, kind
         self.refusals = refusals      # a refused reservation is tried again
         self.volume_name = '%s-%s' % (VOLUME_NAME, name)
+        self.idle = {}
         self.headers = {'X-Auth-Token': 'admin:%s' % project,
                         'OpenStack-API-Version': 'volume %s' % MICROVERSION,
                         'Accept': 'application/json',
                         'X-Service-Roles': 'service'}
         self.volume = None
+
+    def measure_idle(self, seconds):
+        """CPU seconds per second each process spends with nothing to do
+        (heartbeats, capability reports, periodic tasks), taken off the
+        storms' CPU."""
+        sampler = attach.Sampler(self.groups)
+        before = sampler.snapshot()
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        delta = sampler.delta(before, sampler.snapshot())
+        elapsed = time.perf_counter() - t0
+        self.idle = {g: v / elapsed for g, v in delta.items()}
 
     def http(self):
         return attach.http_for(self.url, self.headers)
@@ -392,6 +412,7 @@ def run_target(target, n, timeout):
         out['detach'] = d
     for key in ('attach', 'detach'):
         out[key].pop('results', None)
+        out[key]['idle'] = target.idle
     for h in hosts:
         h.close()
     return out
@@ -500,9 +521,12 @@ def composed(parts, kind, phase, n):
 # -- report ----------------------------------------------------------------
 
 def services_cpu(result):
+    """CPU ms per host of each process, less what it spends idle in as
+    long a time."""
     n = max(1, result['done'])
-    return {g: 1000.0 * v / n for g, v in result['cpu'].items()
-            if g not in SERVICES_EXCLUDED}
+    idle = result.get('idle', {})
+    return {g: 1000.0 * (v - idle.get(g, 0.0) * result.get('window', 0.0))
+            / n for g, v in result['cpu'].items()}
 
 
 def versus(mine, cinder, timeout):
@@ -510,6 +534,8 @@ def versus(mine, cinder, timeout):
     hosts (its wall is then at least the deadline)."""
     if not (mine and mine['wall'] == mine['wall'] and mine['done']):
         return '-'
+    if cinder['done'] < mine['done'] and not cinder['gave_up']:
+        return '-'           # a detach of the fewer hosts Cinder attached
     if cinder['gave_up']:
         return '>%.0fx' % (timeout / mine['wall'])
     if cinder['wall'] != cinder['wall']:
@@ -536,6 +562,7 @@ def report(runs, floors, timeout):
             fwall, fp50, fcpu = composed(floors[n], kind, phase, n) \
                 if n in floors else (float('nan'),) * 3
             cpu = services_cpu(res)
+            client = cpu.pop(CLIENT, float('nan'))
             svc = sum(v for g, v in cpu.items() if not g.endswith('*'))
             cinder = next((c[phase] for c in runs if c['target'] ==
                            'cinder' and c['hosts'] == n and
@@ -551,7 +578,8 @@ def report(runs, floors, timeout):
                 len(res['errors']),
                 ' '.join('%s %.1f' % kv for kv in cpu.items()),
                 '%.1f' % svc, '%.1f' % fcpu,
-                '%.1fx' % (svc / fcpu) if fcpu else '-', vs))
+                '%.1fx' % (svc / fcpu) if fcpu else '-', '%.1f' % client,
+                vs))
         print()
         print(phase)
         vc.print_table(('target', 'N', 'round', 'done', 'wall s',
@@ -559,7 +587,7 @@ def report(runs, floors, timeout):
                         'x floor', 'p50', 'p99', 'floor p50', 'refused',
                         'gave up', 'errors', 'CPU ms/host by process',
                         'services', 'floor CPU', 'x floor CPU',
-                        'Cinder/this'), rows)
+                        'client CPU', 'Cinder/this'), rows)
 
 
 def to_json(runs, floors):
@@ -600,11 +628,15 @@ def parse_args(argv):
                    type=lambda v: v.split(','))
     p.add_argument('--db', default='mysql', choices=('mysql', 'postgresql'))
     p.add_argument('--floor-repeats', type=int, default=3)
+    p.add_argument('--idle-seconds', type=float, default=IDLE_SECONDS)
     p.add_argument('--host-timeout', type=float, default=HOST_TIMEOUT,
                    help='a refused host gives up this long after the '
                         'release (Cinder)')
     p.add_argument('--no-floor', action='store_true')
     p.add_argument('--json', help='write the results here')
+    p.add_argument('--conf', action='append', default=[],
+                   metavar='SECTION.OPTION=VALUE',
+                   help="an option of cinder_lite's services (repeatable)")
     p.add_argument('--rounds', type=int, default=1,
                    help='storms of each N and target (after one floor)')
     p.add_argument('--hold', type=float, default=0.0)
@@ -621,6 +653,15 @@ def main(argv=None):
     lite_wanted = {'lite', 'lite-bus'} & set(args.targets)
     deployment = vc.Distributed(args.db) if lite_wanted or \
         not args.no_floor else None
+    for item in args.conf:
+        key, _, value = item.partition('=')
+        section, _, option = key.rpartition('.')
+        if deployment is not None:
+            if section in ('', 'DEFAULT'):
+                deployment.cluster.extra_default[option] = value
+            else:
+                deployment.cluster.extra_sections.setdefault(
+                    section, {})[option] = value
     reference = None
     targets, runs, floors = [], [], {}
     failed = False
@@ -629,8 +670,7 @@ def main(argv=None):
             announce('starting cinder_lite (distributed, %s) ...' % args.db)
             deployment.start()
             bus_conf(deployment.cluster, max(args.hosts))
-            groups = {g: fn for g, fn in attach.service_groups(
-                deployment).items() if g not in SERVICES_EXCLUDED}
+            groups = attach.service_groups(deployment)
             for name in ('lite', 'lite-bus'):
                 if name in args.targets:
                     targets.append(Target(name, deployment.url,
@@ -642,6 +682,7 @@ def main(argv=None):
             groups = reference.groups()
             groups['rabbitmq*'] = lambda: attach.pids_named('beam.smp')
             groups['db*'] = lambda: attach.pids_named('mariadbd', 'mysqld')
+            groups[CLIENT] = lambda: [os.getpid()]
             targets.append(Target('cinder', reference.url,
                                   reference.project, groups, 'rest',
                                   refusals=True))
@@ -659,6 +700,7 @@ def main(argv=None):
                 target.call(conn, 'DELETE', '/attachments/' + att)
             conn.close()
             host.close()
+            target.measure_idle(args.idle_seconds)
         for n in args.hosts:
             if not args.no_floor:
                 announce('floor at N=%d' % n)
