@@ -28,7 +28,7 @@ and the floor, the least any copy of the same data costs here:
 single-node cluster the bench starts, the volume on the RBD backend of
 the same cluster: the differential path (each backup an RBD snapshot of
 the volume's backup image, an incremental written from librbd's diff of
-the volume, doc/rbd.rst), uncompressed whatever ``--compressions`` says.
+the volume, doc/source/rbd.rst), uncompressed whatever ``--compressions`` says.
 Its floor is what Ceph's own tools do with the same change, measured in
 the same run: ``rbd export-diff [--from-snap A] vol@B - | rbd
 import-diff - image`` into an image of the backup pool, and back into a

@@ -16,7 +16,7 @@ children), then per cycle, and the cycle's wall time.
 
 CPU per operation moves by a fifth between runs on a shared machine;
 compare two trees by running each in turn, several rounds, the order
-alternating, and compare means (doc/performance.rst does):
+alternating, and compare means (doc/source/performance.rst does):
 
     .venv/bin/python bench/request_cpu.py --db mysql --cycles 250
     git worktree add /tmp/before <rev>

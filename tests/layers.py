@@ -14,7 +14,7 @@ prints
 - every circle of modules, and every module on no floor;
 
 then exits 1 if it printed anything.  ``tests/unit/test_layers.py`` runs
-it, so a new back-arrow fails the suite.  doc/layout.rst explains the
+it, so a new back-arrow fails the suite.  doc/source/layout.rst explains the
 floors to a newcomer.
 """
 import ast
@@ -256,7 +256,7 @@ def main():
     for line in lines:
         print(line)
     if lines:
-        print('%d problem(s) in the import graph; see doc/layout.rst'
+        print('%d problem(s) in the import graph; see doc/source/layout.rst'
               % len(lines))
         return 1
     print('import graph: %d modules, every arrow looks down' %

@@ -149,32 +149,33 @@ class BackupService:
             'data_timestamp': snapshot.created_at if snapshot else None,
         }
 
-        def record():
-            with db_api.writer() as session:
-                locked = db_volumes.lock(session, volume.id)
-                if snapshot is not None:
-                    self._check_source(locked, db_snapshots.lock(
-                        session, snapshot.id), force)
-                    db_snapshots.transition(session, snapshot.id, 'backup')
-                else:
-                    self._check_source(locked, None, force)
-                    db_volumes.transition(
-                        session, volume.id, 'backup'
-                        if locked.status == states.AVAILABLE
-                        else 'force_backup')
-                parent = None
-                if incremental:
-                    parent = self._parent(session, locked, snapshot,
-                                          context.project_id)
-                values.update(
-                    size=locked.size,
-                    volume_status=locked.status,
-                    parent_id=parent.id if parent else None,
-                    volume_meta=volume_meta(session, locked))
-                return db_backups.create(
-                    session, values, quota.Checker(self.conf, session),
-                    metadata=metadata)
-        backup = quota.ensuring_rows(record)
+        # (run again from its start on a deadlock: the cast comes after
+        # the commit)
+        def _record(session):
+            locked = db_volumes.lock(session, volume.id)
+            if snapshot is not None:
+                self._check_source(locked, db_snapshots.lock(
+                    session, snapshot.id), force)
+                db_snapshots.transition(session, snapshot.id, 'backup')
+            else:
+                self._check_source(locked, None, force)
+                db_volumes.transition(
+                    session, volume.id, 'backup'
+                    if locked.status == states.AVAILABLE
+                    else 'force_backup')
+            parent = None
+            if incremental:
+                parent = self._parent(session, locked, snapshot,
+                                      context.project_id)
+            values.update(
+                size=locked.size,
+                volume_status=locked.status,
+                parent_id=parent.id if parent else None,
+                volume_meta=volume_meta(session, locked))
+            return db_backups.create(
+                session, values, quota.Checker(self.conf, session),
+                metadata=metadata)
+        backup = quota.ensuring_rows(lambda: db_api.run_writer(_record))
         LOG.info('backup %s of volume %s%s: recorded as creating%s',
                  backup.id, volume.id,
                  ' (snapshot %s)' % snapshot.id if snapshot else '',
@@ -286,18 +287,22 @@ class BackupService:
             policy.authorize(context, policy.BACKUP_DELETE,
                              {'project_id': backup.project_id})
             check_backup_service_up(session, self.conf)
-        with db_api.writer() as session:
-            backup = db_backups.lock(session, backup.id)
-            if db_backups.has_dependents(session, backup.id):
+
+        # (run again from its start on a deadlock: the cast comes after
+        # the commit)
+        def _mark(session):
+            locked = db_backups.lock(session, backup_id)
+            if db_backups.has_dependents(session, locked.id):
                 raise exception.InvalidBackup(
                     reason='Incremental backups exist for this backup.')
             try:
-                db_backups.transition(session, backup.id,
+                db_backups.transition(session, locked.id,
                                       'force_delete' if force else 'delete')
             except exception.InvalidTransition:
                 raise exception.InvalidBackup(
                     reason='Backup status must be available or error')
-            host = _backup_host(session, backup, self.conf)
+            return locked, _backup_host(session, locked, self.conf)
+        backup, host = db_api.run_writer(_mark)
         LOG.info('backup %s: %s -> deleting%s', backup.id, backup.status,
                  ' (forced)' if force else '')
         notify.info(context, self.conf.host, 'backup.delete.start',
@@ -325,7 +330,10 @@ class BackupService:
                 _check_volume_backend(session, volume, self.conf)
         if volume_id is None:
             return backup, self._restore_to_new(context, backup, name)
-        with db_api.writer() as session:
+
+        # (run again from its start on a deadlock: the cast comes after
+        # the commit)
+        def _mark(session):
             locked = db_volumes.lock(session, volume_id)
             self._check_target(locked, backup)
             self._check_restorable(db_backups.lock(session, backup.id))
@@ -336,7 +344,8 @@ class BackupService:
             db_backups.transition(session, backup.id, 'restore',
                                   values={'restore_volume_id': volume_id,
                                           'progress_bytes': 0})
-            host = _backup_host(session, backup, self.conf)
+            return locked, _backup_host(session, backup, self.conf)
+        locked, host = db_api.run_writer(_mark)
         LOG.info('backup %s: restoring into volume %s', backup.id,
                  volume_id)
         try:

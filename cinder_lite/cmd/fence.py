@@ -1,7 +1,7 @@
 """``fence_cinder_lite``: a fence agent for Pacemaker (``pacemaker-fenced``,
 ``stonith_admin``) that fences a node at the storage: it asks cinder_lite
 to cut the node's host off a set of volumes at the targets (the host
-fences of ``/os-host-fences``, doc/fencing.rst), as fabric agents
+fences of ``/os-host-fences``, doc/source/fencing.rst), as fabric agents
 disable a switch port.
 
 It follows the fence agent conventions (the public FenceAgentAPI of
@@ -33,6 +33,8 @@ import urllib.parse
 from xml.sax import saxutils
 
 import requests
+
+from cinder_lite import version
 
 NAME = 'fence_cinder_lite'
 EC_OK, EC_ERROR, EC_OFF = 0, 1, 2
@@ -419,6 +421,9 @@ def metadata():
 def main(argv=None, stdin=None, out=None, err=None):
     argv = sys.argv[1:] if argv is None else argv
     out, err = out or sys.stdout, err or sys.stderr
+    if argv in (['-V'], ['--version']):     # as every fence agent
+        out.write('%s %s\n' % (NAME, version.VERSION))
+        return EC_OK
     try:
         if argv:
             options = parse_argv(argv)

@@ -28,6 +28,7 @@ from cinder_lite import conf as cl_conf
 from cinder_lite.conf import volume as volume_conf
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
+from cinder_lite import version
 from cinder_lite.volume.targets import nbd as nbd_target
 
 Code = upgradecheck.Code
@@ -272,7 +273,7 @@ def main(argv=None):
     conf.register_cli_opt(cfg.SubCommandOpt(
         'command', title='Commands', handler=add_parsers))
     conf(sys.argv[1:] if argv is None else argv, project='cinder-lite',
-         description=DESCRIPTION)
+         version=version.VERSION, description=DESCRIPTION)
     # (parsing a URL registers oslo.messaging's transport_url, which tells
     # the embedded mode from the distributed one)
     oslo_messaging.TransportURL.parse(conf)

@@ -4,7 +4,7 @@ The consumer of QoS specs says who applies them: ``front-end`` (the host
 that attaches the volume, e.g. Nova's hypervisor: the specs are handed to
 it in the connection info's ``qos_specs``, as Cinder does), ``back-end``
 (the storage target: ``cinder_lite.volume.targets`` apply what they can,
-see doc/qos.rst) or ``both``.
+see doc/source/qos.rst) or ``both``.
 
 Per-GiB keys are resolved against the volume's size as Cinder resolves
 them: ``<limit>_per_gb`` times the size, at least ``<limit>_per_gb_min``

@@ -73,7 +73,7 @@ ceph_opts = [
     cfg.StrOpt('backup_ceph_user', default='cinder-backup',
                help='Ceph user the backup service connects as; it needs '
                     'the monitor cap "allow r" and the OSD cap "allow rw '
-                    'pool=<backup_ceph_pool>" only (doc/rbd.rst).'),
+                    'pool=<backup_ceph_pool>" only (doc/source/rbd.rst).'),
     cfg.StrOpt('backup_ceph_pool', default='backups',
                help='Pool backups are kept in (RADOS objects; a backup\'s '
                     'container is a namespace of this pool, by default '

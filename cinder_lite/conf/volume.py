@@ -107,9 +107,9 @@ rbd_opts = [
                help='Ceph pool the volumes of this backend live in.'),
     cfg.StrOpt('rbd_user',
                help='Ceph user (without "client.") the volume service '
-                    'connects as. Its caps are in doc/rbd.rst: it creates '
-                    'and removes the keys of attachments and blocklists '
-                    'their clients.'),
+                    'connects as. Its caps are in doc/source/rbd.rst: it '
+                    'creates and removes the keys of attachments and '
+                    'blocklists their clients.'),
     cfg.StrOpt('rbd_ceph_conf', default='',
                help='Path to the ceph.conf of the cluster ("" reads '
                     'Ceph\'s default locations).'),
@@ -150,7 +150,7 @@ rbd_opts = [
                      'cannot open one without it; the volume\'s data '
                      'objects stay read-only at the OSDs either way, but '
                      'with a watch the key may also write the header '
-                     'object (doc/rbd.rst, "Read-only attachments").'),
+                     'object (doc/source/rbd.rst, "Read-only attachments").'),
     cfg.IntOpt('rbd_blocklist_expire', default=86400, min=3600,
                help='Seconds a fenced or detached client stays blocklisted. '
                     'Its key is removed at once, so it cannot connect '

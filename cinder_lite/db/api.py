@@ -25,7 +25,20 @@ database (no RPC, no driver call, no notification): whatever it decides
 is recorded or rolled back with the transaction, and the caller acts on
 what it returns once it committed.  Inside an open transaction of the
 same thread ``run_writer`` does not retry: the outer one is refused, and
-its own retry (if it has one) starts everything again.
+its own retry (if it has one) starts everything again.  A connection
+lost before the COMMIT was sent is retried the same way (the server
+rolled the transaction back; behind HAProxy, the pooled connections to
+a Galera node that died fail so once, and the new ones reach another
+node); one lost during the COMMIT is not, as the transaction may have
+committed.
+
+A refusal may also come in the middle of a statement's answer: on a
+Galera node, a transaction aborted by another node's commit while a
+compound statement of ours runs gets the statement's rows and then the
+deadlock.  PyMySQL's connections use ``mysql_cursor.Cursor``, which reads
+that last part at once and raises it as the statement's error; without
+it SQLAlchemy dropped it when it closed the cursor, and the rest of the
+transaction committed on its own in a new one.
 """
 import contextlib
 import logging
@@ -39,6 +52,7 @@ from sqlalchemy import event
 from sqlalchemy import orm
 
 from cinder_lite.db import mysql_columns
+from cinder_lite.db import mysql_cursor
 
 LOG = logging.getLogger(__name__)
 
@@ -123,6 +137,9 @@ def create_engine(url, conf=None):
         kwargs['pool_reset_on_return'] = None
         if url.get_driver_name() == 'pymysql':
             mysql_columns.remember()
+            # an error the server sends after a statement's rows (a
+            # Galera abort) is raised, not dropped at the cursor's close
+            kwargs['connect_args'] = {'cursorclass': mysql_cursor.Cursor}
     engine = sa.create_engine(url, **kwargs)
     if url.get_backend_name() == 'sqlite':
         _sqlite_setup(engine)
@@ -291,15 +308,20 @@ def run_writer(fn, *args, **kwargs):
             return fn(session, *args, **kwargs)
     attempt = 0
     while True:
+        ran = []
         try:
             with writer() as session:
-                return fn(session, *args, **kwargs)
+                result = fn(session, *args, **kwargs)
+                # (from here on the COMMIT)
+                ran.append(True)
+            return result
         except sa.exc.DBAPIError as e:
-            if not is_deadlock(e) or attempt >= _deadlock_retries:
-                if attempt and is_deadlock(e):
-                    LOG.error('database deadlock in %s: still refused '
-                              'after %d attempts; giving up',
-                              _name(fn), attempt + 1)
+            why = _why_again(e, committing=bool(ran))
+            if why is None or attempt >= _deadlock_retries:
+                if attempt and why is not None:
+                    LOG.error('database %s in %s: still refused after %d '
+                              'attempts; giving up', why, _name(fn),
+                              attempt + 1)
                 raise
             attempt += 1
             pause = random.uniform(0, min(
@@ -308,11 +330,28 @@ def run_writer(fn, *args, **kwargs):
             global _retried
             with _retried_lock:
                 _retried += 1
-            LOG.warning('database deadlock (attempt %d of %d) in %s: the '
-                        'transaction is run again in %.3f s (%s)', attempt,
-                        _deadlock_retries + 1, _name(fn), pause,
+            LOG.warning('database %s (attempt %d of %d) in %s: the '
+                        'transaction is run again in %.3f s (%s)', why,
+                        attempt, _deadlock_retries + 1, _name(fn), pause,
                         getattr(e.orig, 'args', e.orig))
             time.sleep(pause)
+
+
+def _why_again(exc, committing):
+    """Why the transaction that failed with ``exc`` may run again
+    (words for the log), or None.  A deadlock: the database rolled it
+    back.  A connection lost (SQLAlchemy invalidated it) before the
+    COMMIT was sent: the server rolled back what it had, as a server
+    does with the transaction of a connection that goes (the pooled
+    connections to a Galera node that died, behind HAProxy now routing
+    to another).  Lost during the COMMIT, the transaction may have
+    committed: not run again (a reservation made twice, a delete
+    answered 404), the caller answers as for any database error."""
+    if is_deadlock(exc):
+        return 'deadlock'
+    if getattr(exc, 'connection_invalidated', False) and not committing:
+        return 'connection lost before the commit'
+    return None
 
 
 def _name(fn):

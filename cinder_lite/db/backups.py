@@ -77,14 +77,14 @@ def get(session, backup_id, project_id=None):
 
 def lock(session, backup_id, project_id=None):
     """Take the row lock of a live backup and return it as it is under
-    the lock."""
-    stmt = _live(sa.select(B).where(B.id == backup_id)).with_for_update()
-    if project_id is not None:
-        stmt = stmt.where(B.project_id == project_id)
-    backup = session.execute(stmt).scalar_one_or_none()
-    if backup is None:
+    the lock.  The lock writes the row (``query.lock_rows``: certified
+    by Galera)."""
+    scope = [B.project_id == project_id] if project_id is not None else []
+    if not query.lock_rows(session, B, B.id == backup_id,
+                           B.deleted == sa.false(), *scope):
         raise exception.BackupNotFound(backup_id=backup_id)
-    return backup
+    return session.execute(_live(sa.select(B).where(
+        B.id == backup_id))).scalar_one()
 
 
 def latest_of_volume(session, volume_id, project_id):
@@ -238,10 +238,11 @@ def purge_deleted(session, backup_id):
 def remove(session, backup_id):
     """Erase the record of a backup that was never handed on (its cast
     failed), and what it counted."""
-    row = session.execute(_live(sa.select(B).where(
-        B.id == backup_id)).with_for_update()).scalar_one_or_none()
-    if row is None:
+    if not query.lock_rows(session, B, B.id == backup_id,
+                           B.deleted == sa.false()):
         return
+    row = session.execute(_live(sa.select(B).where(
+        B.id == backup_id))).scalar_one()
     db_metadata.purge(session, backup_id)
     session.execute(B.__table__.delete().where(B.id == backup_id))
     if row.parent_id:

@@ -52,14 +52,16 @@ def get(session, group_snapshot_id, project_id=None):
 
 
 def lock(session, group_snapshot_id, project_id=None):
-    stmt = _live(sa.select(GS).where(GS.id == group_snapshot_id)
-                 ).with_for_update()
-    if project_id is not None:
-        stmt = stmt.where(GS.project_id == project_id)
-    found = session.execute(stmt).scalar_one_or_none()
-    if found is None:
+    # (the lock writes the row, ``query.lock_rows``: certified by
+    # Galera)
+    scope = [GS.project_id == project_id] if project_id is not None \
+        else []
+    if not query.lock_rows(session, GS, GS.id == group_snapshot_id,
+                           GS.deleted == sa.false(), *scope):
         raise exception.GroupSnapshotNotFound(
             group_snapshot_id=group_snapshot_id)
+    found = session.execute(_live(sa.select(GS).where(
+        GS.id == group_snapshot_id))).scalar_one()
     return found
 
 

@@ -55,14 +55,14 @@ def get(session, group_id, project_id=None):
 
 
 def lock(session, group_id, project_id=None):
-    """The live group with its row lock."""
-    stmt = _live(sa.select(G).where(G.id == group_id)).with_for_update()
-    if project_id is not None:
-        stmt = stmt.where(G.project_id == project_id)
-    group = session.execute(stmt).scalar_one_or_none()
-    if group is None:
+    """The live group with its row lock (which writes the row,
+    ``query.lock_rows``: certified by Galera)."""
+    scope = [G.project_id == project_id] if project_id is not None else []
+    if not query.lock_rows(session, G, G.id == group_id,
+                           G.deleted == sa.false(), *scope):
         raise exception.GroupNotFound(group_id=group_id)
-    return group
+    return session.execute(_live(sa.select(G).where(
+        G.id == group_id))).scalar_one()
 
 
 def volume_types_of(session, group_ids):
@@ -86,7 +86,10 @@ def volumes_of(session, group_ids, lock=False):
     stmt = sa.select(V).where(V.group_id.in_(list(found)),
                               V.deleted.is_(False))
     if lock:
-        stmt = stmt.order_by(V.id).with_for_update()
+        # (written, as ``db.volumes.lock`` does, for Galera to certify)
+        query.lock_rows(session, V, V.group_id.in_(list(found)),
+                        V.deleted.is_(False))
+        stmt = stmt.order_by(V.id)
     rows = session.execute(stmt.execution_options(
         populate_existing=True)).scalars().all()
     for volume in sorted(rows, key=lambda v: (v.created_at, v.id)):

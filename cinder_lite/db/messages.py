@@ -6,6 +6,7 @@ import sqlalchemy as sa
 
 from cinder_lite.common import exception
 from cinder_lite.db import models
+from cinder_lite.db import query
 
 
 # how long a message is kept at least (Cinder's ``message_ttl``
@@ -31,14 +32,35 @@ def create(session, project_id, event_id, detail, resource_type=None,
     return msg
 
 
-def list_messages(session, project_id=None, filters=None):
+# what a list may be sorted by (3.5)
+SORT_KEYS = ('created_at', 'id', 'event_id', 'message_level',
+             'resource_type', 'resource_uuid', 'request_id', 'expires_at')
+
+
+def list_messages(session, project_id=None, filters=None, sort_keys=None,
+                  sort_dirs=None, limit=None, marker=None, offset=None):
     """``filters``: column -> value (resource_uuid, resource_type,
-    event_id, request_id, message_level)."""
-    stmt = sa.select(models.Message).order_by(models.Message.created_at)
+    event_id, request_id, message_level).  Without ``sort_keys`` the
+    oldest come first, as before paging (3.5) existed; ``marker`` is a
+    message id the caller may see (MarkerNotFound otherwise)."""
+    M = models.Message
+    stmt = sa.select(M)
     if project_id is not None:
-        stmt = stmt.where(models.Message.project_id == project_id)
+        stmt = stmt.where(M.project_id == project_id)
     for key, value in (filters or {}).items():
-        stmt = stmt.where(getattr(models.Message, key) == value)
+        stmt = stmt.where(getattr(M, key) == value)
+    marker_row = None
+    if marker is not None:
+        marker_stmt = sa.select(M).where(M.id == marker)
+        if project_id is not None:
+            marker_stmt = marker_stmt.where(M.project_id == project_id)
+        marker_row = session.execute(marker_stmt).scalar_one_or_none()
+        if marker_row is None:
+            raise exception.MarkerNotFound(marker=marker)
+    stmt = query.paginate(stmt, M, sort_keys or ('created_at',),
+                          sort_dirs or ('asc',), limit, marker_row)
+    if offset:
+        stmt = stmt.offset(offset)
     return session.execute(stmt).scalars().all()
 
 

@@ -145,6 +145,11 @@ class Volume(TimestampMixin, Base):
     migration_status = sa.Column(sa.String(255))
     # the generic volume group it is in (migration 0022)
     group_id = sa.Column(sa.String(36))
+    # Written by the row lock (``query.lock_row``, migration 0025): a
+    # lock that writes the row is certified by a Galera cluster, a
+    # SELECT ... FOR UPDATE is not.
+    lock_seq = sa.Column(sa.Integer, nullable=False, default=0,
+                         server_default='0')
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 
@@ -194,6 +199,11 @@ class Snapshot(TimestampMixin, Base):
     volume_type_id = sa.Column(sa.String(36), nullable=False)
     # the group snapshot that took it (migration 0022)
     group_snapshot_id = sa.Column(sa.String(36))
+    # Written by the row lock (``query.lock_row``, migration 0025): a
+    # lock that writes the row is certified by a Galera cluster, a
+    # SELECT ... FOR UPDATE is not.
+    lock_seq = sa.Column(sa.Integer, nullable=False, default=0,
+                         server_default='0')
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 
@@ -258,6 +268,11 @@ class Backup(TimestampMixin, Base):
     # the point in time it holds
     data_timestamp = sa.Column(DateTime)
     restore_volume_id = sa.Column(sa.String(36))
+    # Written by the row lock (``query.lock_row``, migration 0025): a
+    # lock that writes the row is certified by a Galera cluster, a
+    # SELECT ... FOR UPDATE is not.
+    lock_seq = sa.Column(sa.Integer, nullable=False, default=0,
+                         server_default='0')
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 
@@ -600,6 +615,11 @@ class Group(TimestampMixin, Base):
     availability_zone = sa.Column(sa.String(255))
     group_snapshot_id = sa.Column(sa.String(36))
     source_group_id = sa.Column(sa.String(36))
+    # Written by the row lock (``query.lock_row``, migration 0025): a
+    # lock that writes the row is certified by a Galera cluster, a
+    # SELECT ... FOR UPDATE is not.
+    lock_seq = sa.Column(sa.Integer, nullable=False, default=0,
+                         server_default='0')
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)
 
@@ -638,5 +658,10 @@ class GroupSnapshot(TimestampMixin, Base):
     description = sa.Column(sa.String(255))
     status = sa.Column(sa.String(32), nullable=False)
     group_type_id = sa.Column(sa.String(36), nullable=False)
+    # Written by the row lock (``query.lock_row``, migration 0025): a
+    # lock that writes the row is certified by a Galera cluster, a
+    # SELECT ... FOR UPDATE is not.
+    lock_seq = sa.Column(sa.Integer, nullable=False, default=0,
+                         server_default='0')
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     deleted_at = sa.Column(DateTime)

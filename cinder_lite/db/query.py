@@ -68,6 +68,30 @@ def compared(column, wanted):
     return [_COMPARISONS[op](column, value) for op, value in wanted.items()]
 
 
+def lock_rows(session, model, *conditions):
+    """The row locks of the live rows of ``model`` that ``conditions``
+    select, taken by writing them: their ``lock_seq`` bumped (migration
+    0025), ``updated_at`` left as it is.  Returns how many it found; the
+    caller reads them after it (at READ COMMITTED the read sees what a
+    transaction the lock waited for committed).
+
+    A ``SELECT ... FOR UPDATE`` takes the same lock on one server, but a
+    Galera cluster replicates no lock, and a transaction that only read
+    the row it locked gives the cluster nothing of that row to certify:
+    two writers on two nodes both pass a check made under it (a snapshot
+    recorded for a volume another node marks deleting).  A row written
+    is in the transaction's write set: of two transactions on two nodes
+    that locked it so, the one that commits second fails certification
+    with a deadlock (1213), and is run again (``db.api.run_writer``) or
+    refused with nothing written."""
+    result = session.execute(
+        sa.update(model)
+        .where(*conditions)
+        .values(lock_seq=model.lock_seq + 1, updated_at=model.updated_at)
+        .execution_options(synchronize_session=False))
+    return result.rowcount
+
+
 def is_mariadb(conn):
     """Whether ``conn`` talks to MariaDB (MySQL proper has no compound
     statement outside a stored program: ``compound``)."""

@@ -70,14 +70,14 @@ def get(session, snapshot_id, project_id=None):
 
 def lock(session, snapshot_id, project_id=None):
     """Take the row lock of a live snapshot and return it as it is
-    under the lock."""
-    stmt = _live(sa.select(S).where(S.id == snapshot_id)).with_for_update()
-    if project_id is not None:
-        stmt = stmt.where(S.project_id == project_id)
-    snapshot = session.execute(stmt).scalar_one_or_none()
-    if snapshot is None:
+    under the lock.  The lock writes the row (``query.lock_rows``:
+    certified by Galera)."""
+    scope = [S.project_id == project_id] if project_id is not None else []
+    if not query.lock_rows(session, S, S.id == snapshot_id,
+                           S.deleted == sa.false(), *scope):
         raise exception.SnapshotNotFound(snapshot_id=snapshot_id)
-    return snapshot
+    return session.execute(_live(sa.select(S).where(
+        S.id == snapshot_id))).scalar_one()
 
 
 def of_volume(session, volume_id):
@@ -210,11 +210,19 @@ def update(session, snapshot_id, values):
         raise exception.SnapshotNotFound(snapshot_id=snapshot_id)
 
 
+def _locked(session, snapshot_id):
+    """``lock``'s, or None when there is no such snapshot."""
+    if not query.lock_rows(session, S, S.id == snapshot_id,
+                           S.deleted == sa.false()):
+        return None
+    return session.execute(_live(sa.select(S).where(
+        S.id == snapshot_id))).scalar_one()
+
+
 def remove(session, snapshot_id):
     """Erase the record of a snapshot that was never handed on (its cast
     failed), and what it counted."""
-    row = session.execute(_live(sa.select(S).where(
-        S.id == snapshot_id)).with_for_update()).scalar_one_or_none()
+    row = _locked(session, snapshot_id)
     if row is None:
         return
     db_metadata.purge(session, snapshot_id)
@@ -273,8 +281,7 @@ def charge_size(session, snapshot_id, size, check=None):
     """Give a snapshot being managed the size its copy turned out to have
     (``volume_size``), charging the difference to its project; ``check``
     refuses it beyond a limit.  InvalidTransition unless ``managing``."""
-    row = session.execute(_live(sa.select(S).where(
-        S.id == snapshot_id)).with_for_update()).scalar_one_or_none()
+    row = _locked(session, snapshot_id)
     if row is None:
         raise exception.SnapshotNotFound(snapshot_id=snapshot_id)
     if row.status != states.MANAGING:

@@ -49,25 +49,28 @@ def create(session, values, check=None, metadata=None,
 
 def lock(session, volume_id, project_id=None):
     """Take the row lock of a live volume (of ``project_id``, when
-    given) and return it as it is under the lock; VolumeNotFound."""
-    stmt = _live(sa.select(models.Volume).where(
-        models.Volume.id == volume_id)).with_for_update()
-    if project_id is not None:
-        stmt = stmt.where(models.Volume.project_id == project_id)
-    volume = session.execute(stmt).scalar_one_or_none()
-    if volume is None:
+    given) and return it as it is under the lock; VolumeNotFound.
+    The lock writes the row (``query.lock_rows``: certified by Galera)."""
+    V = models.Volume
+    scope = [V.project_id == project_id] if project_id is not None else []
+    if not query.lock_rows(session, V, V.id == volume_id,
+                           V.deleted == sa.false(), *scope):
         raise exception.VolumeNotFound(volume_id=volume_id)
-    return volume
+    return session.execute(_live(sa.select(V).where(
+        V.id == volume_id))).scalar_one()
 
 
 def _lock_counted(session, volume_id):
-    """Lock a live volume's row and read what it counts."""
+    """Lock a live volume's row (``query.lock_rows``) and read what it
+    counts; None when there is no such volume."""
     V = models.Volume
+    if not query.lock_rows(session, V, V.id == volume_id,
+                           V.deleted == sa.false()):
+        return None
     return session.execute(
         sa.select(V.id, V.project_id, V.volume_type_id, V.size,
                   V.pending_size, V.status, V.deleted)
-        .where(V.id == volume_id, V.deleted == sa.false())
-        .with_for_update()).first()
+        .where(V.id == volume_id, V.deleted == sa.false())).first()
 
 
 def remove(session, volume_id):

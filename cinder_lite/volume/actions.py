@@ -68,7 +68,10 @@ class VolumeActions:
         a read before it is no longer spare (dropping it would remove the
         export its host was handed)."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
-        with db_api.writer() as session:
+
+        # (run again from its start on a deadlock, as the transactions
+        # below: they touch only the database)
+        def _drop(session):
             with db_attachments.locked_volume(session, volume.id, load=False):
                 spare = [a for a in db_attachments.live_for_volume(
                     session, volume.id)
@@ -78,9 +81,12 @@ class VolumeActions:
                     # never connected: nothing for the backend to undo
                     db_attachments.transition(session, spare[-1].id,
                                               'detach')
-                    LOG.info('volume %s: os-unreserve dropped reservation '
-                             '%s (never connected)', volume.id,
-                             spare[-1].id)
+                    return spare[-1].id
+            return None
+        dropped = db_api.run_writer(_drop)
+        if dropped:
+            LOG.info('volume %s: os-unreserve dropped reservation %s '
+                     '(never connected)', volume.id, dropped)
 
     def initialize_connection(self, context, volume_id, connector):
         """Connection info for ``connector``'s host: the existing
@@ -141,29 +147,34 @@ class VolumeActions:
                      and a.instance_uuid is None and a.connection_info
                      and not a.service_owned]
         chosen = (preferred or candidates or completed or [None])[0]
-        with db_api.writer() as session:
-            if chosen is None:
-                # reserved in this transaction: a refusal below leaves
-                # nothing behind
-                vol, att = self.attachments.reserve_in(
-                    session, context, volume, instance_uuid, mode)
-            else:
-                vol = db_attachments.lock_volume(session, volume.id)
-                att = db_attachments.get(session, chosen.id)
-            # what was chosen from the read before the lock may have
-            # changed since: decide again on what is there now
-            facts = attachment_api.volume_facts(session, vol)
-            self._check_attach(session, facts, att, instance_uuid,
-                               host_name)
-            rules.attach_mode(facts, att, mode, attachment_api.writers(
-                session, facts, exclude=att.id))
-            db_attachments.transition(
-                session, att.id, 'legacy_attach',
-                values={'instance_uuid': instance_uuid,
-                        'attached_host': att.attached_host or host_name,
-                        'mountpoint': mountpoint, 'attach_mode': mode,
-                        'attach_time': att.attach_time or models.utcnow()})
-            db_attachments.sync_volume_status(session, vol.id)
+        db_api.run_writer(self._attach, context, volume, chosen,
+                          instance_uuid, host_name, mountpoint, mode)
+
+    def _attach(self, session, context, volume, chosen, instance_uuid,
+                host_name, mountpoint, mode):
+        """os-attach's transaction (``attach``)."""
+        if chosen is None:
+            # reserved in this transaction: a refusal below leaves
+            # nothing behind
+            vol, att = self.attachments.reserve_in(
+                session, context, volume, instance_uuid, mode)
+        else:
+            vol = db_attachments.lock_volume(session, volume.id)
+            att = db_attachments.get(session, chosen.id)
+        # what was chosen from the read before the lock may have
+        # changed since: decide again on what is there now
+        facts = attachment_api.volume_facts(session, vol)
+        self._check_attach(session, facts, att, instance_uuid,
+                           host_name)
+        rules.attach_mode(facts, att, mode, attachment_api.writers(
+            session, facts, exclude=att.id))
+        db_attachments.transition(
+            session, att.id, 'legacy_attach',
+            values={'instance_uuid': instance_uuid,
+                    'attached_host': att.attached_host or host_name,
+                    'mountpoint': mountpoint, 'attach_mode': mode,
+                    'attach_time': att.attach_time or models.utcnow()})
+        db_attachments.sync_volume_status(session, vol.id)
 
     @staticmethod
     def _check_attach(session, facts, att, instance_uuid, host_name):
@@ -207,7 +218,8 @@ class VolumeActions:
         a detach that ended while this request waited for the lock may
         have left one attachment where a read before it saw several."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
-        with db_api.writer() as session:
+
+        def _mark(session):
             vol = db_attachments.lock_volume(session, volume.id)
             attached = [a for a in db_attachments.live_for_volume(
                 session, volume.id) if a.attach_status == states.ATTACHED]
@@ -227,15 +239,19 @@ class VolumeActions:
                 # Cinder marks it, until the detach or os-roll_detaching
                 # derives its status from the attachments again.
                 db_volumes.transition(session, volume.id, 'begin_detaching')
-                LOG.info('volume %s: os-begin_detaching with %d '
-                         'attachments: volume detaching, the detach names '
-                         'its attachment', volume.id, len(attached))
-                return
+                return len(attached)
             (att,) = attached
             # (409 while a takeover in flight re-exports it)
             rules.check_not_busy(att)
             db_attachments.transition(session, att.id, 'begin_detaching')
             db_attachments.sync_volume_status(session, volume.id)
+            return 1
+        # (run again from its start on a deadlock)
+        attached = db_api.run_writer(_mark)
+        if attached > 1:
+            LOG.info('volume %s: os-begin_detaching with %d attachments: '
+                     'volume detaching, the detach names its attachment',
+                     volume.id, attached)
 
     def roll_detaching(self, context, volume_id):
         """Back to attached what os-begin_detaching marked, decided under
@@ -243,13 +259,15 @@ class VolumeActions:
         meanwhile is left to it (rolling that one back would leave it
         attached with its export gone and its disconnect mark on)."""
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
-        with db_api.writer() as session:
+
+        def _roll(session):
             with db_attachments.locked_volume(session, volume.id, load=False):
                 for att in db_attachments.live_for_volume(session, volume.id):
                     if att.attach_status == states.ATTACH_DETACHING and \
                             att.operation != states.DISCONNECTING:
                         db_attachments.transition(session, att.id,
                                                   'roll_detaching')
+        db_api.run_writer(_roll)
 
     def detach(self, context, volume_id, attachment_id=None):
         volume = self._volume(context, volume_id, policy.ATTACH_ACTIONS)
@@ -280,18 +298,23 @@ class VolumeActions:
             raise exception.InvalidVolume(
                 reason='Volume %s has no attachment.' % volume.id)
         self.attachments.delete(context, att.id, force=True)
-        with db_api.writer() as session:
-            # as Cinder: a volume an operator reset to error is what its
-            # remaining attachments make it once one is force-detached
+
+        # as Cinder: a volume an operator reset to error is what its
+        # remaining attachments make it once one is force-detached
+        def _settle(session):
             vol = db_attachments.lock_volume(session, volume.id,
                                              db_attachments.ANY_LIVE)
-            if vol.status == states.ERROR:
-                derived = states.derive_volume_status(
-                    db_attachments.live_statuses(session, vol.id))
-                db_volumes.transition(session, vol.id, 'force_detached',
-                                      derived)
-                LOG.info('volume %s: error -> %s after a forced detach',
-                         vol.id, derived)
+            if vol.status != states.ERROR:
+                return None
+            derived = states.derive_volume_status(
+                db_attachments.live_statuses(session, vol.id))
+            db_volumes.transition(session, vol.id, 'force_detached',
+                                  derived)
+            return derived
+        derived = db_api.run_writer(_settle)
+        if derived is not None:
+            LOG.info('volume %s: error -> %s after a forced detach',
+                     volume.id, derived)
 
     # -- admin and type actions -----------------------------------------------
     def reset_status(self, context, volume_id, status=None,
@@ -450,6 +473,12 @@ class VolumeActions:
                     reason='Volume %s is already of type %s.' % (
                         volume.id, target['name']))
         not_already(current['id'])
+        if volume.status not in db_attachments.ATTACHABLE or not volume.host:
+            # Cinder's words; said before the backends are compared, as a
+            # volume that never reached one has none to compare
+            raise exception.InvalidVolume(
+                reason='Unable to update type due to incorrect status: %s '
+                       'on volume: %s.' % (volume.status, volume.id))
         multiattach = volume_types.is_multiattach(target)
         if multiattach:
             policy.authorize(context, policy.MULTIATTACH,

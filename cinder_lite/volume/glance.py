@@ -53,7 +53,7 @@ class Hashing:
     """The hash of an image's data as it is downloaded, the one Glance
     recorded: ``os_hash_algo``, else the MD5 ``checksum``.  (Hashing in a
     thread of its own, beside the download, was measured and bought
-    nothing on two busy cores: bench/images.py, doc/images.rst.)"""
+    nothing on two busy cores: bench/images.py, doc/source/images.rst.)"""
 
     def __init__(self, image):
         self.hash = self.expected = self.what = None

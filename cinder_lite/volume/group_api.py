@@ -316,7 +316,10 @@ class GroupService:
             raise exception.InvalidVolume(
                 reason='UUID %s is in both add and remove volume list.'
                        % both[0])
-        with db_api.writer() as session:
+
+        # (run again from its start on a deadlock: nothing in it leaves
+        # the database)
+        def _change(session):
             group = db_groups.lock(session, group_id)
             if group.status not in states.GROUP_USABLE_STATUSES:
                 raise exception.InvalidGroup(
@@ -338,6 +341,8 @@ class GroupService:
                       if k in fields}
             if values:
                 db_groups.update(session, group.id, values)
+            return values, adding, removing
+        values, adding, removing = db_api.run_writer(_change)
         LOG.info('group %s updated: %s; volumes added %s, removed %s',
                  group_id, sorted(values) or 'no fields',
                  [v.id for v in adding] or 'none',
@@ -398,15 +403,17 @@ class GroupService:
         group = self.get(context, group_id)
         policy.authorize(context, policy.GROUP_DELETE,
                          {'project_id': group.project_id})
-        with db_api.writer() as session:
+
+        # (run again from its start on a deadlock: the cast comes after
+        # the commit)
+        def _mark(session):
             group = db_groups.lock(session, group_id)
             if not group.host and group.status in (states.CREATING,
                                                    states.ERROR):
                 # never placed: nothing on any backend
                 db_groups.transition(session, group.id,
                                      'deleted_unscheduled')
-                LOG.info('group %s: deleted (never scheduled)', group.id)
-                return
+                return group, None
             volumes = db_groups.volumes_of(session, [group.id],
                                            lock=True)[group.id]
             if volumes and not delete_volumes:
@@ -429,6 +436,11 @@ class GroupService:
             for volume in volumes:
                 self._mark_volume(session, group, volume)
             check_backend_up(session, group, self.conf)
+            return group, volumes
+        group, volumes = db_api.run_writer(_mark)
+        if volumes is None:
+            LOG.info('group %s: deleted (never scheduled)', group.id)
+            return
         LOG.info('group %s: %s -> deleting (%d volumes)', group.id,
                  group.status, len(volumes))
         self.volume_rpcapi.delete_group(context, group.host, group.id)

@@ -7,7 +7,7 @@ be taken in), and records the group snapshot ``creating`` with one
 charging its quota as a single snapshot does, in that transaction.  It
 then casts to the group's backend, whose volume service holds the
 writers of every volume of the group, takes every snapshot, and lets
-them go (doc/groups.rst), then records them all ``available`` -- or all
+them go (doc/source/groups.rst), then records them all ``available`` -- or all
 ``error``.  A delete marks the group snapshot and its snapshots
 ``deleting`` in one transaction and casts; the volume service removes
 the snapshots and records the group snapshot ``deleted``.

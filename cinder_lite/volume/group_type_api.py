@@ -3,7 +3,7 @@
 Group specs are free key/value pairs, as in Cinder; the one cinder_lite
 reads is ``consistent_group_snapshot_enabled``: ``<is> True`` places the
 group's backend among those that can hold every writer of its volumes
-while a group snapshot is taken (doc/groups.rst).
+while a group snapshot is taken (doc/source/groups.rst).
 """
 import logging
 

@@ -20,7 +20,7 @@ the source's service, which
 Any failure before the swap: ``error``, the volume stays where it was
 (its status what it was), the temporary volume is deleted by its
 service, the new storage with it.  A service that stops in the middle
-is covered by ``reconcile`` (doc/migration.rst).
+is covered by ``reconcile`` (doc/source/migration.rst).
 """
 import datetime
 import logging

@@ -1,6 +1,6 @@
 """The service layer behind ``/qos-specs``: QoS specs, their keys, and
 their association with volume types.  Who applies them is in
-``cinder_lite.common.qos`` (and doc/qos.rst)."""
+``cinder_lite.common.qos`` (and doc/source/qos.rst)."""
 import logging
 
 from cinder_lite.common import exception

@@ -30,6 +30,7 @@ from cinder_lite.volume import rpcapi as volume_rpcapi
 
 LOG = logging.getLogger(__name__)
 
+
 def payload(snapshot, status=None):
     """The payload of ``snapshot.*`` notifications (Cinder's keys)."""
     get = (snapshot.get if isinstance(snapshot, dict)
@@ -93,19 +94,21 @@ class SnapshotService:
             'created_at': models.utcnow(),
         }
 
-        def record():
-            with db_api.writer() as session:
-                locked = db_volumes.lock(session, volume.id)
-                self._check_volume(locked, force)
-                # the size and type now, under the lock
-                values.update(volume_size=locked.size,
-                              volume_type_id=locked.volume_type_id)
-                snapshot = db_snapshots.create(
-                    session, values, quota.Checker(self.conf, session),
-                    metadata=metadata)
-                return snapshot, db_snapshots.summary(snapshot,
-                                                      locked.host)
-        snapshot, summary = quota.ensuring_rows(record)
+        # (run again from its start on a deadlock, as a volume delete
+        # through another Galera node makes it: the cast comes after the
+        # commit)
+        def _record(session):
+            locked = db_volumes.lock(session, volume.id)
+            self._check_volume(locked, force)
+            # the size and type now, under the lock
+            values.update(volume_size=locked.size,
+                          volume_type_id=locked.volume_type_id)
+            snapshot = db_snapshots.create(
+                session, values, quota.Checker(self.conf, session),
+                metadata=metadata)
+            return snapshot, db_snapshots.summary(snapshot, locked.host)
+        snapshot, summary = quota.ensuring_rows(
+            lambda: db_api.run_writer(_record))
         LOG.info('snapshot %s of volume %s: recorded as creating%s',
                  snapshot.id, volume.id, ' (forced)' if force else '')
         notify.info(context, self.conf.host, 'snapshot.create.start',
@@ -199,7 +202,10 @@ class SnapshotService:
                                snapshot.id, snapshot.group_snapshot_id))
             volume = db_volumes.get(session, snapshot.volume_id)
             check_backend_up(session, volume, self.conf)
-        with db_api.writer() as session:
+
+        # (run again from its start on a deadlock: the cast comes after
+        # the commit)
+        def _mark(session):
             # the lock a create of a volume from it takes
             db_snapshots.lock(session, snapshot.id)
             making = db_volumes.creating_from(session,
@@ -218,6 +224,7 @@ class SnapshotService:
                     reason='Snapshot status must be available or error '
                            'and must not be part of a group (it is %s).'
                            % e.kwargs['actual'])
+        db_api.run_writer(_mark)
         self._cast_delete(context, snapshot, volume.host)
 
     def _cast_delete(self, context, snapshot, host):

@@ -1,5 +1,5 @@
 """A group snapshot is one point in time across every volume of the
-group, whoever writes them (doc/groups.rst).
+group, whoever writes them (doc/source/groups.rst).
 
 Two hosts attach each of three shared volumes of a group over NBD and
 write, one request at a time, an increasing counter into a block of

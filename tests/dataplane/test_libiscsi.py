@@ -6,7 +6,7 @@ logged in with the CHAP credentials connection_info gives; without them
 the target lets it in nowhere.
 
 Every test runs alone, so the pass/fail of each is known; the failures
-must be exactly the deviations of tgt that ``doc/fencing.rst`` lists, so
+must be exactly the deviations of tgt that ``doc/source/fencing.rst`` lists, so
 a change in either direction shows up here."""
 import re
 import subprocess
@@ -26,7 +26,7 @@ SBC = ('SCSI.Read10', 'SCSI.Write10', 'SCSI.Inquiry', 'SCSI.ReadCapacity16',
 PR = ('SCSI.PrinReadKeys', 'SCSI.PrinReportCapabilities',
       'SCSI.PrinServiceactionRange', 'SCSI.ProutRegister',
       'SCSI.ProutReserve', 'SCSI.ProutClear', 'SCSI.ProutPreempt')
-# tgt's deviations (doc/fencing.rst): READ FULL STATUS (service action
+# tgt's deviations (doc/source/fencing.rst): READ FULL STATUS (service action
 # 3) is refused; after a reservation is released tgt sends the other
 # registrants a UNIT ATTENTION (reservations released) that the ownership
 # tests do not expect

@@ -5,7 +5,7 @@ snapshot is taken while they stay attached, and a volume made from it
 back exactly what the writers had written at that moment.  With a writer
 busy throughout, the snapshot holds every write acknowledged before it
 was asked for, and none issued after it was reported available
-(doc/snapshots.rst)."""
+(doc/source/snapshots.rst)."""
 import os
 import threading
 import uuid

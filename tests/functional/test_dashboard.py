@@ -2,7 +2,7 @@
 driven by Playwright (nothing downloaded).  Skipped where chromium is
 absent, unless CINDER_LITE_REQUIRE_SERVICES=1 (CI), which makes it
 mandatory.  Screenshots go to the test's directory, and also to
-$CINDER_LITE_SCREENSHOTS when that is set (how doc/images/ was made)."""
+$CINDER_LITE_SCREENSHOTS when that is set (how doc/source/images/ was made)."""
 import itertools
 import os
 import re

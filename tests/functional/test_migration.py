@@ -223,6 +223,26 @@ def test_retype_on_demand_migrates(two):
     assert after['migration_status'] == 'success'
 
 
+def test_retype_of_a_volume_that_never_reached_a_backend(two):
+    """A volume no backend took (error, no host) is refused a retype
+    with Cinder's 400, whatever the policy (it has no backend whose
+    capabilities could be compared, nor one to migrate from)."""
+    api = two.client()
+    api.create_type('nowhere', {'volume_backend_name': 'nowhere'})
+    api.create_type('gold', {'volume_backend_name': 'back-b'})
+    resp = api.post('/volumes', json={'volume': {
+        'size': 1, 'volume_type': 'nowhere'}})
+    vol = api.wait_volume(resp.json()['volume']['id'], 'error')
+    for policy in ('on-demand', 'never'):
+        resp = api.post('/volumes/%s/action' % vol['id'], json={
+            'os-retype': {'new_type': 'gold', 'migration_policy': policy}})
+        assert resp.status_code == 400, resp.text
+        assert 'incorrect status: error' in resp.text
+    after = api.get('/volumes/%s' % vol['id']).json()['volume']
+    assert (after['status'], after['volume_type'],
+            after['migration_status']) == ('error', 'nowhere', None)
+
+
 def test_clients(two):
     """``cinder migrate``, ``cinder retype --migration-policy on-demand``
     and ``openstack volume migrate``, as operators type them."""

@@ -1,5 +1,5 @@
 """How many SQL statements an attach cycle costs, counted on the embedded
-stack's engine: a regression guard on the hot path (doc/performance.rst
+stack's engine: a regression guard on the hot path (doc/source/performance.rst
 has the numbers on MariaDB, counted by the server).  A change that adds
 a statement to a cycle has to raise the budget here and say why."""
 import threading

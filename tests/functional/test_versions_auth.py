@@ -1,4 +1,6 @@
 """Version discovery, microversion negotiation and noauth."""
+from importlib import metadata
+
 import pytest
 import requests
 
@@ -13,6 +15,11 @@ def test_root_lists_versions_without_token(stack):
     assert doc['min_version'] == '3.0'
     assert doc['version'] == '3.71'
     assert doc['links'][0]['href'].endswith('/v3/')
+    # Cinder's fields, and the build that answers: the installed
+    # distribution's version (from git)
+    assert set(doc) == {'id', 'status', 'version', 'min_version', 'updated',
+                        'links', 'media-types', 'build'}
+    assert doc['build'] == metadata.version('cinder-lite')
 
 
 def test_v3_document_with_and_without_slash_and_token(stack):

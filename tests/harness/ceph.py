@@ -7,7 +7,7 @@ test run (the session fixture ``ceph_cluster`` in tests/conftest.py).
 Brought up by hand as the Ceph documentation's "manual deployment" does
 (monmaptool, ``ceph-mon --mkfs``, ``ceph osd new``, ``ceph-osd --mkfs``),
 without systemd and without ``/etc/ceph`` or ``/var/lib/ceph``.  What this
-machine kind taught (doc/rbd.rst, "A cluster for tests"):
+machine kind taught (doc/source/rbd.rst, "A cluster for tests"):
 
 - ports below 32768: the ephemeral range starts there, and a client's
   outgoing port must not take the monitor's;
@@ -318,7 +318,7 @@ ATTACHMENT_PREFIX = 'cinder-lite'
 
 
 def service_caps(pool, prefix=ATTACHMENT_PREFIX):
-    """The caps of the volume service's Ceph user that doc/rbd.rst tells
+    """The caps of the volume service's Ceph user that doc/source/rbd.rst tells
     operators to grant: the tests' volume services connect with these,
     never as admin, so a cap the driver needs beyond them fails a test."""
     entity = 'client.%s.' % prefix
@@ -336,7 +336,7 @@ def service_caps(pool, prefix=ATTACHMENT_PREFIX):
 
 
 def backup_caps(pool):
-    """The caps of the backup service's Ceph user that doc/rbd.rst tells
+    """The caps of the backup service's Ceph user that doc/source/rbd.rst tells
     operators to grant: a read of the cluster maps, and what an RBD
     client may do in the backup pool (its objects, omap included, and
     the rbd class: the backup images of differential backups), nothing

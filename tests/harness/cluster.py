@@ -127,7 +127,14 @@ def _tcp_probe(host, port, what, timeout=2.0):
 
 
 def check_rabbit(url=RABBIT_URL):
-    """Log in to RabbitMQ with the credentials and vhost of ``url``."""
+    """Log in to RabbitMQ with the credentials and vhost of ``url``; a
+    URL naming several nodes (``rabbit://u:p@h1:1,u:p@h2:2/``, as
+    oslo.messaging takes a cluster) is checked node by node."""
+    scheme, netloc, path = urllib.parse.urlsplit(url)[:3]
+    if ',' in netloc:
+        for one in netloc.split(','):
+            check_rabbit('%s://%s%s' % (scheme, one, path))
+        return
     import amqp
     parts = urllib.parse.urlsplit(url)
     host, port = parts.hostname or '127.0.0.1', parts.port or 5672
@@ -197,6 +204,15 @@ def check_services(kind, server_url=None, rabbit_url=RABBIT_URL):
     check_rabbit(rabbit_url)
     if kind != SQLITE:
         check_database(kind, server_url)
+
+
+def posix_backup(host='cl-backup'):
+    """Keyword arguments of Cluster for one backup service, ``backup``,
+    keeping its backups in the POSIX store under the work directory."""
+    return {'backups': {'backup': host}, 'process_sections': {'backup': {
+        'DEFAULT': {'host': host, 'backup_driver':
+                    'cinder_lite.backup.drivers.posix.PosixBackupDriver',
+                    'backup_posix_path': '{workdir}/backup'}}}}
 
 
 def create_database(kind, name, server_url=None):
@@ -530,7 +546,7 @@ class Cluster:
                  extra_sections=None, api_server='cinder-lite-api',
                  process_sections=None, api_host='127.0.0.1',
                  node_options=None, extra_nodes=None, server_url=None,
-                 rabbit_url=None):
+                 rabbit_url=None, backups=None):
         if kind not in ALL_KINDS:
             raise ValueError('unknown database kind %r' % (kind,))
         self.kind = kind
@@ -558,7 +574,7 @@ class Cluster:
         self.nodes.update(extra_nodes or {})
         # backup services started with the others (name -> host; each a
         # 'backup…' process whose options come from process_sections)
-        self.backups = {}
+        self.backups = dict(backups or {})
         # 'cinder-lite-api', or 'gunicorn' serving cinder_lite.wsgi.api
         # with GUNICORN_WORKERS workers
         self.api_server = api_server

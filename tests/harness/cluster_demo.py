@@ -1,11 +1,17 @@
 """``tools/cluster-demo``: the active/passive cluster of the multi-attach
 blueprint, for a person to watch.  An embedded cinder_lite with a file
 backend exporting over NBD or iSCSI, two guest kernels (QEMU TCG,
-tests/harness/guests.py) on one single-writer volume: A writes, B
-watches, A hangs, B's host takes over, B writes, A wakes and is refused.
-Prints the timeline and what the volume holds, and draws it as an SVG.
+tests/harness/guests.py) on one volume: A writes, B watches, A hangs,
+B's host takes over, B writes, A wakes and is refused.  Prints the
+timeline and what the volume holds, and draws it as an SVG.
 
-    tools/cluster-demo [--protocol nbd|iscsi] [--svg PATH]
+``--via takeover`` (the default): a single-writer volume, B's host takes
+over with os-takeover.  ``--via fence``: as Pacemaker does it, a
+multi-writer volume, B's cluster manager runs ``fence_cinder_lite``
+(action off) against A's host, then B's kernel makes its disk writable.
+
+    tools/cluster-demo [--protocol nbd|iscsi] [--via takeover|fence]
+                       [--svg PATH] [--keep]
 """
 import argparse
 import os
@@ -20,8 +26,14 @@ from tests.harness import guests as guests_mod
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--protocol', choices=('nbd', 'iscsi'), default='nbd')
+    p.add_argument('--via', choices=('takeover', 'fence'),
+                   default='takeover',
+                   help='how B takes over: os-takeover of a single-writer '
+                   'volume, or fence_cinder_lite off against A\'s host '
+                   '(a multi-writer volume, as Pacemaker runs it)')
     p.add_argument('--svg', help='where to draw the timeline (default: '
-                   'takeover-PROTOCOL.svg in the work directory)')
+                   'cinder-lite-VIA-PROTOCOL.svg in the temporary '
+                   'directory)')
     p.add_argument('--keep', action='store_true',
                    help='keep the work directory (logs, consoles)')
     args = p.parse_args(argv)
@@ -34,8 +46,8 @@ def main(argv=None):
                else dp.iscsi_backend())
     started = []
 
-    def start(name, role, disks):
-        g = guests_mod.Guest(name, work, role, disks)
+    def start(name, role, disks, **kw):
+        g = guests_mod.Guest(name, work, role, disks, **kw)
         started.append(g)
         print('starting guest %s (QEMU TCG, Debian kernel)' % name,
               flush=True)
@@ -46,7 +58,7 @@ def main(argv=None):
     if args.protocol == 'iscsi':
         s.tgt_control = backend['target_control_port']
     try:
-        run = guests_mod.active_passive(s, start)
+        run = guests_mod.active_passive(s, start, via=args.via)
     finally:
         for g in started:
             g.stop()
@@ -63,12 +75,28 @@ def main(argv=None):
              'plugged': "B's read-write disk plugged in",
              'took': "B's kernel has the disk",
              'resumed': 'A wakes'}
+    if args.via == 'fence':
+        names.update({
+            'asked': "B's cluster manager: no record of A for %.1f s, "
+                     "runs fence_cinder_lite off against host-a"
+                     % run.detection,
+            'answered': 'fence_cinder_lite off: exit 0 (Success: Powered '
+                        'OFF)',
+            'plugged': 'B told to take over',
+            'took': "B's kernel has made its disk writable"})
     events += [(run.times[k], '-', v) for k, v in names.items()]
     for t, who, what in sorted(events):
         print('%8.3f s  %s  %s' % (t - t0, who, what))
     print()
     print(run.summary())
-    svg = args.svg or os.path.join(work, 'takeover-%s.svg' % args.protocol)
+    if run.fence_status is not None:
+        code, out, _err = run.fence_status
+        print('fence_cinder_lite status for host-a afterwards: exit %d, %s'
+              % (code, out.strip()))
+    # (not in the work directory: it is removed unless --keep)
+    svg = args.svg or os.path.join(
+        tempfile.gettempdir(),
+        'cinder-lite-%s-%s.svg' % (args.via, args.protocol))
     guests_mod.timeline_svg(run, svg)
     print('timeline: %s' % svg)
     if args.keep:

@@ -22,18 +22,21 @@ secret file, both 0600 in the guest's own directory.
 """
 import glob
 import json
+import lzma
 import os
 import shutil
 import signal
 import socket
 import stat
 import subprocess
+import sys
 import threading
 import time
 import uuid
 
 from cinder_lite import nbd
 from tests.harness import dataplane as dp
+from tests.harness import stack as stack_mod
 from tests.harness import util
 
 CACHE = os.path.join(os.path.expanduser('~'), '.cache', 'cinder_lite',
@@ -101,7 +104,7 @@ def boot_files():
         kernel = os.path.join(CACHE, 'vmlinuz')
         base = os.path.join(CACHE, 'base.cpio')
         if os.path.exists(kernel) and os.path.exists(base):
-            return kernel, base
+            return _unpacked(kernel), base
         work = os.path.join(CACHE, 'build.%d' % os.getpid())
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
@@ -128,11 +131,46 @@ def boot_files():
             with open(base + '.tmp', 'wb') as f:
                 f.write(cpio(entries))
             shutil.copyfile(vmlinuz, kernel + '.tmp')
+            # (the ELF image of a kernel built before goes with it)
+            if os.path.exists(os.path.join(CACHE, 'vmlinux')):
+                os.remove(os.path.join(CACHE, 'vmlinux'))
             os.replace(base + '.tmp', base)
             os.replace(kernel + '.tmp', kernel)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        return kernel, base
+        return _unpacked(kernel), base
+
+
+XZ_MAGIC = b'\xfd7zXZ\x00'
+
+
+def _unpacked(vmlinuz):
+    """The kernel QEMU boots: the ELF image inside ``vmlinuz`` (Debian's
+    bzImage holds it xz-compressed), unpacked once next to it, or
+    ``vmlinuz`` itself when it holds no xz stream.  Under TCG the
+    bzImage's own decompressor is the slowest part of a boot (about 8 s
+    of 14 on a loaded 2-core machine); QEMU boots the ELF image through
+    its PVH entry point."""
+    elf = os.path.join(os.path.dirname(vmlinuz), 'vmlinux')
+    if os.path.exists(elf):
+        return elf
+    with open(vmlinuz, 'rb') as f:
+        data = f.read()
+    start = data.find(XZ_MAGIC)
+    if start < 0:
+        return vmlinuz
+    unpack = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+    try:
+        image = unpack.decompress(data[start:])
+    except lzma.LZMAError:
+        return vmlinuz
+    if not image.startswith(b'\x7fELF'):
+        return vmlinuz
+    tmp = '%s.%d.tmp' % (elf, os.getpid())
+    with open(tmp, 'wb') as f:
+        f.write(image)
+    os.replace(tmp, elf)
+    return elf
 
 
 def cpio(entries, trailer=True):
@@ -167,18 +205,24 @@ def cpio(entries, trailer=True):
 class Guest:
     """One QEMU guest: ``role`` is the ash script it runs; ``disks`` the
     volumes it has, each a ``Disk``.  ``lines`` holds (time, line) of its
-    console as they arrive."""
+    console as they arrive.  ``control``: the guest has a second serial
+    line (its ``/dev/ttyS1``) on which ``tell`` sends it lines, as a
+    cluster manager tells a node to start its resources."""
 
-    def __init__(self, name, workdir, role, disks, memory=256):
+    def __init__(self, name, workdir, role, disks, memory=256,
+                 control=False):
         self.name = name
         self.dir = os.path.join(workdir, 'guest-' + name)
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self.role = role
         self.disks = disks
         self.memory = memory
+        self.control = control
         self.console = os.path.join(self.dir, 'console.log')
         self.qmp_path = os.path.join(self.dir, 'qmp.sock')
+        self.control_path = os.path.join(self.dir, 'control.sock')
         self.proc = None
+        self._control = None
         self.lines = []
         self._reader = None
         self._stop = threading.Event()
@@ -194,9 +238,16 @@ class Guest:
                 '-no-user-config', '-display', 'none', '-no-reboot',
                 '-m', str(self.memory), '-smp', '1',
                 '-kernel', kernel, '-initrd', initrd,
-                '-append', 'console=ttyS0 quiet panic=-1 rdinit=/init',
+                # no_timer_check: the kernel's check that the timer
+                # interrupt works fails now and then under TCG on a
+                # loaded machine, and panics the guest
+                '-append', 'console=ttyS0 quiet panic=-1 no_timer_check '
+                'rdinit=/init',
                 '-serial', 'file:%s' % self.console,
                 '-qmp', 'unix:%s,server=on,wait=off' % self.qmp_path]
+        if self.control:
+            argv += ['-serial',
+                     'unix:%s,server=on,wait=off' % self.control_path]
         for i, disk in enumerate(self.disks):
             argv += disk.qemu_args(self.dir, 'disk%d' % i)
         return argv
@@ -273,6 +324,17 @@ class Guest:
     def resume(self):
         os.kill(self.proc.pid, signal.SIGCONT)
 
+    def tell(self, line):
+        """Send ``line`` to the guest's second serial line (the
+        connection stays open until the guest stops: QEMU reads what it
+        carries as the guest's UART takes it)."""
+        if self._control is None:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(30)
+            s.connect(self.control_path)
+            self._control = s
+        self._control.sendall(line.encode() + b'\n')
+
     def qmp(self, command, **arguments):
         """One QMP command; its ``return``, or RuntimeError with the
         error QEMU answered."""
@@ -300,6 +362,9 @@ class Guest:
 
     def stop(self):
         self._stop.set()
+        if self._control is not None:
+            self._control.close()
+            self._control = None
         if self.proc is not None and self.proc.poll() is None:
             try:
                 os.kill(self.proc.pid, signal.SIGCONT)
@@ -530,6 +595,39 @@ echo "TOOK OVER $last"
                             device='/dev/vdb')}
 
 
+def standby_role(sectors, count, interval=0.1):
+    """The passive node of a cluster that Pacemaker fences: its disk is
+    read-write at the target (a multi-writer volume) but held read-only
+    by its own kernel (``blockdev --setro``) while the other node is
+    active; it prints ``SEEN <record>`` as it watches, until its cluster
+    manager tells it (a line on /dev/ttyS1) that the other node is
+    fenced.  Then it makes the disk writable, prints ``TOOK OVER <last
+    record>`` and writes ``count`` records ``B <n>`` after it."""
+    # ttyS1 is opened before the first look, so that what the cluster
+    # manager sends once B has seen A is read, not flushed by the open
+    return '''
+blockdev --setro /dev/vda
+exec 3< /dev/ttyS1
+stty -echo <&3 2>/dev/null
+(
+while true; do
+%(watch)s
+  echo "SEEN $last"
+  sleep %(interval)s
+done
+) &
+watcher=$!
+read go <&3
+kill $watcher
+blockdev --setrw /dev/vda
+%(found)s
+echo "TOOK OVER $last"
+%(write)s
+''' % {'watch': last_record(sectors), 'interval': interval,
+       'found': last_record(sectors),
+       'write': writer_role('B', count, interval, first='$next')}
+
+
 def reader_role(sectors, until=None, rounds=600, interval=0.1):
     """Read sectors 1..``sectors`` of /dev/vda with direct I/O and print
     the last record found as ``SEEN <record>``, once a round, until a
@@ -612,23 +710,52 @@ def records(path, sectors):
 # -- the active/passive cluster ---------------------------------------------
 
 SINGLE_WRITER = {'multiattach': '<is> True', 'mode': 'RO'}
+SHARED = {'multiattach': '<is> True'}
+FENCE_REASON = 'heartbeat of node a lost'
+
+
+def fence_agent():
+    """The path of this checkout's ``fence_cinder_lite`` (the console
+    script next to the Python that runs us)."""
+    path = os.path.join(os.path.dirname(sys.executable),
+                        'fence_cinder_lite')
+    if not os.path.exists(path):
+        raise RuntimeError('%s is not installed (pip install -e .)' % path)
+    return path
+
+
+def fence(s, action, host, volume_id, reason=None):
+    """Run ``fence_cinder_lite`` as pacemaker-fenced does (options on
+    stdin) against stack ``s``: (exit code, stdout, stderr)."""
+    options = {'action': action, 'port': host, 'volume': volume_id,
+               'endpoint': s.url + '/v3', 'login': 'pacemaker',
+               'project_id': stack_mod.PROJECT}
+    if reason:
+        options['reason'] = reason
+    text = ''.join('%s=%s\n' % kv for kv in options.items())
+    done = subprocess.run([fence_agent()], input=text, text=True,
+                          capture_output=True, timeout=120)
+    return done.returncode, done.stdout, done.stderr
 
 
 class ActivePassive:
     """What one ``active_passive`` run saw: (time, n) of the writes each
     guest's disk acknowledged, (time, n, why) of those A's refused, the
     records on the volume afterwards, and the moments of the run
-    (``times``: paused, asked, answered, plugged, took, resumed)."""
+    (``times``: paused, asked, answered, plugged, took, resumed; for a
+    fence, "plugged" is when B's cluster manager told B to go)."""
 
-    def __init__(self, protocol, detection):
+    def __init__(self, protocol, detection, via='takeover'):
         self.protocol = protocol
         self.detection = detection
+        self.via = via
         self.times = {}
         self.acked_before = []
-        self.a_acks = self.b_acks = self.a_refused = []
+        self.a_acks = self.b_acks = self.a_refused = self.b_refused = []
         self.on_disk = {}
         self.a_console = self.b_console = ''
         self.writer_attachment = self.reader_attachment = None
+        self.fence_status = None
 
     def lost(self):
         """A's acknowledged writes missing from the volume."""
@@ -649,50 +776,84 @@ class ActivePassive:
 
     def summary(self):
         t = self.times
-        return ('%s takeover seen by guests: A last acknowledged write -> '
-                'B first write %.2f s beyond a %.1f s detection (takeover '
-                'request %.2f s, plug %.2f s, B sees its disk %.2f s later, '
+        if self.via == 'fence':
+            steps = ('fence_cinder_lite off %.2f s (process included), B '
+                     'told %.2f s later, B has its disk writable %.2f s '
+                     'later' % (t['answered'] - t['asked'],
+                                t['plugged'] - t['answered'],
+                                t['took'] - t['plugged']))
+        else:
+            steps = ('takeover request %.2f s, plug %.2f s, B sees its '
+                     'disk %.2f s later' % (t['answered'] - t['asked'],
+                                            t['plugged'] - t['answered'],
+                                            t['took'] - t['plugged']))
+        return ('%s %s seen by guests: A last acknowledged write -> '
+                'B first write %.2f s beyond a %.1f s detection (%s, '
                 'first write %.2f s later); A writes lost %d of %d; A '
                 'writes after B took over %d (refused %d)' % (
-                    self.protocol, self.gap(), self.detection,
-                    t['answered'] - t['asked'], t['plugged'] - t['answered'],
-                    t['took'] - t['plugged'], self.b_acks[0][0] - t['took'],
+                    self.protocol, self.via, self.gap(), self.detection,
+                    steps, self.b_acks[0][0] - t['took'],
                     len(self.lost()), len(self.a_acks), len(self.a_after()),
                     len(self.a_refused)))
 
 
-def active_passive(s, start, sectors=400, b_writes=20, detection=1.0):
+def _type(api, name, specs):
+    if not any(t['name'] == name for t in api.get('/types').json()[
+            'volume_types']):
+        api.create_type(name, specs)
+
+
+def active_passive(s, start, sectors=400, b_writes=20, detection=1.0,
+                   via='takeover'):
     """The multi-attach blueprint's cluster on stack ``s`` (a file backend
-    exporting over NBD or iSCSI): guest A writes a single-writer volume,
-    guest B watches it read-only; A hangs (SIGSTOP of its QEMU), B's host
-    sees no record of A's for ``detection`` s, takes over (os-takeover),
-    plugs the read-write disk into B, and B writes ``b_writes`` records;
-    then A is let go.  ``start(name, role, disks)`` starts a guest.  The
-    old writer's attachment is gone afterwards (the takeover ended it);
-    B's is detached."""
+    exporting over NBD or iSCSI, or RBD): guest A writes, guest B
+    watches; A hangs (SIGSTOP of its QEMU), B's host sees no record of
+    A's for ``detection`` s and takes over, and B writes ``b_writes``
+    records; then A is let go.  ``start(name, role, disks, **kw)``
+    starts a guest (``kw`` for ``Guest``).
+
+    ``via='takeover'``: a single-writer volume, B's attachment read-only;
+    B's host takes over (os-takeover) and plugs the read-write disk the
+    answer describes into B.  The old writer's attachment is gone
+    afterwards (the takeover ended it).
+
+    ``via='fence'``: the Pacemaker way.  A multi-writer volume, both
+    attachments read-write, B's kernel holding its disk read-only while
+    passive; B's cluster manager runs ``fence_cinder_lite`` ``off``
+    against A's host as pacemaker-fenced does, and once it exited 0 tells
+    B to go: B's kernel makes the disk writable.  A's attachment stays
+    (fenced: cut at the target, ``status`` says off); it is detached
+    afterwards, as an operator does with a dead node's.
+
+    B's attachment is detached at the end."""
     api = s.client()
     protocol = ('rbd' if 'rbd' in s.backends else 'iscsi'
                 if hasattr(s, 'tgt_control') else 'nbd')
-    run = ActivePassive(protocol, detection)
-    if not any(t['name'] == 'single' for t in api.get('/types').json()[
-            'volume_types']):
-        api.create_type('single', SINGLE_WRITER)
-    vid = api.create_volume(volume_type='single')['id']
+    if via not in ('takeover', 'fence'):
+        raise ValueError('via takeover or fence, not %r' % via)
+    run = ActivePassive(protocol, detection, via)
+    fenced = via == 'fence'
+    kind = 'shared' if fenced else 'single'
+    _type(api, kind, SHARED if fenced else SINGLE_WRITER)
+    vid = api.create_volume(volume_type=kind)['id']
     ha, hb = dp.attacher(s, 'a'), dp.attacher(s, 'b')
     w_att = ha.attach(vid, str(uuid.uuid4()))
     r_att = hb.attach(vid, str(uuid.uuid4()))
     run.writer_attachment, run.reader_attachment = w_att['id'], r_att['id']
-    assert (w_att['attach_mode'], r_att['attach_mode']) == ('rw', 'ro')
+    assert (w_att['attach_mode'], r_att['attach_mode']) == (
+        'rw', 'rw' if fenced else 'ro')
     a = start('a', writer_role('A', sectors - 100),
               [disk(w_att['connection_info'], ha.connector)])
-    b = start('b', passive_role(sectors, b_writes),
-              [disk(r_att['connection_info'], hb.connector, True)])
+    if fenced:
+        b = start('b', standby_role(sectors, b_writes),
+                  [disk(r_att['connection_info'], hb.connector)],
+                  control=True)
+    else:
+        b = start('b', passive_role(sectors, b_writes),
+                  [disk(r_att['connection_info'], hb.connector, True)])
     try:
-        util.wait_for(lambda: len(acknowledged(a, 'A')) >= 10, 180,
-                      what='10 writes of A')
-        util.wait_for(lambda: any(line.startswith('SEEN A ')
-                                  for _, line in b.lines), 120,
-                      what='B sees A')
+        a.wait_line('ACK A 10', 180)
+        b.wait_line('SEEN A ', 120)
         a.pause()
         run.times['paused'] = paused = time.monotonic()
         # B's cluster manager: A's heartbeat (its records) is stale once
@@ -702,10 +863,18 @@ def active_passive(s, start, sectors=400, b_writes=20, detection=1.0):
             30, what='stale heartbeat of A')
         run.acked_before = acknowledged(a, 'A')
         run.times['asked'] = time.monotonic()
-        taken = hb.transport.takeover(r_att['id'])
-        run.times['answered'] = time.monotonic()
-        assert taken['attach_mode'] == 'rw', taken
-        disk(taken['connection_info'], hb.connector).plug(b, 'rw')
+        if fenced:
+            code, out, err = fence(s, 'off', ha.connector['host'], vid,
+                                   FENCE_REASON)
+            run.times['answered'] = time.monotonic()
+            assert (code, out) == (0, 'Success: Powered OFF\n'), \
+                (code, err)
+            b.tell('fenced')
+        else:
+            taken = hb.transport.takeover(r_att['id'])
+            run.times['answered'] = time.monotonic()
+            assert taken['attach_mode'] == 'rw', taken
+            disk(taken['connection_info'], hb.connector).plug(b, 'rw')
         run.times['plugged'] = time.monotonic()
         run.times['took'], _line = b.wait_line('TOOK OVER', 120)
         util.wait_for(lambda: len(acknowledged(b, 'B')) == b_writes, 180,
@@ -719,17 +888,24 @@ def active_passive(s, start, sectors=400, b_writes=20, detection=1.0):
             util.wait_for(lambda: len(refused(a, 'A')) >= 3, 120,
                           what='A refused')
         else:
-            # the session A had is ended and its CHAP account deleted:
-            # QEMU's iSCSI driver (libiscsi) tries to log in again, is
-            # refused, and keeps the guest's requests waiting
-            time.sleep(8)
+            # the session A had is ended, its CHAP account deleted and
+            # its initiator off the ACL (by the takeover or the fence
+            # alike): QEMU's iSCSI driver (libiscsi) tries to log in
+            # again, is refused,
+            # and keeps the guest's requests waiting (it tries again
+            # every second or two: a write let in would be acknowledged
+            # well within this)
+            time.sleep(5)
         run.times['end'] = time.monotonic()
     finally:
         a.stop()
         run.a_console, run.b_console = a.text(), b.text()
     run.a_acks, run.a_refused = acknowledged(a, 'A'), refused(a, 'A')
-    run.b_acks = acknowledged(b, 'B')
+    run.b_acks, run.b_refused = acknowledged(b, 'B'), refused(b, 'B')
     b.stop()
+    if fenced:
+        run.fence_status = fence(s, 'status', ha.connector['host'], vid)
+        ha.detach(w_att['id'])
     hb.detach(r_att['id'])
     run.on_disk = read_records(s, vid, sectors)
     return run
@@ -750,8 +926,9 @@ def timeline_svg(run, path):
            'height="230" font-family="sans-serif" font-size="13">' % width,
            '<rect width="100%" height="100%" fill="white"/>',
            '<text x="10" y="24" font-size="15" font-weight="bold">'
-           'Active/passive takeover seen by two guest kernels (%s)</text>'
-           % run.protocol]
+           'Active/passive %s seen by two guest kernels (%s)</text>'
+           % ('takeover by fence_cinder_lite off' if run.via == 'fence'
+              else 'takeover', run.protocol)]
     for label, y in rows.items():
         out.append('<text x="10" y="%d">%s</text>' % (y + 4, label))
         out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#ccc"/>'
@@ -765,7 +942,9 @@ def timeline_svg(run, path):
     for t, _n in run.b_acks:
         out.append('<circle cx="%.1f" cy="120" r="3" fill="#27ae60"/>'
                    % x(t))
-    marks = [('paused', 'A hangs'), ('asked', 'takeover asked'),
+    marks = [('paused', 'A hangs'),
+             ('asked', 'fence off' if run.via == 'fence'
+              else 'takeover asked'),
              ('took', 'B has its disk'), ('resumed', 'A wakes')]
     for i, (key, label) in enumerate(marks):
         xx = x(run.times[key])

@@ -10,7 +10,7 @@ is a port of the bridge.  The namespaces have loopback and that address,
 no default route: nothing in them reaches the root namespace or the
 machine's network, and nothing in the root namespace reaches them.
 
-Rules kept here (doc/reliability.rst, "Network faults"):
+Rules kept here (doc/source/reliability.rst, "Network faults"):
 
 * every process of a test runs inside a namespace of its network
   (``Network.argv(node, argv)`` prefixes ``ip netns exec``);

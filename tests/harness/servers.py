@@ -8,7 +8,8 @@ These servers run under the test's work directory, on free loopback
 ports, from the same Debian packages, and go when the test ends.
 
 Each has ``url`` (what a Cluster connects to), ``start()``, ``stop()``
-(as an outage: the data stays) and ``destroy()`` (stop and remove).
+(as an outage: the data stays) and ``destroy()`` (stop and remove);
+RabbitCluster is three RabbitMQ nodes of one cluster.
 
 ``host`` and ``netns`` put a server on another address inside a network
 namespace of the test's own (tests/harness/netns.py): it runs there
@@ -17,6 +18,7 @@ namespace of the test's own (tests/harness/netns.py): it runs there
 namespace, never from the root one.
 """
 import glob
+import json
 import os
 import shutil
 import signal
@@ -252,6 +254,86 @@ class RabbitMQ:
                 return int(f.read().strip())
         except (OSError, ValueError):
             return None
+
+    def kill(self):
+        """SIGKILL the node, as a machine that dies (its data stays)."""
+        pid = self._pid()
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+            util.wait_for(lambda: not _alive(pid), 30, interval=0.1,
+                          what='RabbitMQ node %s gone' % self.node)
+        util.wait_for(lambda: not self._listening(), 30, interval=0.1,
+                      what='RabbitMQ node %s not listening' % self.node)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class RabbitCluster:
+    """Three RabbitMQ nodes of one cluster (or ``size``), as clouds run
+    the bus: ``url`` names every node (oslo.messaging fails over among
+    them), quorum queues are replicated on all of them.  ``kill(i)`` and
+    ``restart(i)`` make a node die and come back (it rejoins by
+    itself)."""
+
+    def __init__(self, workdir, size=3):
+        self.nodes = [RabbitMQ(os.path.join(workdir, 'rabbit-%d' % i))
+                      for i in range(size)]
+        self.url = 'rabbit://%s/' % ','.join(
+            'guest:guest@%s:%d' % (n.host, n.port) for n in self.nodes)
+
+    def start(self):
+        # started at once (each node takes a while to boot), then the
+        # others join the first
+        for n in self.nodes:
+            _run(['rabbitmq-server', '-detached'], env=n.env)
+            n._started = True
+        for n in self.nodes:
+            util.wait_for(n._listening, START_TIMEOUT, interval=0.2,
+                          what='a RabbitMQ cluster node listening')
+        first = self.nodes[0]
+        for n in self.nodes[1:]:
+            n.ctl('stop_app')
+            n.ctl('join_cluster', first.node)
+            n.ctl('start_app')
+        return self
+
+    def running(self, via=None):
+        """The names of the nodes the cluster sees running."""
+        node = via if via is not None else self.alive()[0]
+        out = node.ctl('cluster_status', '--formatter', 'json').stdout
+        return set(json.loads(out)['running_nodes'])
+
+    def alive(self):
+        return [n for n in self.nodes if n._listening()]
+
+    def queues(self):
+        """name -> (type, leader node name or None), read from a node
+        that is up."""
+        out = self.alive()[0].ctl(
+            'list_queues', 'name', 'type', 'leader', '--quiet',
+            '--formatter', 'json').stdout
+        return {q['name']: (q['type'], q.get('leader') or None)
+                for q in json.loads(out)}
+
+    def node_named(self, name):
+        return next(n for n in self.nodes if n.node == name)
+
+    def kill(self, i):
+        self.nodes[i].kill()
+
+    def restart(self, i):
+        self.nodes[i].start()
+        self.nodes[i].ctl('await_startup')
+
+    def destroy(self):
+        for n in self.nodes:
+            n.destroy()
 
 
 DATABASES = {MariaDB.kind: MariaDB, PostgreSQL.kind: PostgreSQL}

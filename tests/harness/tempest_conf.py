@@ -9,7 +9,7 @@ names it too).  ``sections(stack, made)`` reads the rest from
 what is running (cinder_lite's pools and highest microversion, the
 Keystone URL) and returns tempest.conf as ``{section: {option: value}}``.
 
-What is switched off, and why, is listed in ``doc/tempest.rst``; the
+What is switched off, and why, is listed in ``doc/source/tempest.rst``; the
 comments below say it for each option.  Like openstack.py this module
 imports no pytest.
 """
@@ -143,7 +143,7 @@ def sections(stack, made, workspace):
         'volume-feature-enabled': {
             'multi_backend': 'true' if len(names) > 1 else 'false',
             'api_extensions': 'all',
-            # claimed: snapshots and clones (doc/snapshots.rst), also of
+            # claimed: snapshots and clones (doc/source/snapshots.rst), also of
             # a volume that is extended afterwards
             'snapshot': 'true', 'clone': 'true',
             'extend_volume_with_snapshot': 'true',
@@ -153,7 +153,7 @@ def sections(stack, made, workspace):
             # claimed: manage and unmanage of volumes and snapshots
             # (issue 47)
             'manage_volume': 'true', 'manage_snapshot': 'true',
-            # not offered (doc/tempest.rst): replication, encryption
+            # not offered (doc/source/tempest.rst): replication, encryption
             'replication': 'false',
             'extend_attached_encrypted_volume': 'false',
             # image <-> volume <-> instance snapshot dependencies: the

@@ -19,7 +19,7 @@ tools/tempest-exclude.txt are not run (and are counted as excluded).
 
 A test whose class setup failed is not run by Tempest: it is counted as
 failed (or skipped, when the class skipped itself) with the class's
-reason.  doc/tempest.rst says more.
+reason.  doc/source/tempest.rst says more.
 """
 import argparse
 import collections

@@ -63,9 +63,11 @@ def cluster(request):
     """A running distributed cinder_lite (api, scheduler, volume nodes ma
     and noma) on a fresh database of the parameter's kind.  A module that
     takes its database server or broker away sets ``PRIVATE_SERVERS``
-    (``'database'``, ``'broker'``): the cluster then runs on servers of
-    its own (tests/harness/servers.py), ``cluster.db_server`` and
-    ``cluster.broker``, and the machine's stay up for everyone else.  A
+    (``'database'``, ``'broker'``, or ``'broker-cluster'``: three
+    RabbitMQ nodes of one cluster with quorum queues): the cluster then
+    runs on servers of its own (tests/harness/servers.py),
+    ``cluster.db_server`` and ``cluster.broker``, and the machine's stay
+    up for everyone else.  A
     module that needs something made before the cluster starts (a
     filesystem its volumes live on) sets ``CLUSTER_CONTEXT``: a callable
     returning a context manager, entered before the cluster is made and
@@ -90,6 +92,17 @@ def cluster(request):
             broker = servers.RabbitMQ(where)
             own.callback(broker.destroy)
             options['rabbit_url'] = broker.start().url
+        elif 'broker-cluster' in private:
+            # three nodes of one RabbitMQ cluster, the RPC queues quorum
+            # queues on them (as clouds run the bus)
+            broker = servers.RabbitCluster(where)
+            own.callback(broker.destroy)
+            options['rabbit_url'] = broker.start().url
+            sections = dict(options.get('extra_sections') or {})
+            sections['oslo_messaging_rabbit'] = dict(
+                sections.get('oslo_messaging_rabbit') or {},
+                rabbit_quorum_queue='true')
+            options['extra_sections'] = sections
         context = getattr(request.module, 'CLUSTER_CONTEXT', None)
         if context is not None:
             for key, value in own.enter_context(context()).items():

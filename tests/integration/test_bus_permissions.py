@@ -1,4 +1,4 @@
-"""The compute nodes' RabbitMQ user of doc/deployment.rst, on a vhost of
+"""The compute nodes' RabbitMQ user of doc/source/deployment.rst, on a vhost of
 the machine's RabbitMQ made for this module (users and vhost with unique
 names, deleted at the end): it makes a real attach through the API's RPC
 server (topic cinder-lite-api, oslo.messaging as our client does) and the
@@ -36,7 +36,7 @@ EXCHANGE = 'cinder-lite-bus-%s' % RUN
 
 
 def compute_permissions(exchange):
-    """What doc/deployment.rst gives the compute nodes' user, for a
+    """What doc/source/deployment.rst gives the compute nodes' user, for a
     control_exchange of ``exchange``: (configure, write, read) of
     ``set_permissions`` and (exchange, write, read) of
     ``set_topic_permissions``."""

@@ -21,6 +21,8 @@ import json
 import os
 import re
 import threading
+import time
+import types
 import uuid
 
 import pymysql
@@ -28,6 +30,8 @@ import pytest
 
 from tests.harness import attach
 from tests.harness import cluster as cluster_mod
+from tests.harness import groups
+from tests.harness import snapshots
 from tests.harness import stack
 from tests.harness import util
 
@@ -255,6 +259,87 @@ def test_row_locks_are_not_replicated(galera):
         setup.close()
 
 
+@pytest.fixture
+def writer_on_node1(galera, monkeypatch):
+    """The process's writer transactions (``db.api.run_writer``) on a
+    database of their own on node 1, with a table ``t`` of rows (1, 0)
+    and (2, 0); yields the database's name."""
+    from cinder_lite.db import api as db_api
+    name = 'cl_g_%s' % uuid.uuid4().hex[:8]
+    setup = _tcp(galera.nodes[0])
+    with setup.cursor() as cur:
+        cur.execute('CREATE DATABASE %s' % name)
+        cur.execute('CREATE TABLE %s.t (id INT PRIMARY KEY, n INT)' % name)
+        cur.execute('INSERT INTO %s.t VALUES (1, 0), (2, 0)' % name)
+    setup.commit()
+    for attr in ('_engine', '_writer_maker', '_reader_maker',
+                 '_serialise_writers', '_deadlock_retries'):
+        monkeypatch.setattr(db_api, attr, getattr(db_api, attr))
+    db_api.configure(types.SimpleNamespace(database=types.SimpleNamespace(
+        connection='%s/%s' % (galera.nodes[0].url, name), db_max_retries=3,
+        max_pool_size=2, max_overflow=2, pool_timeout=30,
+        connection_recycle_time=3600)))
+    try:
+        yield name
+    finally:
+        db_api.get_engine().dispose()
+        with setup.cursor() as cur:
+            cur.execute('DROP DATABASE IF EXISTS %s' % name)
+        setup.close()
+
+
+def test_an_abort_sent_after_the_rows_is_raised(galera, writer_on_node1):
+    """A transaction on node 1 that node 2's commit aborts while one of
+    its statements runs learns of it after the statement's rows: a
+    compound statement ending in a read (as ``query.compound_read``
+    makes) is answered with its rows, then the deadlock.  That deadlock
+    is raised by the statement and the transaction runs again from its
+    start; it is not dropped with the cursor, which left the rest of the
+    transaction to commit alone in a new one (the aborted part lost)."""
+    from cinder_lite.db import api as db_api
+    import sqlalchemy as sa
+    attempts = []
+    other = _tcp(galera.nodes[1], writer_on_node1)
+    committed = threading.Event()
+
+    def _commit_on_node2():
+        # (once node 1's transaction holds row 1 and sleeps in its
+        # compound statement, after its rows)
+        time.sleep(1.0)
+        with other.cursor() as cur:
+            cur.execute('UPDATE t SET n = 100 WHERE id = 1')
+        other.commit()
+        committed.set()
+
+    def txn(session):
+        attempts.append(1)
+        first = len(attempts) == 1
+        if first:
+            threading.Thread(target=_commit_on_node2, daemon=True).start()
+        session.execute(sa.text('UPDATE t SET n = n + 1 WHERE id = 1'))
+        rows = session.execute(sa.text(
+            'BEGIN NOT ATOMIC UPDATE t SET n = n + 10 WHERE id = 2; '
+            'SELECT n FROM t WHERE id = 2; DO SLEEP(%d); END'
+            % (5 if first else 0)).columns(sa.column('n'))).all()
+        return [n for (n,) in rows]
+
+    try:
+        assert db_api.run_writer(txn) == [10]
+        assert committed.wait(10)
+    finally:
+        other.close()
+    assert len(attempts) == 2, attempts
+    check = _tcp(galera.nodes[2], writer_on_node1)
+    try:
+        with check.cursor() as cur:
+            cur.execute('SET SESSION wsrep_sync_wait = 1')
+            cur.execute('SELECT id, n FROM t ORDER BY id')
+            # node 2's commit, then the whole transaction once
+            assert cur.fetchall() == ((1, 101), (2, 10))
+    finally:
+        check.close()
+
+
 # -- cinder_lite on two nodes ------------------------------------------------
 
 def test_two_apis_on_two_nodes(deployment, api):
@@ -273,12 +358,6 @@ def test_two_apis_on_two_nodes(deployment, api):
     free(api, vol['id'])
 
 
-@pytest.mark.xfail(strict=False, reason='once in a full suite run (load '
-                   'average 3), 16 concurrent DELETEs of reservations '
-                   'through two nodes all answered 200 and one of the '
-                   'attachments was still listed after: a delete lost on '
-                   'multi-writer Galera, not yet explained '
-                   '(doc/deployment.rst, Galera)')
 def test_multiattach_reservations_through_two_nodes(deployment, api):
     """16 concurrent reservations of one multiattach volume, half through
     each Galera node, three rounds, then 16 concurrent deletes: every
@@ -344,12 +423,6 @@ def test_plain_volume_one_winner_through_two_nodes(deployment, api):
         free(api, vol['id'])
 
 
-@pytest.mark.xfail(strict=False, reason='about one run in four, one of 8 '
-                   'concurrent DELETEs of connected attachments through '
-                   'two nodes answers 400 (the volume service refused the '
-                   'disconnect: it read the attachment as not detaching); '
-                   'seen before wsrep_sync_wait and once after, not yet '
-                   'explained')
 def test_attach_cycles_through_two_nodes(deployment, api):
     """Whole attach cycles of one multiattach volume, 8 at once, half
     through each node: reserve-and-connect (the volume service records
@@ -417,6 +490,155 @@ def test_volume_creates_and_deletes_through_two_nodes(deployment, api):
     check = c.manage('quota', 'check', '--project', cluster_mod.PROJECT,
                      check=False)
     assert check.returncode == 0, (check.stdout, check.stderr)
+
+
+@pytest.mark.parametrize('what', ['volume', 'snapshot', 'group'])
+def test_our_row_locks_are_certified(deployment, api, galera, what):
+    """``db.volumes.lock``, ``db.snapshots.lock`` and ``db.groups.lock``
+    on the same row
+    through two nodes: neither waits for the other (Galera replicates no
+    lock), and the one that commits second is refused with a deadlock,
+    as a check made under a lock that only read its row would not be
+    (the lock writes the row: ``query.lock_rows``)."""
+    from cinder_lite.db import api as db_api
+    from cinder_lite.db import groups as db_groups
+    from cinder_lite.db import snapshots as db_snapshots
+    from cinder_lite.db import volumes as db_volumes
+    import sqlalchemy as sa
+    from sqlalchemy import orm
+    c, _api2, _port2 = deployment
+    vol = api.create_volume(size=1)
+    row_id, lock = vol['id'], db_volumes.lock
+    if what == 'snapshot':
+        row_id, lock = snapshots.snapshot(api, vol['id'])['id'], \
+            db_snapshots.lock
+    if what == 'group':
+        vtype = api.create_type('galera-lock-%s' % uuid.uuid4().hex[:6],
+                                {'volume_backend_name': 'ma'})
+        row_id, lock = groups.create_group(
+            api, groups.create_group_type(api)['id'],
+            [vtype['id']])['id'], db_groups.lock
+    engines = [db_api.create_engine('%s/%s' % (galera.nodes[i].url,
+                                               c.db_name))
+               for i in (0, 1)]
+    try:
+        one, two = (orm.Session(e) for e in engines)
+        with one, two:
+            first, second = one.begin(), two.begin()
+            lock(one, row_id)
+            lock(two, row_id)
+            first.commit()
+            with pytest.raises(sa.exc.OperationalError) as e:
+                second.commit()
+            assert db_api.is_deadlock(e.value), e.value
+    finally:
+        for engine in engines:
+            engine.dispose()
+    if what == 'snapshot':
+        resp = api.delete('/snapshots/%s' % row_id)
+        assert resp.status_code == 202, resp.text
+        snapshots.wait_gone(api, row_id)
+    if what == 'group':
+        groups.delete_group(api, row_id)
+        groups.wait_group_gone(api, row_id)
+    free(api, vol['id'])
+
+
+def test_snapshot_or_volume_delete_through_two_nodes(deployment, api):
+    """A volume's delete through node 1 and a snapshot of it through node
+    2, at once, six times: one of the two wins, the other is refused with
+    400 (a snapshot of a volume being deleted, or 404 once it is gone; a
+    volume with a snapshot), never both.  Each takes the volume's lock in its
+    transaction and is run again when refused at commit."""
+    outcomes = collections.Counter()
+    for round_ in range(6):
+        vol = api.create_volume(size=1)
+        c, _api2, port2 = deployment
+        delete, snap = race([
+            (c.port, 'DELETE', '/volumes/%s' % vol['id'], None),
+            (port2, 'POST', '/snapshots', {'snapshot': {
+                'volume_id': vol['id'], 'name': 'race-%d' % round_}})])
+        # (a snapshot that comes after the whole delete finds no volume)
+        assert (delete.status, snap.status) in (
+            (202, 400), (202, 404), (400, 202)), (round_, delete, snap)
+        outcomes[(delete.status, snap.status)] += 1
+        if snap.status == 202:
+            sid = snap.body['snapshot']['id']
+            assert 'snapshot' in delete.body['badRequest']['message'], \
+                delete.body
+            snapshots.wait_snapshot(api, sid)
+            resp = api.delete('/snapshots/%s' % sid)
+            assert resp.status_code == 202, resp.text
+            snapshots.wait_gone(api, sid)
+            free(api, vol['id'])
+        else:
+            api.wait_deleted(vol['id'])
+    print('(delete, snapshot) answers: %s; deadlock retries logged: %d'
+          % (dict(outcomes), retries_logged(deployment)))
+
+
+def test_legacy_reserves_and_unreserves_through_two_nodes(deployment, api):
+    """Nova's older attach flow on one multiattach volume, 8 at once, half
+    through each node: os-reserve (a reservation each), then os-unreserve
+    (each drops one).  All answer 202, the reservations are made and
+    dropped exactly, and the volume is available again."""
+    vtype = api.create_type(specs=MULTIATTACH_SPECS)
+    vol = api.create_volume(size=1, volume_type=vtype['name'])
+    n = 8
+    try:
+        path = '/volumes/%s/action' % vol['id']
+        replies = spread(deployment, 'POST',
+                         [(path, {'os-reserve': None})] * n)
+        assert statuses(replies) == {202: n}, replies
+        listed = attachments_of(api, vol['id'])
+        assert len(listed) == n, listed
+        assert {a['status'] for a in listed} == {'reserved'}, listed
+        replies = spread(deployment, 'POST',
+                         [(path, {'os-unreserve': None})] * n)
+        assert statuses(replies) == {202: n}, replies
+        assert attachments_of(api, vol['id']) == []
+        assert volume_status(api, vol['id']) == 'available'
+    finally:
+        free(api, vol['id'])
+
+
+def test_group_add_or_group_delete_through_two_nodes(deployment, api):
+    """A volume added to an empty group through node 1 while the group is
+    deleted through node 2, four times: one of the two wins, the other
+    is refused with 400 (a group with a volume; a group being deleted),
+    never both (a deleted group keeping a live volume).  The add writes
+    the volume's row and the delete the group's: only the group's lock,
+    which writes its row, makes the two meet at certification."""
+    c, _api2, port2 = deployment
+    vtype = api.create_type('galera-grp-%s' % uuid.uuid4().hex[:6],
+                            {'volume_backend_name': 'ma'})
+    gtype = groups.create_group_type(api)
+    outcomes = collections.Counter()
+    for round_ in range(4):
+        group = groups.create_group(api, gtype['id'], [vtype['id']])
+        vol = api.create_volume(size=1, volume_type=vtype['id'])
+        add, delete = race([
+            (c.port, 'PUT', '/groups/%s' % group['id'],
+             {'group': {'add_volumes': vol['id']}}),
+            (port2, 'POST', '/groups/%s/action' % group['id'],
+             {'delete': {'delete-volumes': False}})])
+        outcomes[(add.status, delete.status)] += 1
+        # (an add after the whole delete finds no group: 404)
+        assert (add.status, delete.status) in (
+            (202, 400), (400, 202), (404, 202)), (round_, add, delete)
+        resp = api.get('/volumes/%s' % vol['id'])
+        assert resp.status_code == 200, resp.text
+        in_group = resp.json()['volume'].get('group_id')
+        if add.status == 202:
+            assert in_group == group['id'], resp.json()
+            groups.delete_group(api, group['id'], delete_volumes=True)
+            groups.wait_group_gone(api, group['id'])
+            api.wait_deleted(vol['id'])
+        else:
+            assert in_group is None, resp.json()
+            groups.wait_group_gone(api, group['id'])
+            free(api, vol['id'])
+    print('(add, delete) answers: %s' % dict(outcomes))
 
 
 def test_sessions_read_causally(galera):

@@ -1,6 +1,6 @@
 """Network faults of one node while the rest of the deployment goes on,
 on hosts of the test's own: network namespaces on this machine
-(tests/harness/netns_cluster.py, doc/reliability.rst "Network faults").
+(tests/harness/netns_cluster.py, doc/source/reliability.rst "Network faults").
 
 A volume node cut off the bus and the database (iptables in its
 namespace dropping what goes to and comes from the infra node) for longer

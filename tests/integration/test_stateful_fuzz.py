@@ -1,7 +1,8 @@
 """The model-based, concurrent fuzzer (tests/stateful/) against a
 distributed cinder_lite -- API with two worker processes, scheduler,
-volume nodes ma and noma as separate processes over RabbitMQ -- on MariaDB
-and on PostgreSQL (a fresh database each, dropped afterwards).  Skipped
+volume nodes ma and noma, a backup service, as separate processes over
+RabbitMQ -- on MariaDB and on PostgreSQL (a fresh database each, dropped
+afterwards).  Skipped
 with the reason when a service is missing, failed instead under
 CINDER_LITE_REQUIRE_SERVICES=1 (see conftest.py).
 
@@ -14,7 +15,9 @@ from tests.harness import cluster as cluster_mod
 CLUSTER_KINDS = cluster_mod.KINDS
 # no service stops here: a heartbeat late on a loaded machine must not
 # make a backend look down (tests/harness/cluster.py uses 3 s)
-CLUSTER_OPTIONS = {'api_workers': 2, 'service_down_time': 30}
+# make a backup service (the plans take backups)
+CLUSTER_OPTIONS = dict(cluster_mod.posix_backup(), api_workers=2,
+                       service_down_time=30)
 
 SEED = 3
 THREADS = 6

@@ -10,9 +10,9 @@ interop guideline 2020.06 (tools/tempest-interop-volume.txt, the bar for
 the deployment's backup service and its POSIX store).  A test may be skipped
 only by the options tempest.conf sets for features cinder_lite does not
 offer (tests/harness/tempest_conf.py) or by the commented exclude list
-(tools/tempest-exclude.txt); doc/tempest.rst lists both.  The whole
+(tools/tempest-exclude.txt); doc/source/tempest.rst lists both.  The whole
 tempest.api.volume tree is ``tools/tempest --volume`` (counts in
-doc/tempest.rst).
+doc/source/tempest.rst).
 
 Tempest's volumes are made on the deployment's RBD backend (a volume
 type naming it, tempest_conf.RBD_TYPE, is Tempest's ``volume_type``, and

@@ -2,7 +2,7 @@
 (tests/harness/ceph.py): volumes are sparse files read and written
 through LocalDevice, backups are RADOS objects of the backup pool that
 the tests look at as client.admin, and every restore is compared byte
-for byte.  The driver connects as the backup user of doc/rbd.rst (mon
+for byte.  The driver connects as the backup user of doc/source/rbd.rst (mon
 ``allow r``, osd ``profile rbd pool=backups``), never as admin; each test
 keeps its backups in a namespace (container) of its own."""
 import base64
@@ -379,6 +379,6 @@ def test_the_backup_users_caps_are_what_the_docs_say(ceph, backup_user):
     assert caps == {'mon': 'allow r',
                     'osd': 'profile rbd pool=%s' % ceph_mod.BACKUP_POOL}
     with open(os.path.join(os.path.dirname(__file__), '..', '..', 'doc',
-                           'rbd.rst')) as f:
+                           'source', 'rbd.rst')) as f:
         doc = f.read()
     assert "mon 'allow r' osd 'profile rbd pool=backups'" in doc

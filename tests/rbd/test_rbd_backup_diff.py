@@ -6,7 +6,7 @@ volume between the backup snapshots the volume service made of it.
 
 The volumes' bytes are written and read as client.admin (the subject is
 the backup, not the hosts' path); the backup service connects with the
-caps doc/rbd.rst gives it (tests/harness/ceph.py, ``backup_caps``), and
+caps doc/source/rbd.rst gives it (tests/harness/ceph.py, ``backup_caps``), and
 reads a volume with a key of the backup's own that may only read it.
 Every restore is compared byte for byte with what the volume held: the
 ranges the restored image holds data in are read, and every other byte
@@ -507,3 +507,50 @@ def test_reconciliation_removes_the_snapshot_of_a_backup_cut_short(
         assert api.delete('/backups/%s' % backup['id']).status_code == 202
         bk.wait_gone(api, backup['id'])
     assert admin.snaps(ceph_rbd.image_name(vid), admin.backups) is None
+
+
+def test_a_volume_in_use_whose_host_holds_the_lock(diff_stack, admin,
+                                                   ceph):
+    """A plain RBD volume (exclusive lock, object map) attached to a host
+    that writes it: the host holds the image's exclusive lock, and librbd
+    would ask it to make the backup snapshot, which its key may not.  The
+    backup of the volume in use is taken through a temporary snapshot the
+    volume service makes with the lock handed over (a full backup: there
+    is no backup snapshot of this point to diff from next time), the
+    writer goes on, and the restore holds what was written before; the
+    next incremental one, detached again, holds what came after."""
+    from tests.harness import dataplane as dp
+    s, api = diff_stack
+    vol = api.create_volume(size=1, volume_type='on-rbd')
+    vid = vol['id']
+    model = []
+    admin.write(vid, model, 1 * MiB, os.urandom(MiB))
+    first = bk.backup(api, vid)
+    host = dp.attacher(s, 'a')
+    att, dev = host.attach_device(vid)
+    try:
+        dev.write(300 * MiB, b'before')
+        dev.flush()
+        model.append((300 * MiB, b'before'))
+        in_use = bk.backup(api, vid, force=True, incremental=True)
+        assert in_use['status'] == 'available', in_use
+        dev.write(400 * MiB, b'after')
+        dev.flush()
+    finally:
+        host.detach(att['id'], dev)
+    # only backup snapshots are left on the volume
+    assert [n for n in admin.snaps('volume-%s' % vid)
+            if not n.startswith('backup.')] == []
+    new, image = restored_image(api, admin, in_use['id'])
+    with image:
+        assert_holds(image, model)
+    # detached again: the next incremental backup holds the later write
+    model.append((400 * MiB, b'after'))
+    later = bk.backup(api, vid, incremental=True)
+    assert exported(api, later['id'])['parent_id'] == in_use['id']
+    new, image = restored_image(api, admin, later['id'])
+    with image:
+        assert_holds(image, model)
+    for backup in (later, in_use, first):
+        assert api.delete('/backups/%s' % backup['id']).status_code == 202
+        bk.wait_gone(api, backup['id'])

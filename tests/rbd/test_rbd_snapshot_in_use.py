@@ -302,7 +302,7 @@ def test_a_snapshot_while_qemu_writes_a_single_writer_volume(
 
 def test_the_right_to_make_snapshot_ids_is_the_right_to_remove_any(ceph):
     """Why an attachment's key is not given the right to make snapshot
-    ids (doc/rbd.rst): the monitors grant it to any key that may write
+    ids (doc/source/rbd.rst): the monitors grant it to any key that may write
     somewhere in the pool, an image's own namespace included, and the
     same right releases any id of the pool, which trims another image's
     snapshot.  (Should Ceph ever scope it, this fails and the design may

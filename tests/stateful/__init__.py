@@ -12,7 +12,11 @@ volume and then its type, snapshots taken at the moment their volume is
 detached, deleted, extended or retyped (then deleted, or the volume
 deleted with cascade), an os-force_delete at the moment an attachment
 of the volume is completed, an os-begin_detaching at the moment one of
-two attachments is deleted, the same request twice at the same moment,
+two attachments is deleted, work the API accepts and a service does
+afterwards (a backup, a clone, a revert to the latest snapshot, a
+migration) at the moment its volume is deleted, extended, attached,
+snapshotted or given other such work, the same request twice at the same
+moment,
 malformed variants, and callers that are admin, member, reader, another
 project and a compute service.
 
@@ -33,8 +37,9 @@ requests race, any legal outcome is accepted.  What is never accepted:
   views disagreeing; ``connection_info.access_mode`` other than the
   attachment's mode; anything left in transition; an attachment of a volume
   that is gone; a volume on a backend its type excludes; a snapshot of a
-  volume that is gone, or in an error status; quota usage other than
-  the volumes and snapshots say;
+  volume that is gone, or in an error status; a backup in an error
+  status; a migration left under way; quota usage other than the
+  volumes, snapshots and backups say;
 * in the audit trail (``GET /os-attachment-events``): an attachment change
   without an event (each event must start where the previous one ended and
   the last must be the attachment's status now, or ``detached``), and,

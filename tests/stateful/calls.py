@@ -5,6 +5,7 @@ its answer and the curl line of the report."""
 import dataclasses
 import json
 
+from tests.stateful.groups import GroupCalls
 from tests.stateful.quotas import QUOTA_ADMIN
 from tests.stateful.quotas import QUOTA_READS
 from tests.stateful.quotas import QuotaCalls
@@ -33,6 +34,7 @@ class Call:
     type_id: str = None
     want_mode: str = None
     poll: int = None       # repeat (a few seconds at most) until this
+    until: object = None   # or until this is true of the answer's body
     status: int = None
     answer: object = None
     started: float = 0.0
@@ -70,7 +72,7 @@ def _vt(version):
     return int(major), int(minor)
 
 
-class Resolver(QuotaCalls):
+class Resolver(QuotaCalls, GroupCalls):
     """Turns Steps into Calls against the current model; one per worker
     thread (it holds that thread's bindings)."""
 
@@ -135,14 +137,16 @@ class Resolver(QuotaCalls):
         """Why this caller may not do this, whatever the state."""
         op, caller = step.op, step.caller
         reads = ('vol_show', 'att_list') + QUOTA_READS
-        if caller == 'other' and op not in ('type_create',):
+        if caller == 'other' and op not in ('type_create',
+                                            'group_type_create'):
             return 'another project'
         if caller == 'reader' and op not in reads:
             return 'a reader may not write'
         if caller in ('member', 'compute', 'reader', 'other') and op in (
                 'force_detach', 'reset_status', 'type_create',
                 'type_delete', 'host_fence', 'host_unfence',
-                'vol_force_delete') + QUOTA_ADMIN:
+                'vol_force_delete', 'vol_migrate',
+                'group_type_create') + QUOTA_ADMIN:
             return 'admin only'
         return None
 
@@ -209,6 +213,65 @@ class Resolver(QuotaCalls):
                                          args.get('pick', 0.0))
         return Call('', '', 'DELETE', '/snapshots/%s' % (sid or UNKNOWN_ID),
                     volume_id=self.model.snapshots.get(sid))
+
+    def op_backup_create(self, step, args):
+        vid = self.volume(args)
+        body = {'volume_id': vid, 'name': 'fz-backup'}
+        if args.get('force'):
+            body['force'] = True
+        return Call('', '', 'POST', '/backups', {'backup': body},
+                    volume_id=vid)
+
+    def op_backup_delete(self, step, args):
+        """The backup a scenario made, else one of the volume's."""
+        bid = self.bound.get(args.get('backup')) if args.get('backup') \
+            else None
+        if bid is None:
+            bid = self.model.backup_of(self.volume(args),
+                                       args.get('pick', 0.0))
+        with self.model.lock:
+            vid = self.model.backups.get(bid)
+        return Call('', '', 'DELETE', '/backups/%s' % (bid or UNKNOWN_ID),
+                    volume_id=vid)
+
+    def op_vol_clone(self, step, args):
+        vid = self.volume(args)
+        return Call('', '', 'POST', '/volumes', {'volume': {
+            'source_volid': vid, 'name': 'fz-vol-%d' % args['target']}},
+            volume_id=vid)
+
+    def op_snap_wait(self, step, args):
+        """Until the snapshot a scenario took is available (if its
+        create was taken)."""
+        sid = self.bound.get(args['snap'], UNKNOWN_ID)
+        call = Call('', '', 'GET', '/snapshots/%s' % sid,
+                    volume_id=self.model.snapshots.get(sid))
+        if args['snap'] in self.taken:
+            call.until = lambda body: body.get('snapshot', {}).get(
+                'status') in ('available', 'error')
+        return call
+
+    def op_revert(self, step, args):
+        """To the snapshot the scenario took (Cinder: only the latest)."""
+        sid = self.bound.get(args.get('snap')) or self.model.snapshot_of(
+            self.volume(args), args.get('pick', 0.0))
+        call = self._action(step, 'revert', {
+            'snapshot_id': sid or UNKNOWN_ID})
+        if _vt(step.version) < (3, 40):
+            call.must_fail = 'revert needs 3.40'
+        return call
+
+    def op_vol_migrate(self, step, args):
+        vid = self.volume(args)
+        with self.model.lock:
+            here = self.model.volumes.get(vid, {}).get('host') or ''
+            pools = [p for p in self.model.pools
+                     if '@%s#' % args['backend'] in p or (
+                         args['backend'] == 'other' and
+                         p.split('#')[0] != here.split('#')[0])]
+        return self._action(step, 'os-migrate_volume', {
+            'host': pools[0] if pools else 'nowhere@%s' % args['backend'],
+            'force_host_copy': bool(args.get('force_copy'))})
 
     def op_vol_update(self, step, args):
         vid = self.volume(args)

@@ -6,12 +6,15 @@ import time
 import requests
 
 from tests.stateful.findings import Finding
+from tests.stateful import groups
 from tests.stateful.world import CALLERS
 from tests.stateful.world import CONNECTED
 from tests.stateful.world import MULTI_KINDS
 from tests.stateful.world import PROJECT
 from tests.stateful.world import SETTLED
 from tests.stateful.world import SUSPECT_VOLUME
+from tests.stateful.world import TRANSIENT_BACKUP
+from tests.stateful.world import TRANSIENT_MIGRATION
 from tests.stateful.world import TRANSIENT_VOLUME
 from tests.stateful.world import UNKNOWN_ID
 from tests.stateful.world import access_mode
@@ -41,13 +44,15 @@ class Checker:
                 path, resp.status_code, resp.text[:300]))
         return resp.json()
 
-    def listing(self, path, key):
-        """Every page of a list."""
+    def listing(self, path, key, links=None):
+        """Every page of a list (``links``: its links' key, when not
+        ``<key>_links``)."""
         items, url = [], path
         while url:
             page = self.get(url)
             items += page[key]
-            nxt = [ln['href'] for ln in page.get('%s_links' % key, [])
+            nxt = [ln['href'] for ln in page.get(links or '%s_links' % key,
+                                                 [])
                    if ln.get('rel') == 'next']
             url = nxt[0].split('/v3/%s' % PROJECT, 1)[1] if nxt else None
         return items
@@ -59,10 +64,18 @@ class Checker:
         types = self.get('/types?is_public=none')['volume_types']
         snapshots = self.listing('/snapshots/detail?all_tenants=1',
                                  'snapshots')
+        backups = self.listing('/backups/detail?all_tenants=1', 'backups')
+        group_list = self.listing('/groups/detail?all_tenants=1', 'groups',
+                                  'group_links')
+        group_snaps = self.listing('/group_snapshots/detail?all_tenants=1',
+                                   'group_snapshots')
         return {'volumes': {v['id']: v for v in volumes},
                 'attachments': {a['id']: a for a in atts},
                 'types': {t['id']: t for t in types},
-                'snapshots': {s['id']: s for s in snapshots}}
+                'snapshots': {s['id']: s for s in snapshots},
+                'backups': {b['id']: b for b in backups},
+                'groups': {g['id']: g for g in group_list},
+                'group_snapshots': {g['id']: g for g in group_snaps}}
 
     def busy(self, snap):
         """What is still moving: volumes in a transient status,
@@ -71,6 +84,9 @@ class Checker:
         for v in snap['volumes'].values():
             if v['status'] in TRANSIENT_VOLUME and not self.reset(v['id']):
                 moving.append(('volume', v['id'], v['status']))
+            elif v.get('migration_status') in TRANSIENT_MIGRATION:
+                moving.append(('volume', v['id'], 'migration %s'
+                               % v['migration_status']))
         for a in snap['attachments'].values():
             if (a['status'] == 'attaching' and not a['connection_info']) or \
                     a.get('status_reason') == 'disconnecting':
@@ -78,7 +94,10 @@ class Checker:
         for sn in snap['snapshots'].values():
             if sn['status'] in ('creating', 'deleting'):
                 moving.append(('snapshot', sn['id'], sn['status']))
-        return moving
+        for b in snap['backups'].values():
+            if b['status'] in TRANSIENT_BACKUP:
+                moving.append(('backup', b['id'], b['status']))
+        return moving + groups.busy(snap)
 
     def reset(self, volume_id):
         return self.fz.model.history.get(volume_id, {}).get('reset')
@@ -95,11 +114,15 @@ class Checker:
 
     @staticmethod
     def _shape(snap):
-        return ({k: (v['status'], v['size']) for k, v in
-                 snap['volumes'].items()},
+        return ({k: (v['status'], v['size'], v.get('migration_status'))
+                 for k, v in snap['volumes'].items()},
                 {k: (a['status'], bool(a['connection_info'])) for k, a in
                  snap['attachments'].items()},
-                {k: sn['status'] for k, sn in snap['snapshots'].items()})
+                {k: sn['status'] for k, sn in snap['snapshots'].items()},
+                {k: b['status'] for k, b in snap['backups'].items()},
+                {k: g['status'] for k, g in snap['groups'].items()},
+                {k: g['status'] for k, g in
+                 snap['group_snapshots'].items()})
 
     def quiet(self, burst):
         """Wait until nothing moves and two snapshots in a row agree;
@@ -119,7 +142,10 @@ class Checker:
                     volume_id=ident if what == 'volume' else
                     snap['attachments'][ident]['volume_id']
                     if what == 'attachment' else
-                    snap['snapshots'][ident]['volume_id'],
+                    snap['snapshots'][ident]['volume_id']
+                    if what == 'snapshot' else
+                    snap['backups'][ident]['volume_id']
+                    if what == 'backup' else None,
                     attachment_id=ident if what == 'attachment' else None)
                     for what, ident, status in moving]
             previous = None if moving else snap
@@ -140,6 +166,16 @@ class Checker:
                     'snapshot-error', 'snapshot %s of volume %s is %s'
                     % (sid, sn['volume_id'], sn['status']), burst,
                     volume_id=sn['volume_id']))
+        found += groups.check(self, snap, burst)
+        for bid, b in snap['backups'].items():
+            # a backup either is taken or its create is refused: an error
+            # is work the API accepted and a service could not do
+            if b['status'].startswith('error'):
+                found.append(Finding(
+                    'backup-error', 'backup %s of volume %s is %s (%s)'
+                    % (bid, b['volume_id'], b['status'],
+                       b.get('fail_reason')), burst,
+                    volume_id=b['volume_id']))
         by_volume = collections.defaultdict(list)
         for a in snap['attachments'].values():
             by_volume[a['volume_id']].append(a)

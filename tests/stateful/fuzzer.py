@@ -15,11 +15,16 @@ from tests.stateful.model import Model
 from tests.stateful.plans import Planner
 from tests.stateful.plans import Step
 from tests.stateful.plans import instance_ids
+from tests.stateful import groups
 from tests.stateful import quotas
 from tests.stateful.worker import Worker
 from tests.stateful.world import TYPE_SLOTS
 from tests.stateful.world import VOLUME_SLOTS
 from tests.stateful.world import access_mode
+
+BACKEND_OPS = ('backup_create', 'backup_delete', 'vol_clone', 'revert',
+               'vol_migrate', 'group_create', 'group_add', 'group_remove',
+               'group_delete', 'gsnap_create', 'gsnap_delete')
 
 
 class Fuzzer:
@@ -44,6 +49,8 @@ class Fuzzer:
         self.snapshot_calls = collections.Counter()
         # os-force_delete answers, and how many raced an os-complete
         self.force_deletes = collections.Counter()
+        # backups, clones, reverts, migrations, groups: op and status
+        self.backend_calls = collections.Counter()
         self.requests = 0
         self.t0 = time.monotonic()
         self._lock = threading.Lock()
@@ -60,6 +67,8 @@ class Fuzzer:
                 self.snapshot_calls['%s %d' % (call.op, call.status)] += 1
             if call.op == 'vol_force_delete':
                 self.force_deletes[call.status] += 1
+            if call.op in BACKEND_OPS:
+                self.backend_calls['%s %d' % (call.op, call.status)] += 1
             self.requests += 1
 
     def judge(self, call, burst):
@@ -126,7 +135,7 @@ class Fuzzer:
     # -- the run --------------------------------------------------------------
     def bootstrap(self):
         """Every type slot, and a volume in each slot, one at a time."""
-        steps = quotas.bootstrap_steps()
+        steps = quotas.bootstrap_steps() + groups.bootstrap_steps()
         steps += [Step('type_create', 'admin', {'type': t})
                   for t in TYPE_SLOTS]
         kinds = ('multi', 'single', 'plain', 'multi', 'pin-ma', 'pin-noma',
@@ -135,6 +144,9 @@ class Fuzzer:
             'slot': slot, 'size': 1,
             'type': 'fz-%s-%d' % (kind, slot % 2) if kind else None})
             for slot, kind in enumerate(kinds[:VOLUME_SLOTS])]
+        with self.model.lock:
+            self.model.pools = sorted(p['name'] for p in self.checker.get(
+                '/scheduler-stats/get_pools')['pools'])
         Worker(self, 0, steps, -1).run()
         snap, stuck = self.checker.quiet(-1)
         self.findings += stuck
@@ -215,6 +227,9 @@ class Fuzzer:
             or '-')]
         rows += [('os-force_delete', ', '.join(
             '%d x%d' % kv for kv in sorted(self.force_deletes.items()))
+            or '-')]
+        rows += [('backend work', ', '.join(
+            '%s x%d' % kv for kv in sorted(self.backend_calls.items()))
             or '-')]
         rows += [('5xx', sum(n for k, n in self.codes.items()
                              if k.startswith('5'))),

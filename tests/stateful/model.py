@@ -19,6 +19,8 @@ class Model:
         self.attachments = {}    # id -> dict(volume_id, status, instance)
         self.history = {}        # volume id -> dict(slot, retyped, reset)
         self.snapshots = {}      # id -> volume id
+        self.backups = {}        # id -> volume id
+        self.pools = []          # the backends' pool names (migrations)
 
     @staticmethod
     def kind_of_name(name):
@@ -60,7 +62,8 @@ class Model:
         with self.lock:
             self.volumes[view['id']] = {
                 'slot': slot, 'size': view['size'], 'status': view['status'],
-                'type_id': view.get('volume_type_id')}
+                'type_id': view.get('volume_type_id'),
+                'host': view.get('os-vol-host-attr:host')}
             self.note(view['id'], slot=slot,
                       multiattach=view.get('multiattach'),
                       type_id=view.get('volume_type_id'))
@@ -80,6 +83,20 @@ class Model:
     def snapshot_of(self, volume_id, pick):
         with self.lock:
             ids = sorted(s for s, v in self.snapshots.items()
+                         if v == volume_id)
+        return ids[int(pick * len(ids))] if ids else None
+
+    def add_backup(self, view):
+        with self.lock:
+            self.backups[view['id']] = view.get('volume_id')
+
+    def drop_backup(self, backup_id):
+        with self.lock:
+            self.backups.pop(backup_id, None)
+
+    def backup_of(self, volume_id, pick):
+        with self.lock:
+            ids = sorted(b for b, v in self.backups.items()
                          if v == volume_id)
         return ids[int(pick * len(ids))] if ids else None
 
@@ -115,3 +132,6 @@ class Model:
             self.snapshots = {}
             for sn in snap.get('snapshots', {}).values():
                 self.add_snapshot(sn)
+            self.backups = {}
+            for b in snap.get('backups', {}).values():
+                self.add_backup(b)

@@ -5,6 +5,7 @@ import dataclasses
 import random
 import uuid
 
+from tests.stateful.groups import GroupPlans
 from tests.stateful.quotas import QuotaPlans
 from tests.stateful.world import HOSTS
 from tests.stateful.world import INSTANCES
@@ -28,7 +29,7 @@ class Step:
         return 1 + (self.twin.size() if self.twin else 0)
 
 
-class Planner(QuotaPlans):
+class Planner(QuotaPlans, GroupPlans):
     """Draws the plan of one thread in one burst: a list of scenarios,
     each a short meaningful sequence with perturbations."""
 
@@ -87,7 +88,8 @@ class Planner(QuotaPlans):
             (self.quota_play, 2), (self.quota_misuse, 1),
             (self.takeover, 2), (self.fencing, 2),
             (self.snapshot_race, 3), (self.force_delete_race, 1),
-            (self.begin_detaching_race, 1)]
+            (self.begin_detaching_race, 1), (self.backend_race, 4),
+            (self.group_race, 2)]
         makers = [m for m, w in scenarios for _ in range(w)]
         out = []
         while sum(s.size() for s in out) < steps:
@@ -367,6 +369,72 @@ class Planner(QuotaPlans):
         elif self.chance(0.8):
             steps.append(Step('snap_delete', who, {
                 'snap': s, 'slot': slot, 'pick': pick}))
+        return steps
+
+    BACKEND_WORK = ('backup', 'clone', 'revert', 'migrate')
+
+    def backend_work(self, work, slot, who, pick):
+        """The request of ``work`` (what a volume or backup service does
+        after the API has answered), and the steps that must come first."""
+        if work == 'backup':
+            return [], Step('backup_create', who, {
+                'slot': slot, 'pick': pick, 'force': self.chance(0.5)},
+                self.rng.choice(('3.0', '3.71')), bind=self.name('b'))
+        if work == 'clone':
+            return [], Step('vol_clone', who, {
+                'slot': slot, 'pick': pick, 'target': self.vslot()})
+        if work == 'revert':
+            s = self.name('s')
+            return [Step('snap_create', who, {
+                'slot': slot, 'pick': pick, 'force': True}, bind=s),
+                Step('snap_wait', 'admin', {'snap': s})], Step(
+                'revert', who, {'slot': slot, 'pick': pick, 'snap': s},
+                self.rng.choice(('3.40', '3.71', '3.71', '3.39')))
+        return [], Step('vol_migrate', self.rng.choice(
+            ('admin', 'admin', 'admin', who)), {
+            'slot': slot, 'pick': pick,
+            'backend': self.rng.choice(('other', 'other', 'ma', 'noma')),
+            'force_copy': self.chance(0.3)}, self.version())
+
+    def backend_race(self):
+        """Work the API accepts and a service does afterwards -- a backup,
+        a clone, a revert to the latest snapshot, a migration -- at the
+        moment its volume is deleted, extended, attached, snapshotted or
+        given the same work again; then (mostly) undone."""
+        slot, who, pick = self.vslot(), self.writer(), self.pick()
+        work = self.rng.choice(self.BACKEND_WORK)
+        steps, main = self.backend_work(work, slot, who, pick)
+        race = self.rng.choice(('delete', 'extend', 'attach', 'snapshot',
+                                'twice', 'other', None))
+        if race == 'delete':
+            main.twin = Step('vol_delete', who, {'slot': slot, 'pick': pick})
+        elif race == 'extend':
+            main.twin = Step('extend', who, {'slot': slot, 'grow': 1,
+                                             'pick': pick})
+        elif race == 'attach':
+            a = self.name('a')
+            main.twin = self.att_create(slot, who, a, True)
+            main.twin.args['pick'] = pick
+        elif race == 'snapshot':
+            main.twin = Step('snap_create', who, {
+                'slot': slot, 'pick': pick, 'force': True})
+        elif race == 'twice':
+            main.twin = dataclasses.replace(main, bind=None)
+        elif race == 'other':
+            _, main.twin = self.backend_work(
+                self.rng.choice(self.BACKEND_WORK), slot, who, pick)
+            main.twin.bind = None
+        steps.append(main)
+        if race == 'attach':
+            steps.append(Step('att_complete', who, {'att': a}))
+            if self.chance(0.7):
+                steps.append(Step('att_delete', who, {'att': a}))
+        if work == 'backup' and self.chance(0.7):
+            steps.append(Step('backup_delete', who, {
+                'backup': main.bind, 'slot': slot, 'pick': pick}))
+        if work == 'revert' and self.chance(0.7):
+            steps.append(Step('snap_delete', who, {
+                'snap': steps[0].bind, 'slot': slot, 'pick': pick}))
         return steps
 
     def force_delete_race(self):

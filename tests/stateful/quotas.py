@@ -135,7 +135,6 @@ class QuotaCalls:
     def op_limits(self, step, args):
         return Call('', '', 'GET', '/limits')
 
-
     def op_quota_class(self, step, args):
         return Call('', '', 'PUT', '/os-quota-class-sets/default',
                     {'quota_class_set': args['limits']})
@@ -179,13 +178,18 @@ def check_usage(checker, snap, burst):
         history = checker.fz.model.history.get(sn['volume_id'], {})
         if history.get('retyped'):
             fuzzy[project] = True
+    for b in snap.get('backups', {}).values():
+        project = b.get('os-backup-project-attr:project_id')
+        counted[project]['backups'] += 1
+        counted[project]['backup_gigabytes'] += b['size']
     for project in (PROJECT, OTHER_PROJECT):
         shown = checker.get('/os-quota-sets/%s?usage=True' % project)[
             'quota_set']
         real = counted[project]
         for key, value in sorted(shown.items()):
-            if key == 'id' or not key.startswith(('volumes', 'gigabytes',
-                                                  'snapshots')):
+            if key == 'id' or not key.startswith((
+                    'volumes', 'gigabytes', 'snapshots', 'backups',
+                    'backup_gigabytes')):
                 continue
             if fuzzy[project] and '_' in key:
                 continue

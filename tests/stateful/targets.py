@@ -21,8 +21,8 @@ class EmbeddedTarget:
             self.db_name = 'cl_sf_%s' % uuid.uuid4().hex[:12]
             sections['database'] = {'connection': cluster_mod.create_database(
                 db, self.db_name)}
-        # tests/harness/stack.py's short timeouts make a backend look down or an
-        # RPC time out when a loaded machine is slow for a few seconds;
+        # tests/harness/stack.py's short timeouts make a backend look down
+        # or an RPC time out when a loaded machine is slow for a few seconds;
         # no backend stops here, so a 503 must mean a real failure
         extra = {'service_down_time': 60, 'volume_rpc_timeout': 60}
         if log_file:
@@ -54,8 +54,10 @@ class ClusterTarget:
 
     def __init__(self, db, api_workers=1):
         from tests.harness import cluster as cluster_mod
+        # with a backup service, for the backups the plans take
         self.cluster = cluster_mod.Cluster(db, api_workers=api_workers,
-                                           service_down_time=30)
+                                           service_down_time=30,
+                                           **cluster_mod.posix_backup())
 
     def start(self):
         self.cluster.start()

@@ -6,6 +6,7 @@ import time
 import requests
 
 from tests.stateful.calls import Resolver
+from tests.stateful import groups
 from tests.stateful.world import CALLERS
 from tests.stateful.world import MAX_PER_SLOT
 
@@ -33,7 +34,7 @@ class Worker:
             self.twin_session.close()
 
     def play(self, step):
-        if step.op == 'vol_create' and self.full(step):
+        if step.op in ('vol_create', 'vol_clone') and self.full(step):
             return
         call = self.resolver.call(step)
         if step.bind and step.op == 'vol_delete':
@@ -58,8 +59,8 @@ class Worker:
     def full(self, step):
         """Keep each volume slot small: the plan does not know how many
         volumes a slot holds, the run does."""
-        return len(self.fz.model.volume_ids(step.args['slot'])) >= \
-            MAX_PER_SLOT
+        slot = step.args['target' if step.op == 'vol_clone' else 'slot']
+        return len(self.fz.model.volume_ids(slot)) >= MAX_PER_SLOT
 
     def send(self, session, call, gate=None):
         who = CALLERS[call.caller]
@@ -85,7 +86,7 @@ class Worker:
         try:
             resp = session.request(call.method, self.fz.url + call.path,
                                    headers=headers, timeout=60, **kwargs)
-            while call.poll and resp.status_code != call.poll and \
+            while not self.done(call, resp) and \
                     time.monotonic() - call.started < 5:
                 time.sleep(0.05)
                 resp = session.request(call.method, self.fz.url + call.path,
@@ -99,6 +100,18 @@ class Worker:
             call.status, call.answer = 599, 'no answer: %s' % e
         call.ended = time.monotonic()
         self.fz.record(self.burst, call)
+
+    @staticmethod
+    def done(call, resp):
+        """Whether a polling call has what it waits for."""
+        if call.poll:
+            return resp.status_code == call.poll
+        if call.until:
+            try:
+                return resp.status_code != 200 or call.until(resp.json())
+            except ValueError:
+                return True
+        return True
 
     def observe(self, step, call):
         """Learn from a success."""
@@ -123,6 +136,15 @@ class Worker:
             model.add_snapshot(answer['snapshot'])
             if step.bind:
                 self.resolver.bound[step.bind] = answer['snapshot']['id']
+        elif step.op == 'vol_clone' and 'volume' in answer:
+            model.add_volume(answer['volume'], step.args['target'])
+        elif step.op == 'backup_create' and 'backup' in answer:
+            model.add_backup(dict(answer['backup'],
+                                  volume_id=call.volume_id))
+            if step.bind:
+                self.resolver.bound[step.bind] = answer['backup']['id']
+        elif step.op == 'backup_delete':
+            model.drop_backup(call.path.rsplit('/', 1)[1])
         elif step.op == 'snap_delete':
             model.drop_snapshot(call.path.rsplit('/', 1)[1])
         elif step.op == 'type_create' and 'volume_type' in answer:
@@ -136,6 +158,7 @@ class Worker:
                 for name, tid in list(model.types.items()):
                     if tid == call.type_id:
                         del model.types[name]
+        groups.observe(self.resolver, step, answer)
         if step.op == 'retype':
             model.note(call.volume_id, retyped=True)
         if step.op == 'reset_status' and step.args.get('status'):

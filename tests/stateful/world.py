@@ -45,8 +45,12 @@ INSTANCES = 5
 # -- statuses (the wire strings; cinder_lite.common.states owns them) --------
 
 SETTLED = ('available', 'in-use', 'attaching', 'detaching', 'reserved')
-TRANSIENT_VOLUME = ('creating', 'deleting', 'extending', 'retyping')
-SUSPECT_VOLUME = ('error_deleting', 'error_extending')
+TRANSIENT_VOLUME = ('creating', 'deleting', 'extending', 'retyping',
+                    'backing-up', 'reverting', 'maintenance')
+# a migration under way (the admin view's migration_status)
+TRANSIENT_MIGRATION = ('starting', 'migrating', 'completing')
+TRANSIENT_BACKUP = ('creating', 'deleting', 'restoring')
+SUSPECT_VOLUME = ('error_deleting', 'error_extending', 'error_restoring')
 CONNECTED = ('attaching', 'attached', 'detaching', 'error_detaching')
 # a reservation of the legacy os-reserve (status_reason below) shows its
 # volume attaching, as Cinder's

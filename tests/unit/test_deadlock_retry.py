@@ -109,3 +109,61 @@ def test_deadlock_codes():
     class PgError(Exception):
         sqlstate = '40P01'
     assert db_api.is_deadlock(sa.exc.OperationalError('x', {}, PgError()))
+
+
+def _lost(at='SELECT 1'):
+    # as SQLAlchemy raises a disconnect: the connection invalidated
+    return sa.exc.OperationalError(
+        at, {}, pymysql.err.OperationalError(
+            2013, 'Lost connection to MySQL server during query'),
+        connection_invalidated=True)
+
+
+def test_a_connection_lost_before_the_commit_runs_it_again(database):
+    attempts = []
+
+    def txn(session):
+        attempts.append(1)
+        session.execute(sa.text('INSERT INTO t VALUES (:n)'),
+                        {'n': len(attempts)})
+        if len(attempts) == 1:
+            raise _lost()
+        return 'done'
+
+    assert db_api.run_writer(txn) == 'done'
+    assert attempts == [1, 1]
+    assert _rows() == [2]
+
+
+def test_a_connection_lost_at_the_commit_is_not_run_again(database):
+    """The COMMIT may have been applied: running the transaction again
+    could do it twice."""
+    attempts = []
+
+    @sa.event.listens_for(database, 'commit')
+    def _commit(conn):
+        raise _lost('COMMIT')
+
+    def txn(session):
+        attempts.append(1)
+        session.execute(sa.text('INSERT INTO t VALUES (1)'))
+
+    try:
+        with pytest.raises(sa.exc.OperationalError):
+            db_api.run_writer(txn)
+    finally:
+        sa.event.remove(database, 'commit', _commit)
+    assert attempts == [1]
+
+
+def test_an_error_that_lost_no_connection_is_not_run_again(database):
+    attempts = []
+
+    def txn(session):
+        attempts.append(1)
+        raise sa.exc.OperationalError(
+            'SELECT 1', {}, pymysql.err.OperationalError(2013, 'lost'))
+
+    with pytest.raises(sa.exc.OperationalError):
+        db_api.run_writer(txn)
+    assert attempts == [1]

@@ -1,5 +1,5 @@
 """The import graph of cinder_lite only looks down (``python -m
-tests.layers``; the floors are explained in doc/layout.rst), and the
+tests.layers``; the floors are explained in doc/source/layout.rst), and the
 check finds each kind of wrong arrow in a small package made for it."""
 import textwrap
 

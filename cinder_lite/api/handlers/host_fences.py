@@ -1,7 +1,7 @@
 """Host fences (cinder_lite's own resource; admins, policy
 ``volume_extension:host_fence``): fence a consumer host off volumes at
 the storage targets, unfence it, and ask the targets whether it can still
-reach them.  doc/fencing.rst says what a fence guarantees.
+reach them.  doc/source/fencing.rst says what a fence guarantees.
 
 * ``GET /os-host-fences[?host=H]``: the live fences, 200.
 * ``GET /os-host-fences/{host}?volume_id=V`` or ``?project_id=P``: per

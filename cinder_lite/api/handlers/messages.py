@@ -10,6 +10,7 @@ from cinder_lite.api import wsgi
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
 from cinder_lite.db import messages as db_messages
+from cinder_lite.db import query
 
 
 FILTERS = ('resource_uuid', 'resource_type', 'event_id', 'request_id',
@@ -56,10 +57,25 @@ def list_messages(req):
         raise webob.exc.HTTPBadRequest(
             explanation='Invalid filters %s are found in query options.'
                         % ','.join(unknown))
+    conf = req.environ['cinder_lite.conf']
+    paging = {}
+    if req.version >= (3, 5):
+        # 3.5: paging and sorting, newest first unless asked otherwise
+        sort_keys, sort_dirs = query.parse_sort(
+            req.GET.get('sort'), req.GET.get('sort_key'),
+            req.GET.get('sort_dir'), allowed=db_messages.SORT_KEYS)
+        paging = dict(sort_keys=sort_keys, sort_dirs=sort_dirs,
+                      limit=req.page_limit(conf),
+                      marker=req.GET.get('marker'),
+                      offset=req.int_param('offset', 0))
     with db_api.reader() as session:
         rows = db_messages.list_messages(
-            session, _scope(req), {k: req.GET[k] for k in keys})
-    return wsgi.json_response({'messages': [_view(req, m) for m in rows]})
+            session, _scope(req), {k: req.GET[k] for k in keys}, **paging)
+    items = [_view(req, m) for m in rows]
+    if not paging:
+        return wsgi.json_response({'messages': items})
+    return wsgi.json_response(links.page(req, conf, 'messages', rows, items,
+                                         paging['limit']))
 
 
 @wsgi.expected_errors(403, 404)

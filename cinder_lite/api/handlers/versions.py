@@ -1,9 +1,13 @@
 """Version discovery: ``GET /`` (300) and ``GET /v3`` or ``/v3/`` (200),
 served without a token in every auth mode because keystoneauth discovers
-versions unauthenticated."""
+versions unauthenticated.
+
+The document is Cinder's, plus ``build``: the version of cinder_lite that
+answers (from its git tag), which clients and Tempest's schema ignore."""
 from cinder_lite.api import microversion
 from cinder_lite.api.views import links
 from cinder_lite.api import wsgi
+from cinder_lite import version
 
 UPDATED = '2026-11-22T00:00:00Z'
 
@@ -15,6 +19,7 @@ def version_doc(req, conf):
         'version': microversion.to_str(microversion.MAX),
         'min_version': microversion.to_str(microversion.MIN),
         'updated': UPDATED,
+        'build': version.VERSION,
         'links': [{'rel': 'self',
                    'href': links.base_url(req, conf) + '/v3/'}],
         'media-types': [{

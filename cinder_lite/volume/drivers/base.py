@@ -71,7 +71,7 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         this backend, while its attachments may keep writing; True when
         it made it, False when it existed already.  What the copy holds
         of writes made meanwhile is the driver's to document
-        (doc/snapshots.rst)."""
+        (doc/source/snapshots.rst)."""
         raise NotImplementedError()
 
     def delete_snapshot(self, snapshot):
@@ -162,7 +162,7 @@ class VolumeDriver(metaclass=abc.ABCMeta):
         """Make ``volume`` reachable for ``connector`` with ``mode`` for
         one attachment.  ``volume['qos_specs']``: the back-end QoS specs of
         its type (per-GiB keys resolved; None without), which the export
-        applies as far as the backend can (doc/qos.rst)."""
+        applies as far as the backend can (doc/source/qos.rst)."""
 
     def remove_export(self, volume, connector, attachment_id, shared):
         """Undo ``create_export``.  ``shared`` is True while other

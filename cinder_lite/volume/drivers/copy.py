@@ -10,7 +10,7 @@ it copies the data the source has, and only that: holes are found with
 ``SEEK_DATA``/``SEEK_HOLE`` and stay holes, and each extent of data is
 moved by ``copy_file_range`` (in the kernel, no trip through this
 process).  Such a copy takes time, and a block written while it runs may
-be copied before or after that write (doc/snapshots.rst).
+be copied before or after that write (doc/source/snapshots.rst).
 """
 import errno
 import fcntl

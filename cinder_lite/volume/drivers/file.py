@@ -2,7 +2,7 @@
 each snapshot a file next to it (``snapshot-<id>``): a reflink of the
 volume where the filesystem has them, a sparse copy otherwise
 (``drivers/copy.py``; what each holds of writes made meanwhile is in
-doc/snapshots.rst).  Volumes from snapshots and clones are copies made
+doc/source/snapshots.rst).  Volumes from snapshots and clones are copies made
 the same way.
 
 Capacity is that of the filesystem holding the directory; the provisioned

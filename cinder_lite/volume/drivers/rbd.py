@@ -5,7 +5,7 @@ volumes from snapshots and clones of volumes copy-on-write clones
 (flattened past ``rbd_max_clone_depth``).  A snapshot of a single-writer
 image whose exclusive lock another client holds is a snapshot of a group
 of the image's own, made by the volume service over the holder's lock
-(the holder's key may not allocate snapshot ids; doc/rbd.rst); volumes
+(the holder's key may not allocate snapshot ids; doc/source/rbd.rst); volumes
 from it are copies.  Nothing lives on the volume node: several volume
 services of one cluster serve the same pool, and a node's death loses
 nothing.
@@ -29,7 +29,7 @@ that user, address and nonce), then waits until every placement group of
 the pool has applied the osdmap that holds the blocklist: only then does
 it report the host cut.  A write of the old client that an OSD accepted
 was accepted before that map; a write after it is refused
-(``ESHUTDOWN``).  doc/rbd.rst is the operator's side: the caps rbd_user
+(``ESHUTDOWN``).  doc/source/rbd.rst is the operator's side: the caps rbd_user
 needs and what each gives away.
 
 Which export an attachment has (its user, mode, image, and the member
@@ -118,7 +118,7 @@ def key_caps(image_id, name, mode, header_watch, ancestors=()):
     if ancestors:
         # librbd opens a parent by its id and looks its name up in the
         # pool's directory: a clone's key can read the names and ids of
-        # the pool's images (not their data; doc/rbd.rst)
+        # the pool's images (not their data; doc/source/rbd.rst)
         caps.append('allow r class-read object_prefix rbd_directory')
     return ', '.join(caps)
 
@@ -142,7 +142,7 @@ class RBDDriver(base.VolumeDriver):
         rados = rados_module()
         # a monitor or OSD that does not answer fails the call instead of
         # hanging it: a cut-off past target_drain_timeout fails loudly,
-        # as on every target (doc/fencing.rst)
+        # as on every target (doc/source/fencing.rst)
         drain = self.conf.target_drain_timeout
         conf = {'rados_mon_op_timeout': '%g' % drain,
                 'rados_osd_op_timeout': '%g' % (3 * drain)}
@@ -476,7 +476,7 @@ class RBDDriver(base.VolumeDriver):
     # librbd has the holder of a single-writer image's exclusive lock make
     # its snapshots; a host's key may not allocate snapshot ids (that
     # right is the whole pool's, and would let it remove any image's
-    # snapshots: doc/rbd.rst).  A group snapshot is made by the volume
+    # snapshots: doc/source/rbd.rst).  A group snapshot is made by the volume
     # service's own client instead: it blocks the holder's requests for
     # the lock, asks it for the lock (the holder finishes its writes in
     # flight and hands it over, its next writes wait), makes the snapshot
@@ -1320,10 +1320,23 @@ class RBDDriver(base.VolumeDriver):
                 reason='%r is not the name of a backup snapshot' % name)
         image = self._image(volume_name(volume['id']))
         try:
+            if self._locked_by_another(image):
+                # a host writes it and holds its exclusive lock: librbd
+                # would ask that host to make the snapshot, which its key
+                # may not; the backup takes a temporary snapshot instead,
+                # made with the lock handed over (create_snapshot)
+                LOG.info('no backup snapshot %s of volume %s: a host '
+                         'holds its exclusive lock', name, volume['id'])
+                return False
             image.create_snap(name)
         except rbd.ImageExists:
             LOG.info('backup snapshot %s of volume %s exists already',
                      name, volume['id'])
+        except rbd.PermissionError:
+            # a host took the lock meanwhile
+            LOG.info('no backup snapshot %s of volume %s: a host took '
+                     'its exclusive lock', name, volume['id'])
+            return False
         finally:
             image.close()
         LOG.info('made RBD backup snapshot %s@%s',

@@ -8,7 +8,7 @@ snapshot's data over the volume's while ``updated_at`` is renewed (a long
 copy is not taken for an abandoned one, here or on another member of the
 cluster); then the volume and the snapshot are recorded ``available``.
 A driver failure leaves the volume ``error`` (what its storage holds is
-then the driver's to say: doc/snapshots.rst) with a user message, and
+then the driver's to say: doc/source/snapshots.rst) with a user message, and
 the snapshot ``available``.  There is nothing to undo: the one side
 effect is the write.
 """
@@ -26,7 +26,7 @@ LOG = logging.getLogger(__name__)
 
 # cinder_lite's own event (Cinder records no message for a failed
 # revert): action 101 "revert to snapshot", detail 001 "an unknown error
-# occurred" (doc/api-history.rst)
+# occurred" (doc/source/api-history.rst)
 EVENT_REVERT_FAILED = 'VOLUME_VOLUME_101_001'
 
 

@@ -19,7 +19,7 @@ serving across a restart of the volume service (hosts keep their I/O);
 it is stopped when the service stops with no export left.  tgt has no
 limit of bandwidth or of operations per second (per target, LUN or
 session), so back-end QoS specs are not applied; front-end ones are the
-host's to apply (doc/qos.rst).  Each
+host's to apply (doc/source/qos.rst).  Each
 attachment's export is a small JSON record under the backend's state
 directory, which is what ``exports()`` reports and what a restart rebuilds
 targets from.

@@ -23,7 +23,7 @@ address rule with "don't know how to parse rule: allow=127.0.0.2"
 ``gid:`` rules parse.
 
 Back-end QoS specs are applied with nbdkit's rate filter (see
-``rate_limit`` and doc/qos.rst): it limits the bytes each export moves
+``rate_limit`` and doc/source/qos.rst): it limits the bytes each export moves
 per second, reads and writes each on their own; it has no limit of
 operations per second, so the ``*_iops_sec`` keys are not applied.
 
@@ -34,7 +34,7 @@ path is too long for a socket address): ``hold``
 pauses every read-write export of some volumes -- nbdkit answers once
 the requests it had received are done, and leaves later ones waiting --
 and resumes them when the block ends.  That is how a group snapshot is
-one point in time across its volumes (doc/groups.rst); ``start``
+one point in time across its volumes (doc/source/groups.rst); ``start``
 resumes any export a service that died while holding left paused.
 
 Each export listens on ``target_ip_address`` at the first free port of
