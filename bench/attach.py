@@ -561,18 +561,20 @@ def _transport(url):
         cfg.CONF, url=url, allowed_remote_exmods=[exception.__name__])
 
 
-def _rpc_server(transport, topic):
+def _rpc_server(transport, topic, exchange=None):
     import oslo_messaging as messaging
     from cinder_lite.common import rpc
     return messaging.get_rpc_server(
-        transport, messaging.Target(topic=topic, server='bench'),
+        transport, messaging.Target(topic=topic, server='bench',
+                                    exchange=exchange),
         [NoopEndpoint()], serializer=rpc.ContextSerializer())
 
 
-def rpc_server_main(url, topic):
-    """``attach.py --rpc-server URL TOPIC``: serve until stdin closes."""
+def rpc_server_main(url, topic, exchange=None):
+    """``attach.py --rpc-server URL TOPIC [EXCHANGE]``: serve until stdin
+    closes."""
     transport = _transport(url)
-    server = _rpc_server(transport, topic)
+    server = _rpc_server(transport, topic, exchange)
     server.start()
     print('ready', flush=True)
     sys.stdin.read()
@@ -586,8 +588,11 @@ class RPCFloor:
     for the in-process bus) and a client shared by all threads, as the API
     shares one."""
 
-    def __init__(self, url, in_process):
+    def __init__(self, url, in_process, exchange=None):
         self.url, self.in_process = url, in_process
+        # None: the control_exchange of this process (and of the server
+        # subprocess: both then use the default)
+        self.exchange = exchange
         self.topic = 'bench-attach-noop-%s' % uuid.uuid4().hex[:8]
         self.proc = self.server = self.transport = None
 
@@ -597,12 +602,14 @@ class RPCFloor:
         from cinder_lite.common import rpc
         self.transport = _transport(self.url)
         if self.in_process:
-            self.server = _rpc_server(self.transport, self.topic)
+            self.server = _rpc_server(self.transport, self.topic,
+                                      self.exchange)
             self.server.start()
         else:
             self.proc = subprocess.Popen(
                 [cluster_mod.python(), os.path.abspath(__file__),
-                 '--rpc-server', self.url, self.topic],
+                 '--rpc-server', self.url, self.topic] +
+                ([self.exchange] if self.exchange else []),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
             line = self.proc.stdout.readline()
@@ -611,7 +618,8 @@ class RPCFloor:
                                    % line)
         self.client = messaging.get_rpc_client(
             self.transport, messaging.Target(topic=self.topic,
-                                             server='bench', version='1.0'),
+                                             server='bench', version='1.0',
+                                             exchange=self.exchange),
             serializer=rpc.ContextSerializer(), timeout=30)
         self.ctxt = context.RequestContext(
             user_id='admin', project_id=PROJECT, roles=['admin'],
@@ -705,7 +713,10 @@ class DBFloor:
                  'attach_count': 0, 'attach_seq': 0}
                 for v in [self.one] + self.own])
 
-    def factory(self, layout):
+    def steps(self, layout):
+        """``make(i)`` -> (attach, detach) of client ``i``: ``attach()``
+        runs T1-T3 and returns the attachment's id, ``detach(att)`` T4
+        (bench/storm.py times them apart)."""
         sa, V, A = self.sa, self.V, self.A
         now = datetime.datetime.utcnow
 
@@ -715,7 +726,7 @@ class DBFloor:
             connector = {'host': 'bench-%d' % i, 'ip': '127.0.0.1',
                          'initiator': 'iqn.2026-11.org.example:bench-%d' % i}
 
-            def op():
+            def attach():
                 att = str(uuid.uuid4())
                 with self.engine.begin() as c:     # T1 reserve
                     r = c.execute(sa.update(V).where(
@@ -755,6 +766,9 @@ class DBFloor:
                     c.execute(sa.update(V).where(V.c.id == vol).values(
                         status='in-use', attach_count=V.c.attach_count + 1,
                         attach_seq=V.c.attach_seq + 1, updated_at=now()))
+                return att
+
+            def detach(att):
                 with self.engine.begin() as c:     # T4 delete
                     r = c.execute(sa.update(A).where(
                         A.c.id == att, A.c.attach_status == 'attached')
@@ -767,6 +781,17 @@ class DBFloor:
                         status=sa.case((V.c.attach_count == 1, 'available'),
                                        else_='in-use'),
                         attach_seq=V.c.attach_seq + 1, updated_at=now()))
+            return attach, detach
+        return make
+
+    def factory(self, layout):
+        steps = self.steps(layout)
+
+        def make(i):
+            attach, detach = steps(i)
+
+            def op():
+                detach(attach())
             return op
         return make
 
@@ -1332,7 +1357,7 @@ def parse_args(argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ['--rpc-server']:
-        rpc_server_main(argv[1], argv[2])
+        rpc_server_main(*argv[1:4])
         return 0
     args = parse_args(argv)
     started = time.perf_counter()

@@ -12,9 +12,12 @@ its first try, as a client that wants the attachment sees it.
 
 Targets:
 
-* ``cinder``: the endpoint given by ``--cinder-url``: a Cinder you run
-  on this machine with noauth tokens ``user:project`` (this repository
-  does not start one yet);
+* ``cinder``: the Cinder 29 of ``tools/cinder-reference`` (noauth on
+  127.0.0.1:18776, its fake driver, its own database and vhost on the
+  same MariaDB and RabbitMQ), started by this script when it is not
+  running and stopped again at the end; or any Cinder at
+  ``--cinder-url`` (noauth tokens ``user:project``; without CPU columns
+  unless it is the tool's);
 * ``cinder_lite``: a distributed deployment this script starts (API with
   one worker, scheduler, volume nodes as processes over RabbitMQ and
   ``--db``), as bench/attach.py does.
@@ -37,8 +40,9 @@ transactions in SQLAlchemy Core on the same database): Cinder's p50 over
 that floor is the most any service making this cycle's round trips could
 be faster than Cinder on this machine (``--no-floor`` skips it).
 
-    .venv/bin/python bench/versus_cinder.py --cinder-url \\
-        http://127.0.0.1:18776 --clients 1,8 --seconds 10 --rounds 2
+    tools/cinder-reference setup     # once (a few minutes: the venv)
+    .venv/bin/python bench/versus_cinder.py --clients 1,8 --seconds 10 \\
+        --rounds 2
 
 Exit status 1 when a cycle failed on either side (other than Cinder's
 refused creates, which are its documented behaviour).
@@ -56,13 +60,13 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from bench import attach  # noqa: E402
+from bench import cinder_reference  # noqa: E402
 from bench import volume_create as vc  # noqa: E402
 from tests.harness import cluster as cluster_mod  # noqa: E402
 
 MULTIATTACH_TYPE = 'versus-multiattach'
 # Cinder's refusal of a reservation while another is being made
 REFUSED = b'to reserve'
-CINDER_COMMANDS = ('cinder-api', 'cinder-scheduler', 'cinder-volume')
 
 
 class Target:
@@ -194,28 +198,6 @@ def run_cell(target, clients, seconds, sampler):
             'errors': [e for w in workers for e in w.errors]}
 
 
-def session_pids(leader):
-    """The processes of the session ``leader`` leads (how start.sh of the
-    Cinder reference runs each service with its workers)."""
-    found = []
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            fields = attach.util.stat_fields(int(entry))
-            if fields and fields[3] == str(leader) and fields[0] != 'Z':
-                found.append(int(entry))
-    return found
-
-
-def cinder_groups(run_dir):
-    groups = {}
-    for name in CINDER_COMMANDS:
-        with open(os.path.join(run_dir, 'pids', name + '.pid')) as f:
-            leader = int(f.read())
-        groups[name.replace('cinder-', '')] = \
-            lambda leader=leader: session_pids(leader)
-    return groups
-
-
 def lite_groups(deployment):
     return {name: fn for name, fn in attach.service_groups(
         deployment).items() if name != 'bench' and not name.endswith('*')}
@@ -333,14 +315,11 @@ def report(cells, idle, targets, floor=None):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    p.add_argument('--cinder-url', default='http://127.0.0.1:18776')
+    p.add_argument('--cinder-url', default=None,
+                   help="another Cinder than tools/cinder-reference's")
     p.add_argument('--cinder-project', default=cluster_mod.PROJECT)
     p.add_argument('--cinder-token', default=None,
                    help='default admin:<project> (noauth)')
-    p.add_argument('--cinder-run-dir', default=os.path.join(
-        os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'),
-        'cinder-reference', 'run'),
-        help="where start.sh recorded the services' pids (their CPU)")
     p.add_argument('--db', default='mysql', choices=('mysql', 'postgresql'),
                    help="cinder_lite's database (statements are counted "
                         'on MariaDB only)')
@@ -362,15 +341,21 @@ def main(argv=None):
     counters = None
     targets = []
     failed = False
+    reference = None
     try:
+        if args.cinder_url:
+            cinder_url, cinder_groups = args.cinder_url, {}
+        else:
+            reference = cinder_reference.Reference().ensure()
+            cinder_url, cinder_groups = reference.url, reference.groups()
         if args.db == 'mysql':
             counters = attach.DBCounters(deployment.cluster.db_url)
         targets = [
             Target('cinder_lite', deployment.url, attach.PROJECT,
                    'admin:%s' % attach.PROJECT, lite_groups(deployment)),
-            Target('cinder', args.cinder_url, args.cinder_project,
+            Target('cinder', cinder_url, args.cinder_project,
                    args.cinder_token or 'admin:%s' % args.cinder_project,
-                   cinder_groups(args.cinder_run_dir))]
+                   cinder_groups)]
         for target in targets:
             target.prepare()
             warm = Cycler(target, 999)
@@ -399,6 +384,8 @@ def main(argv=None):
             except Exception as e:
                 print('cleanup of %s: %s' % (target.name, e),
                       file=sys.stderr)
+        if reference is not None:
+            reference.stop()
         deployment.stop(keep=failed)
     if failed:
         print('\nERRORS: see above (cinder_lite logs kept in %s)'

@@ -6,11 +6,12 @@ import threading
 from oslo_config import cfg
 import oslo_messaging as messaging
 from oslo_messaging._drivers import amqpdriver
+from oslo_messaging import opts as messaging_opts
 from oslo_messaging import serializer as om_serializer
 
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
-from cinder_lite.common import inproc_bus  # noqa: F401  (registers kombu+inproc)
+from cinder_lite.common import inproc_bus  # noqa: F401 (kombu+inproc)
 
 _lock = threading.Lock()
 _transport = None
@@ -24,6 +25,9 @@ _transport = None
 # made a call took 5 s.  At 60 the wait is half a second; a check sends
 # nothing unless the connection was silent for the whole threshold.
 RABBIT_HEARTBEAT_RATE = 60
+
+# The calls an RPC server runs at once (see get_server)
+RPC_EXECUTOR_THREADS = 16
 
 # How long a listener's first wait for its next message lasts (seconds).
 # oslo.messaging's listeners (an RPC server's, a client's reply queue)
@@ -123,4 +127,14 @@ def get_server(topic, server, endpoints):
     # oslo.messaging accepts no other executor name, hence the attribute,
     # which tests/functional/test_process.py watches.
     rpc_server._executor_cls = futures.ThreadPoolExecutor
+    # At most RPC_EXECUTOR_THREADS calls at once per server unless the
+    # operator sets executor_thread_pool_size (the option exists once a
+    # server was made; the pool is sized when the server starts).  At
+    # oslo.messaging's 64, a storm of 100 hosts detaching one volume over
+    # the bus ran 64 deletes at once in the API, each waiting on the
+    # volume's row lock, and as many disconnects in the volume service:
+    # 31-50 s, disconnects unanswered within 30 s and the volume service
+    # taken for down; at 16, 2.3 s (bench/storm.py, doc/performance.rst).
+    messaging_opts.set_defaults(rpc_server.conf,
+                                executor_thread_pool_size=RPC_EXECUTOR_THREADS)
     return rpc_server

@@ -52,13 +52,21 @@ core_opts = [
 def register_opts(conf):
     conf.register_opts(core_opts)
     # A pool as large as the threads that use it at once in the busiest
-    # process (the API's 16 request threads, the volume service's
-    # connects): oslo.db's 5 makes the sixth concurrent transaction open
-    # a connection and close it again afterwards, a new TCP (and TLS)
-    # handshake per request under load.
+    # process: past the pool, each concurrent transaction opens a
+    # connection and closes it again when it ends (SQLAlchemy keeps only
+    # pool_size), a TCP handshake, the login and PyMySQL's TLS context
+    # (it loads the system's CA certificates for every connection, even
+    # to a server without TLS) per transaction.  The API's RPC server and
+    # the volume service's run up to executor_thread_pool_size calls at
+    # once (64 in oslo.messaging, 16 here: common/rpc.py), beside the
+    # API's 16 request threads, and a transaction may open a second one:
+    # at 10, a storm of 50 hosts attaching over the bus spent 40-46 % of
+    # the API's and the volume service's busy time opening connections
+    # (bench/storm.py, doc/performance.rst).  The pool grows only as far
+    # as the concurrency reached.
     db_options.set_defaults(
         conf, connection='sqlite:///$state_path/cinder-lite.sqlite',
-        max_pool_size=10)
+        max_pool_size=64)
 
 
 def list_opts():

@@ -631,7 +631,8 @@ class Cluster:
         default.update(self.extra_default)
         sections = {'DEFAULT': default,
                     'database': {'connection': self.db_url}}
-        sections.update(self.extra_sections)
+        for name, opts in self.extra_sections.items():  # merged, not replaced
+            sections.setdefault(name, {}).update(opts)
         self._write_conf(self.common_conf, sections)
         for node, (host, section, opts) in self.nodes.items():
             backend = {'volume_backend_name': section}
