@@ -246,8 +246,8 @@ class Checks(upgradecheck.UpgradeCommands):
             warnings.append(
                 'service_down_time = %d is under two report_interval '
                 '(%d): one late heartbeat shows a live service down and '
-                'its work is refused or moved.' % (conf.service_down_time,
-                                                  conf.report_interval))
+                'its work is refused or moved.' % (
+                    conf.service_down_time, conf.report_interval))
         longest_call = conf.volume_rpc_timeout + \
             volume_rpcapi.CALL_SEND_GRACE
         if conf.reconcile_after <= longest_call:
