@@ -193,6 +193,12 @@ def main():
                              'parameters (cache=none, fadvise=sequential) '
                              'as nbd:OPTION, tgt ones as iscsi:--bstype=aio '
                              'or iscsi:nr_iothreads=N (a tgtd of its own)')
+    parser.add_argument('--iscsi-port', type=int, default=ISCSI_PORT,
+                        help='the iscsi backend\'s portal port (its tgtd\'s '
+                             'control port is this modulo 32768)')
+    parser.add_argument('--work-dir', help='make the run\'s state '
+                        'directory under this one (default: the temporary '
+                        'directory)')
     parser.add_argument('--json', help='write the figures here')
     args = parser.parse_args()
     paths = [x.strip() for x in args.paths.split(',') if x.strip()]
@@ -216,12 +222,14 @@ def main():
     if 'rbd' in paths:
         from bench import ceph_cluster
         cluster = ceph_cluster.Cluster()
-    work = tempfile.mkdtemp(prefix='cinder-lite-datapath-')
+    work = tempfile.mkdtemp(prefix='cinder-lite-datapath-',
+                            dir=args.work_dir)
     sections = {
         'local': {'target_protocol': 'local'},
         'nbd': {'target_protocol': 'nbd',
                 'target_port_range': '20809-20899'},
-        'iscsi': {'target_protocol': 'iscsi', 'target_port': ISCSI_PORT},
+        'iscsi': {'target_protocol': 'iscsi', 'target_port': args.iscsi_port,
+                  'target_control_port': args.iscsi_port % 32768},
         'rbd': cluster.backend() if cluster else None}
     rows, rbd_rows = [], []
     real = {'rows': [], 'floors': {}}
@@ -435,7 +443,7 @@ def run_real_clients(stack, paths, clients, args, work, real):
                 bench_rows(['qemu-io'], real_clients.iscsi_path(
                     'iscsi, CHAP', info, initiator, work))
                 twin = real_clients.IscsiTwin(
-                    stack_control_port(stack, backend), file, volume['id'])
+                    stack_control_port(args), file, volume['id'])
                 try:
                     bench_rows(['qemu-io', 'qemu-img'],
                                real_clients.iscsi_path(
@@ -445,9 +453,8 @@ def run_real_clients(stack, paths, clients, args, work, real):
                     twin.stop()
                 for knob in knobs:
                     if knob.startswith('iscsi:'):
-                        iscsi_knob(knob[6:], stack, backend, file, volume,
-                                   info, initiator, work, clients, measure,
-                                   rows)
+                        iscsi_knob(knob[6:], args, file, volume, info,
+                                   initiator, work, clients, measure, rows)
         finally:
             api.delete('/attachments/%s' % att['id'])
         if os.path.exists(floor_target):
@@ -471,23 +478,21 @@ def nbd_knob(knob, record, info, work, clients, measure, rows):
         twin.stop()
 
 
-def stack_control_port(stack, backend):
-    # the bench's iscsi section sets target_port only: tgtd's control
-    # port is the same number
-    return ISCSI_PORT
+def stack_control_port(args):
+    return args.iscsi_port % 32768
 
 
-def iscsi_knob(knob, stack, backend, file, volume, info, initiator, work,
-               clients, measure, rows):
+def iscsi_knob(knob, args, file, volume, info, initiator, work, clients,
+               measure, rows):
     """A twin without CHAP with one tgt option: a backing-store option
     on the driver's tgtd (``--bstype=aio``), or ``nr_iothreads=N``: a
     tgtd of the bench's own started with ``-t N``."""
     daemon = None
-    control, portal = stack_control_port(stack, backend), None
+    control, portal = stack_control_port(args), None
     bsopts = []
     if knob.startswith('nr_iothreads='):
         daemon, control, portal = real_clients.start_tgtd(
-            int(knob.split('=', 1)[1]), work)
+            int(knob.split('=', 1)[1]), work, (control + 11) % 32768)
     else:
         bsopts = knob.split('=', 1)
     try:

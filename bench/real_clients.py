@@ -322,7 +322,7 @@ class NbdTwin:
             argv = [a.decode() for a in f.read().split(b'\0') if a]
         self.ip = argv[argv.index('-i') + 1]
         self.port = free_port(self.ip)
-        out, skip = [], False
+        out, skip, self.pause_dir = [], False, None
         for arg in argv:
             if skip:
                 skip = False
@@ -333,10 +333,12 @@ class NbdTwin:
             elif arg.startswith('--tls') and not tls:
                 continue
             elif arg.startswith('pause-control='):
-                # a control socket of its own: the driver's stays the
-                # driver's
+                # a control socket of its own (the driver's stays the
+                # driver's), in a short path: a socket's address holds
+                # 107 bytes
+                self.pause_dir = tempfile.mkdtemp(prefix='cl-pause-')
                 out.append('pause-control=%s' % os.path.join(
-                    tempfile.mkdtemp(prefix='pause-', dir=workdir), 'ctl'))
+                    self.pause_dir, 'ctl'))
             else:
                 out.append(arg)
         at = out.index('--foreground') + 1
@@ -350,8 +352,9 @@ class NbdTwin:
         deadline = time.monotonic() + 5
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError('nbdkit twin exited: %s' %
-                                   self.proc.stderr.read().decode()[-500:])
+                err = self.proc.stderr.read().decode()[-500:]
+                self.stop()
+                raise RuntimeError('nbdkit twin exited: %s' % err)
             try:
                 socket.create_connection((self.ip, self.port), 0.5).close()
                 break
@@ -372,6 +375,8 @@ class NbdTwin:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.pause_dir:
+            shutil.rmtree(self.pause_dir, ignore_errors=True)
 
 
 class IscsiTwin:
@@ -414,29 +419,26 @@ class IscsiTwin:
                   self.tid)
 
 
-TGTD_CONTROL = 23271
-
-
-def start_tgtd(threads, workdir):
-    """A tgtd of the bench's own with ``-t threads`` I/O threads: (its
-    process, control port, portal)."""
+def start_tgtd(threads, workdir, control):
+    """A tgtd of the bench's own with ``-t threads`` I/O threads on
+    control port ``control``: (its process, control port, portal)."""
     port = free_port('127.0.0.1')
     portal = '127.0.0.1:%d' % port
     log = open(os.path.join(workdir, 'tgtd-%d.log' % threads), 'wb')
-    proc = subprocess.Popen(['tgtd', '-f', '-C', str(TGTD_CONTROL), '-t',
+    proc = subprocess.Popen(['tgtd', '-f', '-C', str(control), '-t',
                              str(threads), '--iscsi', 'portal=%s' % portal],
                             stdin=subprocess.DEVNULL, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     log.close()
     deadline = time.monotonic() + 5
-    while subprocess.run(['tgtadm', '-C', str(TGTD_CONTROL), '--mode',
+    while subprocess.run(['tgtadm', '-C', str(control), '--mode',
                           'system', '--op', 'show'],
                          capture_output=True).returncode != 0:
         if proc.poll() is not None or time.monotonic() > deadline:
-            stop_tgtd(proc, TGTD_CONTROL)
+            stop_tgtd(proc, control)
             raise RuntimeError('tgtd -t %d did not start' % threads)
         time.sleep(0.05)
-    return proc, TGTD_CONTROL, portal
+    return proc, control, portal
 
 
 def stop_tgtd(proc, control):
