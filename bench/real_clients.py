@@ -7,7 +7,9 @@ Clients:
   qemu-block-extra) with exactly the credentials of the attachment's
   connection_info: a ``tls-creds-psk`` object on a key file for NBD, a
   ``secret`` object on a file for the CHAP password (neither on a
-  command line).  Commands go in on stdin; the time is taken between two
+  command line), cache mode writeback (what a guest's disk with
+  ``cache=none`` gets; qemu-io's default, writethrough, flushes after
+  every write).  Commands go in on stdin; the time is taken between two
   ``length`` commands that bracket them, so the start, the open and the
   TLS handshake or iSCSI login are not in it.  1 MiB sequential and
   4 KiB random (offsets from a seeded generator), one request in flight
@@ -145,7 +147,11 @@ LENGTH = re.compile(rb'(\d+(\.\d+)? [KMGT]?i?B|\d+ bytes)\n$')
 def qemu_io(path, mib, commands, timeout=300):
     """Seconds between the ``length`` before ``commands`` and the one
     after (qemu-io prints its output as it goes)."""
-    argv = ['stdbuf', '-oL', 'qemu-io']
+    # writeback, as qemu-img bench and a guest's disk with cache=none:
+    # a write is done when the target has it, and the flush after the
+    # last one is in the time (qemu-io's own default, writethrough,
+    # flushes after every write)
+    argv = ['stdbuf', '-oL', 'qemu-io', '--cache=writeback']
     for obj in path.objects:
         argv += ['--object', obj]
     argv += ['--image-opts', image_opts(path, mib)]
