@@ -248,12 +248,13 @@ class MigrationService:
             swapping = bool(db_attachments.live_for_volume(session, new.id)
                             or db_attachments.live_for_volume(session,
                                                               volume.id))
-        if not volume.migration_status:
-            raise exception.InvalidVolume(
-                reason='Source volume not mid-migration.')
+        # Cinder's refusals (with the ids)
         if not new.migration_status:
             raise exception.InvalidVolume(
-                reason='Destination volume not mid-migration.')
+                reason='Destination volume %s not mid-migration.' % new.id)
+        if not volume.migration_status:
+            raise exception.InvalidVolume(
+                reason='Source volume %s not mid-migration.' % volume.id)
         expected = db_migrations.target_marker(volume.id)
         if new.migration_status != expected:
             raise exception.InvalidVolume(
