@@ -126,6 +126,19 @@ class Migrator:
                     LOG.warning('volume %s: migration not started (it is '
                                 '%s)', volume_id, source.migration_status)
                     return None
+                # an in-use volume: its one server's disk is swapped by
+                # Nova (the API let only such a one start); attached
+                # otherwise since the API's check, it does not move
+                live = db_attachments.live_for_volume(session, volume_id)
+                if live and not (
+                        source.status == states.IN_USE and len(live) == 1
+                        and live[0].attach_status == states.ATTACHED and
+                        live[0].instance_uuid and not source.multiattach
+                        and not new_type_id):
+                    raise exception.InvalidVolume(
+                        reason='volume %s was attached or reserved after '
+                               'its migration was asked for' % volume_id)
+                servers = [a.instance_uuid for a in live]
                 type_values = None
                 if new_type_id:
                     type_values = {
@@ -135,11 +148,6 @@ class Migrator:
                     session, source, target_id, dest_host, dest_cluster,
                     new_type_id or source.volume_type_id)
                 db_migrations.move(session, volume_id, 'copy')
-                # an in-use volume: its one server's disk is swapped by
-                # Nova (the API let only such a one start)
-                servers = [a.instance_uuid for a in
-                           db_attachments.live_for_volume(session,
-                                                          volume_id)]
                 return (source.attach_seq, source.size, type_values,
                         db_volumes.summary(target),
                         db_volumes.summary(source), servers)
@@ -152,11 +160,6 @@ class Migrator:
         self.rpc.create_volume(ctxt, dest_host, target_id, target)
         self._wait_created(volume_id, target_id)
         if servers:
-            if len(servers) != 1 or not servers[0] or new_type_id:
-                raise exception.InvalidVolume(
-                    reason='volume %s is attached %d time(s): only one '
-                           'server\'s disk is swapped' % (volume_id,
-                                                          len(servers)))
             try:
                 self.manager.nova.swap_volume(
                     servers[0], volume_id, target_id,
