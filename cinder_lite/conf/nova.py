@@ -1,8 +1,9 @@
 """How a volume service reaches Nova ([nova]): keystoneauth's session,
 auth and adapter options, as every OpenStack service that calls another
 names them.  Used to tell Nova that an attached volume grew (the
-``volume-extended`` server external event), as Cinder does; without
-``auth_type`` nothing is sent."""
+``volume-extended`` server external event) and to ask it to swap an
+attached volume's disk when the volume migrates, as Cinder does; without
+``auth_type`` nothing is sent and in-use volumes do not migrate."""
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from cinder_lite.common import exception
 from cinder_lite.common import states
+from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
 from cinder_lite.db import volumes as db_volumes
 
@@ -176,3 +177,57 @@ def swap(session, source_id, target_id, attach_seq, size, new_type_id,
     if new_type_id and new_type_id != source.volume_type_id:
         db_volumes.retype(session, source_id, new_type_id,
                           type_values or {}, check)
+
+
+def swap_attached(session, source_id, target_id):
+    """End the migration of an in-use volume whose server Nova moved to
+    the temporary volume: under both row locks, the volume takes the
+    temporary volume's backend and ``success``, and the attachments Nova
+    made to the temporary volume (as Cinder's completion, which gives
+    them the volume's id); its status follows from them (in-use).  The
+    temporary volume takes the source backend and becomes ``deleting``
+    (its service there deletes the old storage).  Refused
+    (InvalidVolume) when the volume is no longer ``completing``."""
+    V = models.Volume
+    source = db_volumes.lock(session, source_id)
+    target = db_volumes.lock(session, target_id)
+    if source.migration_status != states.MIGRATION_COMPLETING or \
+            target.migration_status != target_marker(source_id):
+        raise exception.InvalidVolume(
+            reason='the migration of volume %s is %s, not completing' % (
+                source_id, source.migration_status))
+    now = models.utcnow()
+    old = {'host': source.host, 'cluster_name': source.cluster_name,
+           'service_uuid': source.service_uuid}
+    session.execute(
+        sa.update(V).where(V.id == source_id).values(
+            host=target.host, cluster_name=target.cluster_name,
+            service_uuid=target.service_uuid,
+            shared_targets=target.shared_targets,
+            persistent_reservations=target.persistent_reservations,
+            migration_status=states.MIGRATION_SUCCESS, updated_at=now)
+        .execution_options(synchronize_session=False))
+    A = models.VolumeAttachment
+    session.execute(
+        sa.update(A).where(A.volume_id == target_id,
+                           A.deleted == sa.false())
+        .values(volume_id=source_id, updated_at=now)
+        .execution_options(synchronize_session=False))
+    session.execute(
+        sa.update(V).where(V.id == target_id).values(
+            status=states.DELETING, updated_at=now, **old)
+        .execution_options(synchronize_session=False))
+    db_attachments.sync_volume_status(session, source_id)
+
+
+def swapped_to(session, source_id):
+    """Whether a server's disk is being swapped by Nova to the temporary
+    volume of ``source_id``'s migration (that volume has an attachment):
+    the migration waits for Nova's completion, not for a copy here."""
+    T = models.Volume
+    A = models.VolumeAttachment
+    return session.execute(
+        sa.select(A.id).join(T, T.id == A.volume_id).where(
+            T.migration_status == target_marker(source_id),
+            T.deleted == sa.false(), A.deleted == sa.false())
+        .limit(1)).first() is not None

@@ -5,9 +5,15 @@ os-migrate_volume_completion and the retype that moves a volume
 volume marked ``starting`` by compare-and-swap and the source's service
 asked.
 
-Only a detached volume migrates: cinder_lite does not drive Nova's swap
-of an attached volume's disk, so an in-use one is refused (400) with
-the reason, a multiattach one in use with its own.
+A detached volume's data is copied by the volume services.  An in-use
+volume with one attachment to one server migrates through Nova, as in
+Cinder: the source's service makes the temporary volume and asks Nova
+to swap the server's disk to it; Nova copies the data on its host,
+moves the server's attachment to the temporary volume and calls
+``os-migrate_volume_completion`` back (``complete`` here).  A
+multiattach volume in use is refused (400): Nova swaps no volume with
+several read-write attachments, and cinder_lite does not start what
+would stop there.  A retype with migration moves detached volumes only.
 """
 import logging
 
@@ -23,6 +29,7 @@ from cinder_lite.db import snapshots as db_snapshots
 from cinder_lite.db import volume_migrations as db_migrations
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
+from cinder_lite.volume import nova
 from cinder_lite.volume import rpcapi as volume_rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -32,6 +39,8 @@ CANNOT_START = ('Volume %s status must be available or in-use, must not be '
                 'migrating, have snapshots, be replicated, be part of a '
                 'group and destination host must be different than the '
                 'current host')
+IN_USE_STATUSES = (states.IN_USE, states.ATTACHING, states.DETACHING,
+                   states.RESERVED)
 
 
 class Destination:
@@ -52,6 +61,7 @@ class MigrationService:
     def __init__(self, conf, volume_rpcapi_client):
         self.conf = conf
         self.volume_rpcapi = volume_rpcapi_client
+        self.nova = nova.NovaNotifier(conf)
 
     # -- os-migrate_volume ----------------------------------------------------
     def migrate(self, context, volume_id, host=None, cluster=None,
@@ -63,7 +73,7 @@ class MigrationService:
             volume = db_volumes.get(session, volume_id)
             dest = self._destination(session, host, cluster)
             vtype = db_types.get(session, volume.volume_type_id)
-        self.check_movable(volume, dest, host or cluster)
+        self.check_movable(volume, dest, host or cluster, swap=True)
         if dest.caps and not capabilities.satisfies(
                 dest.caps, vtype['extra_specs']):
             # what Cinder's scheduler filters refuse (No valid host)
@@ -71,8 +81,12 @@ class MigrationService:
                 reason='%s cannot hold volume %s: its type %s asks for '
                        'capabilities that backend does not report.' % (
                            host or cluster, volume.id, vtype['name']))
+        # (as Cinder, lock_volume makes only an available volume
+        # ``maintenance``)
         self.start(context, volume, dest,
-                   lock_event='migrate_lock' if lock_volume else None)
+                   lock_event='migrate_lock' if lock_volume and
+                   volume.status == states.AVAILABLE else None,
+                   swap=True)
 
     def _destination(self, session, host, cluster):
         """The backend named by ``host`` or ``cluster``, if one of its
@@ -103,23 +117,34 @@ class MigrationService:
                            dest_host if member.cluster_name else None,
                            owner, caps)
 
-    def check_movable(self, volume, dest, named):
+    def check_movable(self, volume, dest, named, swap=False):
+        """Refuse (InvalidHost, InvalidVolume) a move the destination
+        cannot take, or of an in-use volume that cannot move: a
+        multiattach one, or any when ``swap`` is false (a retype) or no
+        Nova is configured to swap its disk."""
         if volume.host and volume_rpcapi.backend_host(volume.host) == \
                 dest.backend:
             raise exception.InvalidHost(
                 reason='Destination host must be different than the '
                        'current host.')
-        if volume.status in (states.IN_USE, states.ATTACHING,
-                             states.DETACHING, states.RESERVED):
+        if volume.status in IN_USE_STATUSES:
             if volume.multiattach:
                 raise exception.InvalidVolume(
-                    reason='Volume %s is a multiattach volume in use: it '
-                           'cannot be migrated while it is attached.'
+                    reason='Volume %s is a multiattach volume in use: '
+                           'swapping multi-attach volumes with more than '
+                           'one read/write attachment is not supported by '
+                           'Nova, so it cannot be migrated while it is '
+                           'attached; detach it first.' % volume.id)
+            if not swap:
+                raise exception.InvalidVolume(
+                    reason='Volume %s is in use: a retype with migration '
+                           'moves detached volumes only; detach it first.'
                            % volume.id)
-            raise exception.InvalidVolume(
-                reason='Volume %s is in use: this cloud migrates detached '
-                       'volumes only (the swap of an attached disk by '
-                       'Nova is not driven); detach it first.' % volume.id)
+            if not self.nova.configured:
+                raise exception.InvalidVolume(
+                    reason='Volume %s is in use: no Nova is configured '
+                           '([nova] auth_type) to swap the attached disk; '
+                           'detach it first.' % volume.id)
         if dest.caps and \
                 volume.size > capabilities.capacity_limit(dest.caps):
             raise exception.InvalidHost(
@@ -127,11 +152,12 @@ class MigrationService:
                     named, volume.id, volume.size))
 
     def start(self, context, volume, dest, lock_event=None,
-              new_type_id=None):
+              new_type_id=None, swap=False):
         """Mark the migration ``starting`` (and the volume
         ``lock_event``'s status) under the volume's lock, then ask the
         source's service.  Refused with Cinder's message when the volume
-        is not available, migrates already, has snapshots or
+        is not available (or, given ``swap``, in-use with one attachment
+        to one server), migrates already, has snapshots or other
         attachments, or is in a group."""
         # the source's service copies: it must be up
         with db_api.reader() as session:
@@ -141,11 +167,18 @@ class MigrationService:
         refusal = exception.InvalidVolume(reason=CANNOT_START % volume.id)
         with db_api.writer() as session:
             vol = db_volumes.lock(session, volume.id)
-            if vol.status != states.AVAILABLE or vol.group_id or \
+            live = db_attachments.live_for_volume(session, vol.id)
+            if vol.status == states.AVAILABLE:
+                movable = not live
+            else:
+                movable = swap and vol.status == states.IN_USE and \
+                    not vol.multiattach and len(live) == 1 and \
+                    live[0].attach_status == states.ATTACHED and \
+                    bool(live[0].instance_uuid)
+            if not movable or vol.group_id or \
                     db_migrations.target_of(vol.migration_status) or \
                     vol.migration_status in states.MIGRATION_RUNNING or \
-                    db_snapshots.of_volume(session, vol.id) or \
-                    db_attachments.live_for_volume(session, vol.id):
+                    db_snapshots.of_volume(session, vol.id):
                 raise refusal
             try:
                 db_migrations.move(session, vol.id, 'start')
@@ -201,18 +234,41 @@ class MigrationService:
     # -- os-migrate_volume_completion -----------------------------------
     def complete(self, context, volume_id, new_volume_id, error):
         """Cinder's completion, which Nova calls once it swapped an
-        attached volume's disk.  Here only detached volumes migrate and
-        their volume service completes them itself: a completion of one
-        is refused while its copy runs; ``error`` of a migration that
-        stopped (``error`` already) is accepted.  Returns the id the
-        volume keeps."""
+        attached volume's disk for the temporary volume ``new_volume_id``
+        (``error``: the swap failed).  Returns the id the server's disk
+        keeps: the volume's.
+
+        A detached volume's migration is completed by its volume service:
+        a completion of one is refused while its copy runs; ``error`` of
+        one that stopped (``error`` already) is accepted."""
         policy.authorize(context, policy.MIGRATE_COMPLETE, {})
         with db_api.reader() as session:
             volume = db_volumes.get(session, volume_id)
             new = db_volumes.get(session, new_volume_id)
-        if db_migrations.target_of(new.migration_status) != volume.id:
+            swapping = bool(db_attachments.live_for_volume(session, new.id)
+                            or db_attachments.live_for_volume(session,
+                                                              volume.id))
+        # Cinder's refusals (with the ids)
+        if not new.migration_status:
             raise exception.InvalidVolume(
                 reason='Destination volume %s not mid-migration.' % new.id)
+        if not volume.migration_status:
+            raise exception.InvalidVolume(
+                reason='Source volume %s not mid-migration.' % volume.id)
+        expected = db_migrations.target_marker(volume.id)
+        if new.migration_status != expected:
+            raise exception.InvalidVolume(
+                reason='Destination has migration_status %s, expected %s.'
+                % (new.migration_status, expected))
+        if volume.migration_status == states.MIGRATION_MIGRATING and \
+                swapping:
+            if error:
+                return self._swap_failed(context, volume, new)
+            return self._swap_done(context, volume, new)
+        if volume.migration_status == states.MIGRATION_COMPLETING and \
+                not error:
+            # a completion cut short after the rename: run the rest
+            return self._swap_done(context, volume, new)
         if volume.migration_status in states.MIGRATION_RUNNING:
             raise exception.InvalidVolume(
                 reason='Volume %s is being migrated by its volume service, '
@@ -221,10 +277,71 @@ class MigrationService:
             raise exception.InvalidVolume(
                 reason='Source volume %s not mid-migration.' % volume.id)
         # the migration failed: its temporary volume goes
+        self._drop(context, new.id)
+        return volume.id
+
+    def _drop(self, context, target_id):
+        """The temporary volume is deleted by its service (with what it
+        holds)."""
         with db_api.writer() as session:
             try:
-                db_volumes.transition(session, new.id, 'force_delete')
+                db_volumes.transition(session, target_id, 'force_delete')
             except exception.InvalidTransition:
-                return volume.id
-        self.volume_rpcapi.delete_volume(context, new.host, new.id)
+                return
+            host = db_volumes.get(session, target_id).host
+        self.volume_rpcapi.delete_volume(context, host, target_id)
+
+    def _swap_failed(self, context, volume, new):
+        """Nova could not swap: the volume stays where it is, attached
+        as it was; the temporary volume goes."""
+        with db_api.writer() as session:
+            try:
+                db_migrations.move(session, volume.id, 'fail')
+            except exception.InvalidTransition:
+                raise exception.InvalidVolume(
+                    reason='Source volume %s not mid-migration.' % volume.id)
+        LOG.error('volume %s: migration -> error: Nova could not swap the '
+                  'disk to %s', volume.id, new.id)
+        self._drop(context, new.id)
+        return volume.id
+
+    def _swap_done(self, context, volume, new):
+        """Nova swapped the server's disk to the temporary volume: its
+        storage takes the volume's id on the destination, then one
+        transaction swaps the two rows (the volume on the destination,
+        with the attachment Nova made; the temporary row on the source,
+        ``deleting``) and the source's service deletes the old storage.
+        A rename that fails leaves the migration ``completing`` and
+        both volumes as they are: the completion may be sent again."""
+        with db_api.writer() as session:
+            db_volumes.lock(session, volume.id)
+            if db_attachments.live_for_volume(session, volume.id):
+                raise exception.InvalidVolume(
+                    reason='Volume %s is still attached: the server has '
+                           'not moved to %s.' % (volume.id, new.id))
+            attached = [a for a in db_attachments.live_for_volume(
+                session, new.id) if a.attach_status == states.ATTACHED]
+            if len(attached) != 1:
+                raise exception.InvalidVolume(
+                    reason='Destination volume %s is not attached to the '
+                           'server.' % new.id)
+            if volume.migration_status == states.MIGRATION_MIGRATING:
+                db_migrations.move(session, volume.id, 'complete')
+        LOG.info('volume %s: migration migrating -> completing (Nova '
+                 'swapped the disk to %s)', volume.id, new.id)
+        self.volume_rpcapi.migrate_finish(context, new.host, new.id,
+                                          volume.id)
+        with db_api.writer() as session:
+            db_migrations.swap_attached(session, volume.id, new.id)
+            try:
+                db_volumes.transition(session, volume.id, 'migrate_unlock')
+            except exception.InvalidTransition:
+                pass
+        LOG.info('volume %s: migration completing -> success, now on %s '
+                 '(attached)', volume.id, new.host)
+        try:
+            self.volume_rpcapi.delete_volume(context, volume.host, new.id)
+        except Exception:
+            # it stays ``deleting``: its service rolls the delete forward
+            LOG.exception('temporary volume %s: delete not sent', new.id)
         return volume.id

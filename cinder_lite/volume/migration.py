@@ -17,6 +17,14 @@ the source's service, which
    row the source's host and ``deleting``; the source deletes it, which
    removes the old storage (``drop_old_storage``).
 
+An in-use volume (one attachment, to one server) is not copied here:
+once the temporary volume is made, its service asks Nova to swap the
+server's disk to it (``nova.NovaNotifier.swap_volume``) and leaves the
+migration ``migrating``; Nova copies the data on its host, moves the
+server's attachment to the temporary volume and calls
+``os-migrate_volume_completion``, which completes as in 3. with that
+attachment moving to the volume (``migrate_api``).
+
 Any failure before the swap: ``error``, the volume stays where it was
 (its status what it was), the temporary volume is deleted by its
 service, the new storage with it.  A service that stops in the middle
@@ -33,11 +41,13 @@ from cinder_lite.common import states
 from cinder_lite.connector import devices
 from cinder_lite.connector import host as connector_host
 from cinder_lite.db import api as db_api
+from cinder_lite.db import attachments as db_attachments
 from cinder_lite.db import models
 from cinder_lite.db import quota_limits as quota
 from cinder_lite.db import volume_migrations as db_migrations
 from cinder_lite.db import volume_types as db_types
 from cinder_lite.db import volumes as db_volumes
+from cinder_lite.volume import nova
 from cinder_lite.volume import rpcapi
 from cinder_lite.volume import types as volume_types
 
@@ -116,6 +126,19 @@ class Migrator:
                     LOG.warning('volume %s: migration not started (it is '
                                 '%s)', volume_id, source.migration_status)
                     return None
+                # an in-use volume: its one server's disk is swapped by
+                # Nova (the API let only such a one start); attached
+                # otherwise since the API's check, it does not move
+                live = db_attachments.live_for_volume(session, volume_id)
+                if live and not (
+                        source.status == states.IN_USE and len(live) == 1
+                        and live[0].attach_status == states.ATTACHED and
+                        live[0].instance_uuid and not source.multiattach
+                        and not new_type_id):
+                    raise exception.InvalidVolume(
+                        reason='volume %s was attached or reserved after '
+                               'its migration was asked for' % volume_id)
+                servers = [a.instance_uuid for a in live]
                 type_values = None
                 if new_type_id:
                     type_values = {
@@ -127,15 +150,25 @@ class Migrator:
                 db_migrations.move(session, volume_id, 'copy')
                 return (source.attach_seq, source.size, type_values,
                         db_volumes.summary(target),
-                        db_volumes.summary(source))
+                        db_volumes.summary(source), servers)
         recorded = quota.ensuring_rows(record)
         if recorded is None:
             return
-        attach_seq, size, type_values, target, volume = recorded
+        attach_seq, size, type_values, target, volume, servers = recorded
         LOG.info('volume %s: migration starting -> migrating, to %s '
                  '(temporary volume %s)', volume_id, dest_host, target_id)
         self.rpc.create_volume(ctxt, dest_host, target_id, target)
         self._wait_created(volume_id, target_id)
+        if servers:
+            try:
+                self.manager.nova.swap_volume(
+                    servers[0], volume_id, target_id,
+                    getattr(ctxt, 'request_id', None))
+            except nova.SwapRefused as e:
+                raise exception.BackendError(reason=e.message)
+            LOG.info('volume %s: migration migrating, Nova swaps server %s '
+                     'to %s', volume_id, servers[0], target_id)
+            return
         self._copy(ctxt, volume, target, dest_host)
         with db_api.writer() as session:
             db_migrations.move(session, volume_id, 'complete')
@@ -337,6 +370,10 @@ def reconcile(backend, max_age, busy):
     max_age                       temporary volume is left to the
                                   destination (the rule above)
     ============================  ======================================
+
+    Neither rule touches a migration whose temporary volume has an
+    attachment: Nova swaps a server's disk to it (as long as its data
+    takes to copy) and completes the migration, or fails it, itself.
     """
     cutoff = models.utcnow() - datetime.timedelta(seconds=max_age)
     changes = []
@@ -344,9 +381,13 @@ def reconcile(backend, max_age, busy):
         targets = [(db_volumes.summary(t), t.updated_at, t.created_at,
                     s.migration_status if s is not None else None)
                    for t, s in db_migrations.targets_on(
-                       session, backend.backend_id)]
+                       session, backend.backend_id)
+                   if s is None or s.migration_status !=
+                   states.MIGRATION_MIGRATING or
+                   not db_attachments.live_for_volume(session, t.id)]
         sources = [v.id for v in db_migrations.stale_sources(
-            session, backend.backend_id, cutoff)]
+            session, backend.backend_id, cutoff)
+            if not db_migrations.swapped_to(session, v.id)]
     for volume_id in sources:
         if volume_id in busy:
             continue

@@ -5,6 +5,12 @@ server attached to it, so the hypervisor resizes the guest's disk; after
 a reserved volume was re-imaged (os-reimage, Nova rebuilding a server
 booted from it), ``volume-reimaged``, which the rebuild waits for.
 
+It also asks Nova to swap an attached volume's disk for the temporary
+volume of its migration (``PUT /servers/{id}/os-volume_attachments/
+{volume_id}``, as Cinder's generic migration of an in-use volume);
+Nova copies the data on its host and calls ``os-migrate_volume_
+completion`` back.
+
 Credentials and the endpoint are the ``[nova]`` options (a keystoneauth
 session, auth plugin and adapter; the endpoint from the catalog unless
 ``endpoint_override`` names one).  With no ``auth_type`` there is no Nova
@@ -24,6 +30,17 @@ LOG = logging.getLogger(__name__)
 VOLUME_EXTENDED_VERSION = '2.51'
 # ... and volume-reimaged
 VOLUME_REIMAGED_VERSION = '2.93'
+# the swap of a server's volume: Cinder asks it at the base version (its
+# only behaviour before 2.85, where the same PUT also updates a BDM)
+SWAP_VERSION = '2.1'
+
+
+class SwapRefused(Exception):
+    """Nova did not take the swap of a volume (``message`` says why)."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
 
 
 class NovaNotifier:
@@ -61,6 +78,35 @@ class NovaNotifier:
         return self._send('volume-reimaged', VOLUME_REIMAGED_VERSION,
                           'was re-imaged', volume_id, instance_uuids,
                           request_id)
+
+    def swap_volume(self, instance_uuid, volume_id, new_volume_id,
+                    request_id=None):
+        """Ask Nova to move server ``instance_uuid`` from ``volume_id``
+        to ``new_volume_id`` (the temporary volume of a migration).
+        Nova answers 202 once its API reserved the new volume and cast
+        the swap to the compute host; SwapRefused otherwise (also when
+        no Nova is configured)."""
+        if not self.configured:
+            raise SwapRefused('no [nova] auth_type is set: there is no '
+                              'Nova to swap the attached disk')
+        headers = {'X-OpenStack-Request-ID': request_id} if request_id \
+            else None
+        try:
+            resp = self._client().put(
+                '/servers/%s/os-volume_attachments/%s' % (instance_uuid,
+                                                          volume_id),
+                json={'volumeAttachment': {'volumeId': new_volume_id}},
+                microversion=SWAP_VERSION, headers=headers,
+                raise_exc=False)
+        except (ks_exc.ClientException, ValueError) as e:
+            raise SwapRefused('Nova could not be asked: %s' % e)
+        if resp.status_code != 202:
+            raise SwapRefused('Nova refused the swap of server %s\'s '
+                              'volume: %s %s' % (instance_uuid,
+                                                 resp.status_code,
+                                                 _fault(resp)))
+        LOG.info('volume %s: Nova swaps server %s to %s', volume_id,
+                 instance_uuid, new_volume_id)
 
     def _send(self, name, version, what, volume_id, instance_uuids,
               request_id):
@@ -101,3 +147,14 @@ class NovaNotifier:
             ', '.join(taken) or 'none',
             '; refused for %s' % ', '.join(refused) if refused else '')
         return taken
+
+
+def _fault(resp):
+    """The message of a Nova error body (``{"badRequest": {"message":
+    ...}}``), else the start of the body."""
+    try:
+        body = resp.json()
+        (fault,) = body.values()
+        return fault['message']
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return resp.text[:300]

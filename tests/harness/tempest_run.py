@@ -13,7 +13,9 @@ tempest.log, the stestr repository) and ``results.json``.
 Selections (any number, one run): ``--interop`` (the interop guideline's
 volume tests, tools/tempest-interop-volume.txt), ``--compute-attach``
 (tempest.api.compute.volumes.test_attach_volume), ``--backup`` (the
-volume tests of backups, their quotas and limits), ``--volume`` (the
+volume tests of backups, their quotas and limits), ``--maintenance``
+(a few tests each of migration, retype, manage and unmanage, groups and
+group snapshots), ``--volume`` (the
 whole tempest.api.volume tree) and regular expressions.  Tests matching
 tools/tempest-exclude.txt are not run (and are counted as excluded).
 
@@ -64,6 +66,24 @@ SELECTIONS = {
         r'test_volume_snapshot_quotas_negative\.',
         r'^tempest\.api\.volume\.admin\.test_volume_quota_classes\.',
         r'^tempest\.api\.volume\.test_volume_absolute_limits\.'],
+    # a volume's maintenance (issue 47), one or two quick tests each:
+    # migration (a retype that moves the volume to the other backend),
+    # retype in place, manage and unmanage of a volume and of a
+    # snapshot, groups and group snapshots
+    'maintenance': [
+        r'^tempest\.api\.volume\.admin\.test_volume_retype\.'
+        r'VolumeRetypeWithMigrationTest\.'
+        r'test_available_volume_retype_with_migration\b',
+        r'^tempest\.api\.volume\.admin\.test_volume_retype\.'
+        r'VolumeRetypeWithoutMigrationTest\.test_available_volume_retype\b',
+        r'^tempest\.api\.volume\.admin\.test_volume_manage\.'
+        r'VolumeManageAdminTest\.test_unmanage_manage_volume\b',
+        r'^tempest\.api\.volume\.admin\.test_snapshot_manage\.'
+        r'SnapshotManageAdminTest\.test_unmanage_manage_snapshot\b',
+        r'^tempest\.api\.volume\.admin\.test_groups\.GroupsTest\.'
+        r'test_group_create_show_list_delete\b',
+        r'^tempest\.api\.volume\.admin\.test_group_snapshots\.'
+        r'GroupSnapshotsTest\.test_group_snapshot_create_show_list_delete\b'],
 }
 TEST_LINE = re.compile(r'^\{\d+\} ')
 CLASS_FIXTURE = re.compile(r'^(setUpClass|tearDownClass) \((\S+)\)$')
@@ -100,7 +120,7 @@ def selections(args):
     chosen = {}
     if args.interop:
         chosen['interop'] = [exact(t) for t in read_list(INTEROP_LIST)]
-    for name in ('compute-attach', 'backup', 'volume'):
+    for name in ('compute-attach', 'backup', 'maintenance', 'volume'):
         if getattr(args, name.replace('-', '_')):
             chosen[name] = list(SELECTIONS[name])
     for regex in args.regex:
@@ -321,6 +341,10 @@ def parse_args(argv=None):
     parser.add_argument('--backup', action='store_true',
                         help='the volume tests of backups (backups, their '
                              'quotas and limits)')
+    parser.add_argument('--maintenance', action='store_true',
+                        help='a few tests each of migration, retype, '
+                             'manage and unmanage, groups and group '
+                             'snapshots')
     parser.add_argument('--volume', action='store_true',
                         help='the whole tempest.api.volume tree')
     parser.add_argument('regex', nargs='*',
@@ -337,9 +361,9 @@ def parse_args(argv=None):
                         help='only list the tests that would run')
     args = parser.parse_args(argv)
     if not (args.interop or args.compute_attach or args.backup or
-            args.volume or args.regex):
+            args.maintenance or args.volume or args.regex):
         parser.error('nothing selected: give --interop, --compute-attach, '
-                     '--backup, --volume or a regex')
+                     '--backup, --maintenance, --volume or a regex')
     return args
 
 

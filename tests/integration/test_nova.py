@@ -430,6 +430,152 @@ def test_the_owner_cannot_pull_an_attachment_nova_made(cloud, demo, admin):
     assert volume(demo, vid)['status'] == 'available'
 
 
+def backend_of(admin, vid):
+    return volume(admin, vid)['os-vol-host-attr:host']
+
+
+def other_backend(host):
+    """The file backend of the two (``node-ma@ma``, ``node-mb@mb``) the
+    volume is not on."""
+    ma, mb = 'node-ma@ma', 'node-mb@mb'
+    return mb if host.startswith(ma + '#') else ma
+
+
+def volume_file(cloud, host, vid):
+    section = host.partition('@')[2].partition('#')[0]
+    return os.path.join(cloud.cinder.workdir, 'state', 'volumes', section,
+                        'volume-%s' % vid)
+
+
+def migrate(admin, vid, host, expect=202):
+    return admin.volume('POST', '/volumes/%s/action' % vid, {
+        'os-migrate_volume': {'host': host}}, expect=expect)
+
+
+def temporary_volumes(admin, vid):
+    everything = admin.volume('GET', '/volumes/detail?all_tenants=1',
+                              expect=200).json()['volumes']
+    return [v['id'] for v in everything
+            if v.get('migration_status') == 'target:%s' % vid]
+
+
+def test_an_attached_volume_migrates_through_novas_swap(cloud, demo,
+                                                        admin):
+    """os-migrate_volume of an in-use volume (issue 47): the source's
+    volume service makes the temporary volume on the other backend and
+    asks Nova to swap the server's disk to it (PUT
+    /servers/{id}/os-volume_attachments/{volume_id}, with cinder_lite's
+    service user); Nova attaches the temporary volume, detaches the
+    volume and calls os-migrate_volume_completion back.  The volume
+    keeps its id, is in-use on the other backend with the attachment
+    Nova made, its old storage gone; the server's disk still names it,
+    and Nova detaches it afterwards as any other."""
+    data = make_volume(demo, 'swapped')
+    sid = boot(demo, cloud, 'swapper', make_volume(demo, 'swapper-root',
+                                                   bootable=True))
+    host = host_of(admin, wait_active(demo, sid))
+    nova_attach(demo, sid, data)
+    wait_for(lambda: attached_hosts(admin, data) == {sid: host},
+             'volume attached')
+    (before,) = attachments_of(admin, data)
+    source = backend_of(admin, data)
+    dest = other_backend(source)
+    assert os.path.exists(volume_file(cloud, source, data))
+    log = RequestLog(cloud)
+    log.mark()
+    migrate(admin, data, dest)
+    statuses = set()
+
+    def migrated():
+        v = volume(admin, data)
+        statuses.add((v['status'], v['migration_status']))
+        assert v['migration_status'] != 'error', v
+        return v['migration_status'] == 'success' and v
+    after = wait_for(migrated, 'the migration through Nova')
+    print('(status, migration_status) seen: %s' % sorted(statuses))
+    assert after['status'] == 'in-use'
+    assert after['os-vol-host-attr:host'].startswith(dest + '#')
+    assert [a['server_id'] for a in after['attachments']] == [sid]
+    (moved,) = attachments_of(admin, data)
+    assert moved['id'] != before['id'] and moved['instance'] == sid
+    assert moved['status'] == 'attached' and \
+        moved['attached_host'] == host
+    # Nova's side: the server's disk names the volume, with the
+    # attachment Nova made (shown from compute API 2.89)
+    (disk,) = [a for a in demo.compute(
+        'GET', '/servers/%s/os-volume_attachments' % sid, expect=200,
+        version='2.89').json()['volumeAttachments']
+        if a['volumeId'] == data]
+    assert disk['attachment_id'] == moved['id']
+    actions = admin.compute('GET', '/servers/%s/os-instance-actions' % sid,
+                            expect=200).json()['instanceActions']
+    assert 'swap_volume' in [a['action'] for a in actions]
+    # what Nova asked of cinder_lite for the swap (with the service
+    # user's token, so the requests are the service project's)
+    calls = show(log.since(cloud.identity.project('service')),
+                 'the swap of a migrating volume')
+    for call in (('POST', '/v3/{id}/volumes/{id}/action'),
+                 ('POST', '/v3/{id}/attachments'),
+                 ('PUT', '/v3/{id}/attachments/{id}'),
+                 ('DELETE', '/v3/{id}/attachments/{id}')):
+        assert call in calls, (call, calls)
+    # the temporary volume and the old storage are gone; the data lives
+    # under the volume's id on the destination
+    wait_for(lambda: not os.path.exists(volume_file(cloud, source, data))
+             and temporary_volumes(admin, data) == [],
+             'old storage and temporary volume removed')
+    assert os.path.exists(volume_file(cloud, dest, data))
+    # and it detaches as any volume: on its new backend
+    demo.compute('DELETE', '/servers/%s/os-volume_attachments/%s' % (
+        sid, data), expect=202)
+    wait_for(lambda: volume(demo, data)['status'] == 'available',
+             'detached after the migration')
+    assert attachments_of(admin, data) == []
+
+
+def test_migrations_nova_refuses_or_cinder_lite_does_not_start(
+        cloud, demo, admin):
+    """A multiattach volume in use is refused with Cinder's 400 and the
+    reason (Nova swaps none with several read-write attachments); a swap
+    Nova refuses (a stopped server) ends the migration ``error``, the
+    volume attached as it was, where it was, the temporary volume
+    gone."""
+    shared = make_volume(demo, 'shared-unmoved', SHARED_TYPE)
+    plain = make_volume(demo, 'plain-unmoved')
+    sid = boot(demo, cloud, 'stays', make_volume(demo, 'stays-root',
+                                                 bootable=True))
+    wait_active(demo, sid)
+    for vid in (shared, plain):
+        nova_attach(demo, sid, vid)
+        wait_for(lambda: list(attached_hosts(admin, vid)) == [sid],
+                 'volume attached')
+    resp = migrate(admin, shared, other_backend(backend_of(admin, shared)),
+                   expect=400)
+    assert 'multiattach volume in use' in \
+        resp.json()['badRequest']['message'], resp.text
+    assert volume(admin, shared)['migration_status'] is None
+
+    demo.compute('POST', '/servers/%s/action' % sid, {'os-stop': None},
+                 expect=202)
+    wait_for(lambda: server(demo, sid)['status'] == 'SHUTOFF',
+             'server stopped')
+    source = backend_of(admin, plain)
+    (before,) = attachments_of(admin, plain)
+    migrate(admin, plain, other_backend(source))
+    wait_for(lambda: volume(admin, plain)['migration_status'] == 'error',
+             'the migration ends in error')
+    after = volume(admin, plain)
+    assert after['status'] == 'in-use'
+    assert after['os-vol-host-attr:host'] == source
+    assert attachments_of(admin, plain) == [before]
+    wait_for(lambda: temporary_volumes(admin, plain) == [],
+             'the temporary volume deleted')
+    node = source.partition('@')[2].partition('#')[0]
+    with open(cloud.cinder.processes[node].log_path) as f:
+        assert "Nova refused the swap of server %s's volume: 409" % sid \
+            in f.read()
+
+
 def test_keystone_tokens_for_real(cloud):
     """cinder_lite's own keystone-mode scenario (member, reader, another
     project's member and admin) with tokens from the real Keystone."""

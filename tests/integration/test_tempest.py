@@ -2,12 +2,16 @@
 with a real Keystone, Glance and Nova (the session's deployment,
 tests/harness/openstack.py, shared with test_nova.py).
 
-Three selections must pass on every run: the volume tests of the
+Four selections must pass on every run: the volume tests of the
 interop guideline 2020.06 (tools/tempest-interop-volume.txt, the bar for
 "OpenStack Powered"), Nova's volume attach tests
-(tempest.api.compute.volumes.test_attach_volume) and the backup tests
+(tempest.api.compute.volumes.test_attach_volume), the backup tests
 (``tools/tempest --backup``: backups, their quotas and limits, against
-the deployment's backup service and its POSIX store).  A test may be skipped
+the deployment's backup service and its POSIX store) and, in a run of
+their own after the others, six tests of a volume's maintenance
+(``tools/tempest --maintenance``: a retype with migration to another
+backend, a retype in place, manage and unmanage of a volume and of a
+snapshot, a group, a group snapshot).  A test may be skipped
 only by the options tempest.conf sets for features cinder_lite does not
 offer (tests/harness/tempest_conf.py) or by the commented exclude list
 (tools/tempest-exclude.txt); doc/source/tempest.rst lists both.  The whole
@@ -23,7 +27,10 @@ database and the RBD volume service's log that every volume of the run
 was an RBD image and that Nova's attachments were exported as Ceph users.
 The exception: a volume a restore makes (Tempest restores without a
 target volume) has the default type, as in Cinder, and lands wherever
-the scheduler sends that type; it is counted apart.
+the scheduler sends that type; it is counted apart.  The maintenance
+tests make types of their own (the retypes name Tempest's
+``backend_names``, the groups' types name no backend), so their run
+comes after the check's.
 
 Needs the pinned Tempest of tools/tempest-venv: skipped without it,
 failed instead under CINDER_LITE_REQUIRE_SERVICES=1, as in CI.
@@ -32,6 +39,7 @@ import collections
 import io
 import os
 import re
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -88,37 +96,51 @@ def volumes_made_since(cloud, since):
         engine.dispose()
 
 
-@pytest.fixture(scope='module')
-def tempest_done(workspace, openstack_cloud):
-    """The three selections in one ``tempest run`` (one start of
-    Tempest and one discovery): what the selections and the RBD check
-    read."""
-    chosen = tempest_run.selections(tempest_run.parse_args(
-        ['--interop', '--compute-attach', '--backup']))
+def run_selections(workspace, cloud, names):
+    """The selections ``names`` (tools/tempest's options) in one
+    ``tempest run`` (one start of Tempest and one discovery)."""
+    chosen = tempest_run.selections(tempest_run.parse_args(names))
     selected, excluded, missing = tempest_run.select(
         workspace, chosen, tempest_run.EXCLUDE_LIST)
     assert selected, chosen
     assert missing == [], 'interop tests this Tempest lacks: %s' % missing
     # (the deployment's other users, test_nova.py and test_images.py,
     # run before or after this module, never during it)
-    since = database_now(openstack_cloud)
+    since = database_now(cloud)
     progress = io.StringIO()
+    started = time.monotonic()
     workspace.run(selected, concurrency=CONCURRENCY, out=progress)
-    openstack_cloud.check_alive()
+    print('tempest run %s: %d tests in %.0f s' % (
+        ' '.join(names), len(selected), time.monotonic() - started))
+    cloud.check_alive()
     return {'chosen': chosen, 'selected': selected, 'excluded': excluded,
             'missing': missing,
             'results': tempest_run.outcomes(selected, workspace.results()),
-            'volumes': volumes_made_since(openstack_cloud, since),
-            'rbd_log': openstack_cloud.cinder.processes['rbd'].read_log()}
+            'volumes': volumes_made_since(cloud, since)}
 
 
 @pytest.fixture(scope='module')
-def results(tempest_done):
+def tempest_done(workspace, openstack_cloud):
+    """The interop, compute attach and backup selections: what their
+    tests and the RBD check read."""
+    done = run_selections(workspace, openstack_cloud,
+                          ['--interop', '--compute-attach', '--backup'])
+    done['rbd_log'] = openstack_cloud.cinder.processes['rbd'].read_log()
+    return done
+
+
+@pytest.fixture(scope='module')
+def maintenance_done(tempest_done, workspace, openstack_cloud):
+    """The maintenance selection, after the others."""
+    return run_selections(workspace, openstack_cloud, ['--maintenance'])
+
+
+def outcomes_of(done):
     """A function: selection name -> (report, {failed test id: reason},
-    [passed test ids])."""
-    chosen, selected, excluded, missing = (tempest_done[k] for k in (
+    [passed test ids]) of the run ``done``."""
+    chosen, selected, excluded, missing = (done[k] for k in (
         'chosen', 'selected', 'excluded', 'missing'))
-    outcome, broken = tempest_done['results']
+    outcome, broken = done['results']
 
     def of(name):
         mine = {name: chosen[name]}
@@ -139,6 +161,11 @@ def results(tempest_done):
     return of
 
 
+@pytest.fixture(scope='module')
+def results(tempest_done):
+    return outcomes_of(tempest_done)
+
+
 def test_interop_volume_tests_pass(results):
     report, failed, passed = results('interop')
     assert failed == {}, report
@@ -155,6 +182,22 @@ def test_backup_tests_pass(results):
     report, failed, passed = results('backup')
     assert failed == {}, report
     assert passed, report
+
+
+def test_maintenance_tests_pass(maintenance_done):
+    """Migration, retype, manage and unmanage, groups (issue 47): the
+    six tests run and pass (none skipped: the options they need are on,
+    tests/harness/tempest_conf.py)."""
+    report, failed, passed = outcomes_of(maintenance_done)('maintenance')
+    assert failed == {}, report
+    assert len(passed) == len(tempest_run.SELECTIONS['maintenance']), \
+        report
+    # the retype with migration moved a volume between backends
+    hosts = {(host or 'none').split('#')[0]
+             for host, _ in maintenance_done['volumes'].values()}
+    print('backends of the maintenance tests\' volumes: %s'
+          % sorted(hosts))
+    assert len(hosts) > 1, hosts
 
 
 def test_tempest_volumes_were_on_rbd(tempest_done):
