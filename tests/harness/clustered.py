@@ -24,7 +24,8 @@ the scheduler and two volume services of one cluster.
 requests.  ``retries()`` counts, per process, the transactions
 ``db.api.run_writer`` ran again (its ``deadlock_retries()`` counter
 lives in each process; every retry it counts is logged once at
-WARNING, and the logs are what a test can read).  ``stop()`` ends
+WARNING, and the logs are what a test can read); ``galera_counters()``
+is what each Galera node committed and refused.  ``stop()`` ends
 everything it started by pid.  The Galera cluster is the caller's.
 """
 import collections
@@ -152,6 +153,28 @@ class Deployment:
             except OSError:
                 pass
         return dict(counts)
+
+    def galera_counters(self):
+        """{node name: {counter: value}} of each live Galera node: the
+        write transactions it committed (``wsrep_local_commits``: where
+        the writes went), those refused at certification
+        (``wsrep_local_cert_failures``) and those aborted by a
+        replicated one (``wsrep_local_bf_aborts``)."""
+        counters = {}
+        for node in self.galera.nodes:
+            st = node.alive() and node.status()
+            if st:
+                counters[node.name] = {key: int(st.get(key, 0)) for key in (
+                    'wsrep_local_commits', 'wsrep_local_cert_failures',
+                    'wsrep_local_bf_aborts')}
+        return counters
+
+    @staticmethod
+    def counters_since(before, after):
+        """``galera_counters()`` ``after`` less ``before``, per node."""
+        return {node: {key: value - before.get(node, {}).get(key, 0)
+                       for key, value in counts.items()}
+                for node, counts in after.items()}
 
     def check_alive(self):
         self.cluster.check_alive()

@@ -21,7 +21,11 @@ an API process could not be made is sent to another
 that reached a process which then died is not sent again (its POST may
 have been carried out), and the client is answered 503 in Cinder's
 shape (``serviceUnavailable``, ``Retry-After``) saying so, instead of
-HAProxy's own 502 page.  ``url`` is the API's address through it.
+HAProxy's own 502 page.  Client connections carry one request each
+(``option httpclose``): on a kept-alive one, HAProxy closes a request
+its server died under without any answer (the client is to send it
+again), which leaves a POST's client guessing.  ``url`` is the API's
+address through it.
 """
 import json
 import os
@@ -199,10 +203,20 @@ class APIProxy(HAProxy):
             # conn-failure)
             '    retries 3',
             '    option redispatch 1',
+            # one request per client connection: a request the dead
+            # process had taken is then answered (the 502 below, as a
+            # 503); on a kept-alive connection HAProxy closes without an
+            # answer instead, for the client to retry (which a POST's
+            # client cannot do blindly)
+            '    option httpclose',
             'listen cinder-api',
             '    bind 127.0.0.1:%d' % self.port,
             '    balance roundrobin',
-            '    option httpchk GET /healthcheck',
+            '    option httpchk',
+            # (HTTP/1.1 with a Host: the API refuses HAProxy's default
+            # HTTP/1.0 check without one)
+            '    http-check send meth GET uri /healthcheck ver HTTP/1.1 '
+            'hdr Host 127.0.0.1',
             '    http-check expect status 200',
         ]
         for status in sorted(API_ERRORS):
