@@ -51,6 +51,7 @@ from tests.harness import util
 
 CLIENTS = 8
 AWAY_S = 10.0
+SHARED_CYCLES_S = 30.0
 SETTLE = 120
 BUS_RPC_TIMEOUT_S = 15
 START_BUDGET_S = 120
@@ -277,4 +278,65 @@ def test_api_process_killed_behind_haproxy(deployment, compute_node):
         assert api.delete('/volumes/%s' % vid).status_code == 202
     for vid in volumes:
         api.wait_deleted(vid)
+    api.session.close()
+
+
+def test_attach_cycles_of_one_volume_on_all_writers(deployment):
+    """Eight clients cycle attachments of one multiattach volume through
+    HAProxy (both API processes, writes on all three Galera nodes): the
+    volume's row and counters are changed through three nodes at once,
+    and the certification failures are run again (db.api.run_writer).
+    Every answer a 2xx, none lost or duplicated, the retries counted."""
+    d = deployment
+    d.check_alive()
+    api = stack.Client(d.url, project=cluster_mod.PROJECT)
+    vtype = api.create_type('ha-shared', {'volume_backend_name': 'ma',
+                                          'multiattach': '<is> True'})
+    vid = api.create_volume(volume_type=vtype['name'])['id']
+    retries_before = d.retries()
+    galera_before = d.galera_counters()
+    stop = threading.Event()
+    cyclers = [attach_cycles.Cycler(d, n, vid, stop)
+               for n in range(CLIENTS)]
+    began = time.monotonic()
+    for c in cyclers:
+        c.start()
+    try:
+        time.sleep(SHARED_CYCLES_S)
+    finally:
+        stop.set()
+        for c in cyclers:
+            c.join(SETTLE)
+    took = time.monotonic() - began
+    assert not any(c.is_alive() for c in cyclers), 'a client is stuck'
+    d.check_alive()
+    failures = [f for c in cyclers for f in c.failures]
+    cycles = sum(c.cycles for c in cyclers)
+    retries = d.retries()
+    ran_again = sum(retries.values()) - sum(retries_before.values())
+    galera = d.counters_since(galera_before, d.galera_counters())
+    print('one volume, %d clients, %.0f s: %d cycles, failures %r' % (
+        CLIENTS, took, cycles, sorted({(f[0], f[1][:70])
+                                       for f in failures})))
+    print('transactions run again: %d (%.1f per 1000 cycles), per '
+          'process %r' % (ran_again, 1000.0 * ran_again / max(cycles, 1),
+                          {name: retries[name] - retries_before.get(name, 0)
+                           for name in retries}))
+    print('Galera nodes: %r' % galera)
+    assert failures == []
+    assert [c.lost for c in cyclers if c.lost] == []
+    assert [c.duplicated for c in cyclers if c.duplicated] == []
+    assert cycles >= CLIENTS * 3, cycles
+    assert all(c['wsrep_local_commits'] > 0 for c in galera.values()), \
+        galera
+    resp = api.get('/attachments?volume_id=%s' % vid)
+    assert resp.status_code == 200 and resp.json()['attachments'] == [], \
+        resp.text
+    util.wait_for(lambda: api.get('/volumes/%s' % vid).json()['volume'][
+        'status'] == 'available', SETTLE, interval=0.5,
+        what='the volume available')
+    check = d.cluster.manage('quota', 'check', check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert api.delete('/volumes/%s' % vid).status_code == 202
+    api.wait_deleted(vid)
     api.session.close()
