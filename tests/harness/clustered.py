@@ -16,6 +16,9 @@ the scheduler and two volume services of one cluster.
   directory, each exporting over NBD on an address and a port range of
   its own;
 * a second API process ``api2`` (host ``node-ctl2``), its own port;
+* with ``extra_nodes`` more volume services (as ``cluster.NODES``:
+  ``noma`` for the stateful fuzzer), with ``backup=True`` a backup
+  service (POSIX store);
 * HAProxy (HTTP) in front of both APIs (tests/harness/haproxy.py's
   ``APIProxy``): ``url`` is the address clients use.
 
@@ -50,8 +53,13 @@ READY_TIMEOUT = 60.0
 class Deployment:
 
     def __init__(self, galera, workdir, db_writers=None, extra_default=None,
-                 keep_workdir=False):
+                 keep_workdir=False, extra_nodes=None, backup=False,
+                 service_down_time=3):
         self.galera = galera
+        # more volume nodes (as cluster.NODES), a backup service
+        self.extra_nodes = extra_nodes or {}
+        self.backup = backup
+        self.service_down_time = service_down_time
         self.workdir = workdir
         self.db_writers = db_writers
         self.extra_default = extra_default or {}
@@ -74,19 +82,23 @@ class Deployment:
         # the second member: its own state (exports), the first member's
         # volumes directory (the shared storage)
         nodes['ma2'][2]['volumes_dir'] = '{workdir}/state/volumes/ma'
+        nodes.update(self.extra_nodes)
         self.api2_port = util.free_port()
+        backup = cluster_mod.posix_backup() if self.backup else {}
         return cluster_mod.Cluster(
             'mysql', workdir=os.path.join(self.workdir, 'services'),
             keep_workdir=self.keep_workdir, nodes=nodes,
             server_url=self.db_proxy.url('cinder', self.galera.password),
             extra_default=self.extra_default,
-            process_sections={
+            service_down_time=self.service_down_time,
+            backups=backup.get('backups'),
+            process_sections=dict(backup.get('process_sections', {}), **{
                 'ma': {'DEFAULT': {'cluster': 'aa'}},
                 'ma2': {'DEFAULT': {'cluster': 'aa',
                                     'state_path': '{workdir}/state-ma2'}},
                 'api2': {'DEFAULT': {
                     'host': 'node-ctl2',
-                    'osapi_volume_listen_port': self.api2_port}}})
+                    'osapi_volume_listen_port': self.api2_port}}}))
 
     def start(self):
         began = time.monotonic()
@@ -184,7 +196,13 @@ class Deployment:
                                                % (proxy.cfg, proxy.tail()))
 
     def logs(self):
-        return self.cluster.logs() if self.cluster else ''
+        """The services' log tails, then HAProxy's."""
+        out = [self.cluster.logs()] if self.cluster else []
+        for proxy in (self.db_proxy, self.api_proxy):
+            if proxy is not None:
+                out.append('----- %s -----\n%s'
+                           % (proxy.log, proxy.tail()))
+        return '\n'.join(out)
 
     def stop(self):
         """Stop the API proxy, the services, the database proxy, by pid;
