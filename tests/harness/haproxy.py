@@ -198,6 +198,10 @@ class APIProxy(HAProxy):
             '    timeout client 2m',
             '    timeout server %ds' % API_SERVER_TIMEOUT_S,
             '    timeout http-request 30s',
+            # a check's answer may take a while on a loaded machine (the
+            # default is ``inter``: both processes were taken out so);
+            # a dead process refuses the connection at once anyway
+            '    timeout check 5s',
             # a connection refused (the process gone) is tried again on
             # another server; a request sent is not (retry-on's default,
             # conn-failure)
