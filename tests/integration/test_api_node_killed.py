@@ -106,9 +106,13 @@ def compute_node(deployment, tmp_path):
 
 def wait_deleted(api, volume_id):
     # (stack.Client.wait_deleted's 20 s are short on a loaded machine)
-    util.wait_for(lambda: api.get('/volumes/%s' % volume_id).status_code ==
-                  404, SETTLE, interval=0.5,
-                  what='volume %s deleted' % volume_id)
+    try:
+        util.wait_for(lambda: api.get('/volumes/%s' % volume_id
+                                      ).status_code == 404, SETTLE,
+                      interval=0.5, what='volume %s deleted' % volume_id)
+    except AssertionError as e:
+        raise AssertionError('%s: %s' % (e, api.get(
+            '/volumes/%s' % volume_id).text[:600]))
 
 
 class BusCycler(threading.Thread):
