@@ -13,7 +13,13 @@ Each client repeats: create a 1 GiB volume on either backend, then one
 to three of: attach read-write (POST /attachments with a connector,
 os-complete) and detach, attach read-only (``mode: ro``, 3.54) and
 detach, snapshot and delete the snapshot, extend by 1 GiB; then delete
-the volume.  Every request is counted; the latency percentiles are of
+the volume.  One volume in three is a single-writer shared volume
+(``multiattach``, ``mode = RO``) on ``ma``, whose ops are instead a
+writer takeover (host A attaches read-write, host B read-only, B takes
+over with ``os-takeover``, both detach) and a host fence (A attaches
+read-write, an admin fences A off the volume with ``os-fence``, A's
+next attach is refused 409, ``os-unfence``, A detaches).  Every request
+is counted; the latency percentiles are of
 the requests that change something (not of the status polls).
 
 Per minute: requests, 5xx, p50/p99 (ms) of the changes, then for each
@@ -29,6 +35,7 @@ status (stuck), and nbdkit versus the database.
 prints the table as reStructuredText (doc/reliability.rst, "Soak").
 """
 import argparse
+import collections
 import os
 import random
 import sys
@@ -88,6 +95,7 @@ class Client(threading.Thread):
             10 + n), 'initiator': 'iqn.2026-12.org.example:soak-%d' % n,
             'platform': 'x86_64', 'os_type': 'linux', 'multipath': False}
         self.errors = []
+        self.done = collections.Counter()     # operations that succeeded
 
     def call(self, method, path, ok, **kw):
         start = time.monotonic()
@@ -126,7 +134,7 @@ class Client(threading.Thread):
             self.cycle()
 
     def cycle(self):
-        vtype = self.rng.choice(('soak-ma', 'soak-noma'))
+        vtype = self.rng.choice(('soak-ma', 'soak-noma', 'soak-shared'))
         resp = self.call('POST', '/volumes', (202,), json={'volume': {
             'size': 1, 'volume_type': vtype}})
         if resp is None:
@@ -138,8 +146,14 @@ class Client(threading.Thread):
             return
         size = 1
         for _ in range(self.rng.randint(1, 3)):
-            op = self.rng.choice(('rw', 'ro', 'snapshot', 'extend'))
-            if op in ('rw', 'ro'):
+            op = self.rng.choice(('takeover', 'fence') if vtype ==
+                                 'soak-shared' else
+                                 ('rw', 'ro', 'snapshot', 'extend'))
+            if op == 'takeover':
+                self.takeover(vid)
+            elif op == 'fence':
+                self.fence(vid)
+            elif op in ('rw', 'ro'):
                 self.attach(vid, op)
             elif op == 'snapshot':
                 self.snapshot(vid)
@@ -148,24 +162,70 @@ class Client(threading.Thread):
                 if self.call('POST', path + '/action', (202,), json={
                         'os-extend': {'new_size': size}}) is None:
                     size -= 1
+                else:
+                    self.done['extend'] += 1
             if not self.wait(path, 'volume', 'available'):
                 return
         if self.call('DELETE', path, (202,)) is not None:
             self.wait(path, 'volume', None)
 
-    def attach(self, vid, mode):
+    def connect(self, vid, mode, host=None, ok=(200,)):
+        """An attachment of ``host`` (this client's, or a second host
+        of it) made and completed; its id, or None."""
+        connector = dict(self.connector)
+        if host is not None:
+            connector['host'] = '%s-%s' % (connector['host'], host)
         body = {'attachment': {'volume_uuid': vid,
                                'instance_uuid': str(uuid.uuid4()),
-                               'connector': dict(self.connector),
-                               'mode': mode}}
-        resp = self.call('POST', '/attachments', (200,), json=body,
+                               'connector': connector, 'mode': mode}}
+        resp = self.call('POST', '/attachments', ok, json=body,
                          headers=V354)
-        if resp is None:
-            return
+        if resp is None or resp.status_code != 200:
+            return None
         aid = resp.json()['attachment']['id']
         self.call('POST', '/attachments/%s/action' % aid, (204,),
                   json={'os-complete': None}, headers=V354)
-        self.call('DELETE', '/attachments/%s' % aid, (200,), headers=V354)
+        return aid
+
+    def detach(self, aid, ok=(200,)):
+        if aid is not None:
+            self.call('DELETE', '/attachments/%s' % aid, ok, headers=V354)
+
+    def attach(self, vid, mode):
+        aid = self.connect(vid, mode)
+        if aid is not None:
+            self.done['attach ' + mode] += 1
+        self.detach(aid)
+
+    def takeover(self, vid):
+        writer = self.connect(vid, 'rw', host='a')
+        reader = self.connect(vid, 'ro', host='b')
+        if reader is not None:
+            resp = self.call('POST', '/attachments/%s/action' % reader,
+                             (200,), json={'os-takeover': {}},
+                             headers=V354)
+            if resp is not None:
+                if resp.json()['attachment']['attach_mode'] == 'rw':
+                    self.done['takeover'] += 1
+                else:
+                    self.errors.append('takeover of %s: %r' % (
+                        reader, resp.json()['attachment']))
+        self.detach(reader)
+        # (taken over, the old writer's attachment ended detached: 404)
+        self.detach(writer, ok=(200, 404))
+
+    def fence(self, vid):
+        writer = self.connect(vid, 'rw', host='a')
+        path = '/os-host-fences/%s-a/action' % self.connector['host']
+        if self.call('POST', path, (200,), json={'os-fence': {
+                'volume_id': vid, 'reason': 'soak'}}) is not None:
+            # the fenced host is refused
+            self.connect(vid, 'ro', host='a', ok=(409,))
+            if self.call('POST', path, (200,), json={'os-unfence': {
+                    'volume_id': vid, 'reason': 'soak'}}) is not None:
+                self.done['fence'] += 1
+        # (fenced, its attachment ended detached: 404)
+        self.detach(writer, ok=(200, 404))
 
     def snapshot(self, vid):
         resp = self.call('POST', '/snapshots', (202,), json={'snapshot': {
@@ -175,8 +235,9 @@ class Client(threading.Thread):
         sid = resp.json()['snapshot']['id']
         path = '/snapshots/%s' % sid
         if self.wait(path, 'snapshot', 'available'):
-            if self.call('DELETE', path, (202,)) is not None:
-                self.wait(path, 'snapshot', None)
+            if self.call('DELETE', path, (202,)) is not None and \
+                    self.wait(path, 'snapshot', None):
+                self.done['snapshot'] += 1
 
 
 def proc_status(pid):
@@ -269,6 +330,9 @@ def main(argv=None):
         for name in ('ma', 'noma'):
             api.create_type('soak-%s' % name,
                             {'volume_backend_name': name})
+        api.create_type('soak-shared', {'volume_backend_name': 'ma',
+                                        'multiattach': '<is> True',
+                                        'mode': 'RO'})
         log = Log()
         rng = random.Random(args.seed)
         clients = [Client(n, cluster.url, log, stop,
@@ -300,8 +364,11 @@ def main(argv=None):
             for a in final['attachments']
             if a['status'] in TRANSITIONAL_ATTACHMENT]
         errors = [e for c in clients for e in c.errors]
+        done = sum((c.done for c in clients), collections.Counter())
         print(table(rows))
         print()
+        print('done: %s' % ', '.join('%s %d' % kv
+                                     for kv in sorted(done.items())))
         print('%d clients, %.0f minutes, %s; %d requests, %d 5xx; after '
               '%.0f s: %d stuck %r, nbdkit %d vs %d attached in the '
               'database, %d volumes left; %d client errors%s' % (

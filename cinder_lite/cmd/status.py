@@ -29,6 +29,7 @@ from cinder_lite.conf import volume as volume_conf
 from cinder_lite.db import api as db_api
 from cinder_lite.db import migration
 from cinder_lite import version
+from cinder_lite.volume import rpcapi as volume_rpcapi
 from cinder_lite.volume.targets import nbd as nbd_target
 
 Code = upgradecheck.Code
@@ -238,11 +239,45 @@ class Checks(upgradecheck.UpgradeCommands):
                       'configuration (cinder-lite-all runs one file '
                       'backend then). Set it on storage nodes.')
 
+    def _check_timeouts(self):
+        """The timeouts whose order the services rely on."""
+        conf, warnings = self.conf, []
+        if conf.service_down_time < 2 * conf.report_interval:
+            warnings.append(
+                'service_down_time = %d is under two report_interval '
+                '(%d): one late heartbeat shows a live service down and '
+                'its work is refused or moved.' % (
+                    conf.service_down_time, conf.report_interval))
+        longest_call = conf.volume_rpc_timeout + \
+            volume_rpcapi.CALL_SEND_GRACE
+        if conf.reconcile_after <= longest_call:
+            warnings.append(
+                'reconcile_after = %d is not above volume_rpc_timeout '
+                'plus %d s (%d s, the longest an API call waits for a '
+                'volume service): reconciliation may settle an attachment '
+                'or volume whose request is still on its way.' % (
+                    conf.reconcile_after, volume_rpcapi.CALL_SEND_GRACE,
+                    longest_call))
+        for section in conf.enabled_backends:
+            backend = volume_conf.BackendConf(conf, section)
+            if backend.target_drain_timeout >= conf.volume_rpc_timeout:
+                warnings.append(
+                    '[%s] target_drain_timeout = %g is not below '
+                    'volume_rpc_timeout (%d): the API gives up on a '
+                    'detach, takeover or fence (503) while its cut-off '
+                    'may still succeed.' % (
+                        section, backend.target_drain_timeout,
+                        conf.volume_rpc_timeout))
+        return _worst([], warnings, 'service_down_time, reconcile_after '
+                      'and target_drain_timeout agree with '
+                      'report_interval and volume_rpc_timeout.')
+
     _upgrade_checks = (
         ('Volume backends', _check_backends),
         ('Database schema', _check_schema),
         ('Keystone auth_token', _check_keystone),
         ('Volume targets', _check_targets),
+        ('Timeouts', _check_timeouts),
     )
 
 

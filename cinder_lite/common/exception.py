@@ -322,6 +322,12 @@ class ServiceUnavailable(Invalid):
     msg_fmt = 'Service %(host)s is down: %(reason)s'
 
 
+class DatabaseUnavailable(ServiceUnavailable):
+    """A service answered a call but could not reach its database (down,
+    restarting, the connection lost): the caller may retry."""
+    msg_fmt = 'Service %(host)s could not answer: %(reason)s'
+
+
 class NoauthOffLoopback(CinderLiteError):
     msg_fmt = ('auth_strategy = noauth trusts X-Auth-Token and X-Roles as '
                'sent, so it serves loopback only, and osapi_volume_listen '

@@ -34,7 +34,7 @@ core_opts = [
                     'of a volume service.'),
     cfg.IntOpt('service_down_time', default=20, min=1,
                help='Seconds without a heartbeat after which a service is '
-                    'shown down and gets no new work. Keep it at most two '
+                    'shown down and gets no new work. Keep it at least two '
                     'report intervals.'),
     cfg.StrOpt('default_volume_type', default='__DEFAULT__',
                help='Volume type of volumes created without one.'),

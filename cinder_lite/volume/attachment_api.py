@@ -545,9 +545,10 @@ class AttachmentService:
                     'attachment %s is left attaching (its connect %s): '
                     'delete it (DELETE /attachments/%s) before attaching '
                     'again, once the database is back' % (
-                        attachment.id, 'failed' if not isinstance(
-                            e, exception.ServiceUnavailable)
-                        else 'was not answered', attachment.id)) from None
+                        attachment.id, 'was not answered' if isinstance(
+                            e, exception.ServiceUnavailable) and
+                        not isinstance(e, exception.DatabaseUnavailable)
+                        else 'failed', attachment.id)) from None
             if isinstance(e, exception.ServiceUnavailable):
                 # the caller holds an attachment it never saw: name it,
                 # as it is (reconciliation may have settled it while the

@@ -2,6 +2,7 @@
 volume service restart does to nbdkit exports."""
 import os
 import socket
+import tempfile
 import uuid
 
 from tests.harness import dataplane as dp
@@ -99,3 +100,35 @@ def test_restart_ends_an_nbdkit_left_without_its_record(nbd_stack):
     dev.flush()
     host.detach(att['id'], dev)
     assert util.processes('nbdkit', path) == []
+
+
+def test_a_long_state_and_temporary_directory_still_export(tmp_path,
+                                                           monkeypatch):
+    """The pause control socket of an export lives beside its record
+    unless that path passes the 107 bytes of a Unix socket address, then
+    under the temporary directory, and when that is long too, under
+    /tmp: nbdkit exited at once on a path too long for its socket, and
+    the attach was answered 503 "no free port"."""
+    util.need('nbdkit')
+    deep = tmp_path / ('d' * 60) / ('e' * 60)
+    long_tmp = tmp_path / ('t' * 100)
+    long_tmp.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, 'tempdir', str(long_tmp))
+    s = stack_mod.Stack(deep, backends={'file': {
+        'target_protocol': 'nbd'}}).start()
+    try:
+        api = s.client()
+        vol = api.create_volume()
+        host = dp.attacher(s, 'a')
+        att = host.attach(vol['id'], str(uuid.uuid4()))
+        record = dp.backend_target(s).exports()[att['id']]
+        assert record['pause'].startswith('/tmp/cinder-lite-nbd-'), record
+        assert len(record['pause'].encode()) <= 107
+        dev = host.open(att)
+        dev.write(0, b'a long way')
+        dev.flush()
+        assert dev.read(0, 10) == b'a long way'
+        host.detach(att['id'], dev)
+        assert not os.path.exists(record['pause'])
+    finally:
+        s.stop()

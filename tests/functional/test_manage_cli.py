@@ -420,6 +420,31 @@ def test_upgrade_check_targets(status_conf):
     assert code == expected, results
 
 
+def test_upgrade_check_timeouts(status_conf):
+    """The orders of timeouts the services rely on, warned about (1)
+    when broken, per backend for the drain."""
+    code, results = status_conf()
+    assert results['Timeouts']['result'] == 0, results
+    code, results = status_conf(
+        '[DEFAULT]\nenabled_backends = a,b\nreport_interval = 10\n'
+        'service_down_time = 15\nvolume_rpc_timeout = 30\n'
+        'reconcile_after = 40\n'
+        '[a]\ntarget_drain_timeout = 30\n[b]\ntarget_drain_timeout = 5\n')
+    assert code == 1, results
+    details = results['Timeouts']['details']
+    assert 'service_down_time = 15 is under two report_interval (10)' in \
+        details
+    assert 'reconcile_after = 40 is not above volume_rpc_timeout plus ' \
+        '10 s (40 s' in details
+    assert '[a] target_drain_timeout = 30 is not below volume_rpc_timeout ' \
+        '(30)' in details
+    assert '[b]' not in details
+    # just above the longest call: no warning
+    code, results = status_conf('[DEFAULT]\nvolume_rpc_timeout = 30\n'
+                                'reconcile_after = 41\n')
+    assert results['Timeouts']['result'] == 0, results
+
+
 def test_upgrade_check_missing_programs(status_conf):
     """With a PATH that has no nbdkit, the nbd backend fails the check."""
     overlay = status_conf.base.parent / 'nbd.conf'

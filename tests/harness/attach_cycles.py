@@ -30,6 +30,8 @@ DOCUMENTED_503 = (
     'no volume service',             # heartbeats not in yet after a restart
     'is down: its heartbeat is older',  # ... or late after the database
     'the database is unavailable; attachment',  # the connect's record
+    # the volume service answered that its database is away
+    'its database is unavailable; retry later',
 )
 LEFT = re.compile(r'attachment ([0-9a-f-]{36}) (is left|was settled)')
 

@@ -198,8 +198,19 @@ class NbdTarget:
         path = os.path.join(self.state_dir, name)
         if len(path.encode()) <= SOCKET_PATH_MAX:
             return path
-        short = os.path.join(tempfile.gettempdir(), 'cinder-lite-nbd-%s' % (
-            hashlib.sha256(self.state_dir.encode()).hexdigest()[:16]))
+        # (a long TMPDIR too: /tmp then; nbdkit exited at once on a path
+        # too long for a socket, which the API told as "no free port")
+        for tmp in (tempfile.gettempdir(), '/tmp'):
+            short = os.path.join(tmp, 'cinder-lite-nbd-%s' % (
+                hashlib.sha256(self.state_dir.encode()).hexdigest()[:16]))
+            if len(os.path.join(short, name).encode()) <= SOCKET_PATH_MAX:
+                break
+        else:
+            raise exception.CinderLiteError(
+                'no directory holds an NBD pause control socket whose path '
+                'fits the %d bytes of a Unix socket address (state '
+                'directory %s, temporary directory %s)' % (
+                    SOCKET_PATH_MAX, self.state_dir, tempfile.gettempdir()))
         try:
             os.mkdir(short, 0o700)
         except FileExistsError:
