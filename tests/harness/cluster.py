@@ -546,7 +546,7 @@ class Cluster:
                  extra_sections=None, api_server='cinder-lite-api',
                  process_sections=None, api_host='127.0.0.1',
                  node_options=None, extra_nodes=None, server_url=None,
-                 rabbit_url=None, backups=None):
+                 rabbit_url=None, backups=None, nodes=None):
         if kind not in ALL_KINDS:
             raise ValueError('unknown database kind %r' % (kind,))
         self.kind = kind
@@ -568,9 +568,10 @@ class Cluster:
         # the API's listen address; node name -> extra backend options
         self.api_host = api_host
         self.node_options = node_options or {}
-        # more volume nodes, as in NODES (e.g. a second member of a
-        # cluster); they start with the others
-        self.nodes = dict(NODES)
+        # the volume nodes (NODES unless given, in its form), and more of
+        # them (e.g. a second member of a cluster); they start with the
+        # others
+        self.nodes = dict(NODES if nodes is None else nodes)
         self.nodes.update(extra_nodes or {})
         # backup services started with the others (name -> host; each a
         # 'backup…' process whose options come from process_sections)
@@ -713,7 +714,10 @@ class Cluster:
                 '10',
                 'cinder_lite.wsgi.api:application'], log, self.workdir,
                 env={'CINDER_LITE_CONFIG_FILES': self.common_conf})
-        if name == 'api':
+        if name == 'api' or (name.startswith('api') and
+                             name in self.process_sections):
+            # 'api', or more API processes ('api2' …) whose port and host
+            # come from process_sections (started by the caller)
             argv = self.argv('cinder_lite.cmd.api', self.process_conf(name))
         elif name.startswith('scheduler'):
             # 'scheduler', or more schedulers ('scheduler2' …) whose host

@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import rbd_backend
 from tests.harness import cluster as cluster_mod
+from tests.harness import clustered
 from tests.harness import netns_cluster
 from tests.harness import openstack
 from tests.harness import servers
@@ -34,6 +35,11 @@ def pytest_runtest_makereport(item, call):
             and os.path.isdir(deployment.workdir):
         report.sections.append(
             ('cinder_lite namespace deployment logs (%s)'
+             % deployment.workdir, deployment.logs()))
+    if report.failed and isinstance(deployment, clustered.Deployment) and \
+            os.path.isdir(deployment.workdir):
+        report.sections.append(
+            ('cinder_lite clustered deployment logs (%s)'
              % deployment.workdir, deployment.logs()))
     cloud = _openstack.get('cloud')
     if report.failed and cloud is not None and \

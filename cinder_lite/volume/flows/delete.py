@@ -18,8 +18,10 @@ class DeleteStorage(task.Task):
 
 class MarkDeleted(task.Task):
     def execute(self, volume):
-        with db_api.writer() as session:
-            db_volumes.transition(session, volume['id'], 'deleted')
+        # run again when a multi-writer Galera cluster refuses it at
+        # commit: the storage is gone already, and a refusal left the
+        # volume error_deleting
+        db_api.run_writer(db_volumes.transition, volume['id'], 'deleted')
         LOG.info('volume %s: deleting -> deleted', volume['id'])
 
 

@@ -231,12 +231,9 @@ class NbdTarget:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
-        short = os.path.dirname(self._pause_path(attachment_id))
-        if short != self.state_dir:
-            try:
-                os.rmdir(short)     # the last socket of a short directory
-            except OSError:
-                pass
+        # (a short directory stays: removed once empty, it went from
+        # under another export between its mkdir and its nbdkit's bind,
+        # and that connect failed)
 
     def _state_file(self, attachment_id):
         return os.path.join(self.state_dir, '%s.json' % attachment_id)
