@@ -39,6 +39,7 @@ SLOW_FIRST = (
     'tests/integration/test_netns_faults.py',
     'tests/integration/test_kill_mid_copy.py',
     'tests/integration/test_attach_outages.py',
+    'tests/integration/test_api_node_killed.py',
     'tests/integration/test_two_schedulers.py',
     'tests/integration/test_manage.py',
     'tests/functional/test_process.py',
@@ -70,11 +71,19 @@ SLOW_FIRST = (
 CEPH_MODULES = (
     'tests/dataplane/test_drain.py', 'tests/dataplane/test_fence_agent.py',
     'tests/dataplane/test_guests.py', 'tests/dataplane/test_takeover.py')
+# The modules on the run's Galera cluster (the session-scoped ``galera``
+# fixture of tests/integration/conftest.py: three mariadbd of about
+# 130 MB each, one cluster per worker that asks for it).
+GALERA_MODULES = (
+    'tests/integration/test_galera.py',
+    'tests/integration/test_galera_haproxy.py',
+    'tests/integration/test_api_node_killed.py')
 SHARED_WORKER = dict({
     'tests/integration/test_nova.py': 'openstack',
     'tests/integration/test_images.py': 'openstack',
     'tests/integration/test_tempest.py': 'openstack',
-}, **{path: 'ceph' for path in CEPH_MODULES})
+}, **{path: 'ceph' for path in CEPH_MODULES},
+    **{path: 'galera' for path in GALERA_MODULES})
 
 
 def pytest_collection_modifyitems(config, items):
