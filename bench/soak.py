@@ -36,6 +36,7 @@ prints the table as reStructuredText (doc/reliability.rst, "Soak").
 """
 import argparse
 import collections
+import math
 import os
 import random
 import sys
@@ -344,8 +345,11 @@ def main(argv=None):
         rows = []
         end = began + args.minutes * 60
         mark = began
-        while mark < end:
-            nxt = min(end, mark + args.interval)
+        # (windows of the planned length: summed, they fell a hair short
+        # of ``end`` and the table ended with an empty one)
+        for k in range(1, int(math.ceil(args.minutes * 60 /
+                                        args.interval - 1e-9)) + 1):
+            nxt = min(end, began + k * args.interval)
             time.sleep(max(0, nxt - time.monotonic()))
             rows.append(dict(sample(log, api, cluster, mark, nxt),
                              minute=round((nxt - began) / 60.0, 2)))
