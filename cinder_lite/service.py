@@ -8,6 +8,7 @@ it to ``run``, which starts them, tells systemd it is ready, and stops them
 gracefully on SIGTERM/SIGINT; SIGHUP reloads the mutable options (log
 levels).
 """
+import functools
 import logging
 import os
 import signal
@@ -16,7 +17,10 @@ import sys
 import threading
 import time
 
+import oslo_messaging as messaging
+
 from cinder_lite.common import context as cl_context
+from cinder_lite.common import exception
 from cinder_lite.common import inproc_bus
 from cinder_lite.common import notify
 from cinder_lite.common import rpc
@@ -27,6 +31,43 @@ LOG = logging.getLogger(__name__)
 
 # How often the main loop looks at the signals it received.
 SIGNAL_POLL_S = 0.2
+
+
+class DatabaseGuard:
+    """An endpoint whose methods raise DatabaseUnavailable, one of our
+    domain errors, when the database is out of reach.  Raised as itself,
+    SQLAlchemy's error crossed the bus as oslo.messaging's RemoteError,
+    which callers cannot tell from a bug: the API answered an attach made
+    while the database restarted with a 500 instead of a retriable 503.
+    """
+
+    def __init__(self, endpoint, server):
+        self._endpoint = endpoint
+        self._server = server
+
+    def __getattr__(self, name):
+        value = getattr(self._endpoint, name)
+        if name.startswith('_') or name == 'target' or not callable(value):
+            return value     # (a Target is callable: it copies itself)
+
+        @functools.wraps(value)
+        def guarded(*args, **kwargs):
+            try:
+                return value(*args, **kwargs)
+            except db_api.UNAVAILABLE as e:
+                # (what the driver said stays in this service's log)
+                LOG.warning('%s on %s: the database is unavailable: %s',
+                            name, self._server,
+                            str(e).splitlines()[0][:300])
+                try:
+                    raise exception.DatabaseUnavailable(
+                        host=self._server, reason='its database is '
+                        'unavailable; retry later') from None
+                except exception.DatabaseUnavailable:
+                    # (sent to the caller as itself, without the server's
+                    # traceback in the log: the warning above says it)
+                    raise messaging.ExpectedException()
+        return guarded
 
 
 class RPCService:
@@ -99,7 +140,9 @@ class RPCService:
 
     def _serve(self):
         for server in filter(None, (self.host, self.cluster_name)):
-            rpc_server = rpc.get_server(self.topic, server, self.endpoints)
+            rpc_server = rpc.get_server(
+                self.topic, server,
+                [DatabaseGuard(e, server) for e in self.endpoints])
             rpc_server.start()
             self._servers.append(rpc_server)
 

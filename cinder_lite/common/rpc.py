@@ -1,8 +1,6 @@
 """The message bus: one transport per process, and RPC clients/servers that
 carry the request context as a plain dict."""
 from concurrent import futures
-import functools
-import logging
 import threading
 
 from oslo_config import cfg
@@ -14,9 +12,6 @@ from oslo_messaging import serializer as om_serializer
 from cinder_lite.common import context as cl_context
 from cinder_lite.common import exception
 from cinder_lite.common import inproc_bus  # noqa: F401 (kombu+inproc)
-from cinder_lite.db import api as db_api
-
-LOG = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _transport = None
@@ -120,48 +115,10 @@ def get_client(topic, version, server=None, version_cap=None, fanout=False,
                                     timeout=timeout)
 
 
-class _DatabaseGuard:
-    """An endpoint whose methods raise DatabaseUnavailable, one of our
-    domain errors, when the database is out of reach.  Raised as itself,
-    SQLAlchemy's error crossed the bus as oslo.messaging's RemoteError,
-    which callers cannot tell from a bug: the API answered an attach made
-    while the database restarted with a 500 instead of a retriable 503.
-    """
-
-    def __init__(self, endpoint, server):
-        self._endpoint = endpoint
-        self._server = server
-
-    def __getattr__(self, name):
-        value = getattr(self._endpoint, name)
-        if name.startswith('_') or name == 'target' or not callable(value):
-            return value     # (a Target is callable: it copies itself)
-
-        @functools.wraps(value)
-        def guarded(*args, **kwargs):
-            try:
-                return value(*args, **kwargs)
-            except db_api.UNAVAILABLE as e:
-                # (what the driver said stays in this service's log)
-                LOG.warning('%s on %s: the database is unavailable: %s',
-                            name, self._server,
-                            str(e).splitlines()[0][:300])
-                try:
-                    raise exception.DatabaseUnavailable(
-                        host=self._server, reason='its database is '
-                        'unavailable; retry later') from None
-                except exception.DatabaseUnavailable:
-                    # (sent to the caller as itself, without the server's
-                    # traceback in the log: the warning above says it)
-                    raise messaging.ExpectedException()
-        return guarded
-
-
 def get_server(topic, server, endpoints):
     target = messaging.Target(topic=topic, server=server)
     rpc_server = messaging.get_rpc_server(get_transport(), target,
-                                          [_DatabaseGuard(e, server)
-                                           for e in endpoints],
+                                          endpoints,
                                           serializer=ContextSerializer())
     # oslo.messaging's "threading" executor is futurist's pool, whose idle
     # workers notice a shutdown only when their one-second wait for work

@@ -5,7 +5,8 @@ RemoteError, which the API cannot tell from a bug: an attach made while
 the database restarted was answered 500 (tests/integration/
 test_attach_outages.py, a CI run under load).  Every endpoint our RPC
 servers serve now raises DatabaseUnavailable instead, one of our domain
-errors, which crosses as itself and the API answers 503.
+errors, which crosses as itself and the API answers 503
+(``service.DatabaseGuard``).
 
 An RPC server of this process on RabbitMQ, on an exchange of its own,
 whose endpoint opens a connection to a MariaDB port nothing listens on:
@@ -65,13 +66,16 @@ def server(tmp_path):
     conf = config.parse_args(['--config-file', str(path)])
     # a port nothing listens on: connecting is refused at once
     port = int(util.free_range(1).partition('-')[0])
-    rpc_server = rpc.get_server(TOPIC, SERVER, [Endpoint(port)])
-    rpc_server.start()
+    # an RPC server as the services make theirs (no services row: the
+    # database is the one out of reach)
+    svc = service.RPCService(conf, 'cinder-lite-test', TOPIC, SERVER,
+                             [Endpoint(port)], 'nova', register=False)
+    svc.start()
     try:
         yield rpc.get_client(TOPIC, '1.0', server=SERVER, timeout=30)
     finally:
-        rpc_server.stop()
-        rpc_server.wait()
+        svc.stop()
+        svc.wait()
         service.release_bus()
         conf.reset()
         conf.clear()
