@@ -72,13 +72,15 @@ class DatabaseGuard:
 
 class RPCService:
     """An RPC server for ``endpoints`` on ``topic``/``host`` plus a
-    heartbeat thread that also reports capabilities when ``report`` is
-    given."""
+    heartbeat thread that also records capabilities when ``report`` is
+    given (``report(svc)`` returns them) and, once the heartbeat is
+    written, hands them to ``fan_out(svc, capabilities)``."""
 
     def __init__(self, conf, binary, topic, host, endpoints,
                  availability_zone, backend=None, report=None,
                  rpc_version=None, on_registered=None, on_up=None,
-                 register=True, on_stopped=None, cluster_name=None):
+                 register=True, on_stopped=None, cluster_name=None,
+                 fan_out=None):
         self.conf = conf
         self.binary = binary
         self.topic = topic
@@ -87,6 +89,7 @@ class RPCService:
         self.availability_zone = availability_zone
         self.backend = backend
         self.report = report
+        self.fan_out = fan_out
         self.rpc_version = rpc_version
         # called with the service's row (before it serves), and once it
         # serves and its first heartbeat is in
@@ -104,6 +107,11 @@ class RPCService:
         self.service_id = None
         self.service_uuid = None
         self._stop = threading.Event()
+        # the newest capabilities to fan out, and the thread that sends
+        # them (``beat``)
+        self._fan_out_caps = None
+        self._fan_out_due = threading.Event()
+        self._fan_out_thread = None
         self._thread = None
         self._servers = []
 
@@ -147,13 +155,37 @@ class RPCService:
             self._servers.append(rpc_server)
 
     def beat(self):
-        """One heartbeat: refresh the services row (with capabilities) and
-        fan the capabilities out to the schedulers."""
+        """One heartbeat: refresh the services row (with capabilities),
+        then have them fanned out (to the schedulers) by a thread of
+        their own, which sends the newest it has.  A fan-out waits for
+        the bus (``rpc.bounded``: up to ``rpc.SEND_GRACE`` seconds while
+        the broker is away), and a service whose database heartbeat
+        waited for it was taken for down by the API although it served
+        (schedulers read what the row holds when they miss a report)."""
         caps = None
         if self.report is not None:
             caps = self.report(self)
         with db_api.writer() as session:
             db_services.heartbeat(session, self.service_id, caps)
+        if self.fan_out is not None:
+            self._fan_out_caps = caps
+            self._fan_out_due.set()
+            if self._fan_out_thread is None:
+                self._fan_out_thread = threading.Thread(
+                    target=self._fan_out_loop,
+                    name='fan-out-%s' % self.host, daemon=True)
+                self._fan_out_thread.start()
+
+    def _fan_out_loop(self):
+        while True:
+            self._fan_out_due.wait()
+            if self._stop.is_set():
+                return
+            self._fan_out_due.clear()
+            try:
+                self.fan_out(self, self._fan_out_caps)
+            except Exception:
+                LOG.exception('capability fan-out of %s failed', self.host)
 
     def _beat_loop(self):
         while not self._stop.wait(self.conf.report_interval):
@@ -184,6 +216,7 @@ class RPCService:
 
     def stop(self):
         self._stop.set()
+        self._fan_out_due.set()
         for rpc_server in self._servers:
             rpc_server.stop()
         if self._servers:

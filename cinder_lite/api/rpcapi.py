@@ -3,6 +3,9 @@ attach requests over the bus instead of REST.
 
 Callers on the bus are services: the attachments they make are guarded
 like those a compute service makes over REST with the service role.
+Every call is bounded (``rpc.bounded``): with the broker out of reach
+it raises ServiceUnavailable within ``[upgrade_levels] api_rpc_timeout``
+plus ``rpc.SEND_GRACE`` seconds instead of waiting for the broker.
 
 History:
     1.0 - attachment_create, attachment_update, attachment_complete,
@@ -15,19 +18,22 @@ from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-api'
 RPC_API_VERSION = '1.1'
+SERVICE = 'cinder-lite-api'
+
 
 class AttachmentAPI:
 
     def __init__(self, conf=None):
         conf = conf or cfg.CONF
+        self.timeout = conf.upgrade_levels.api_rpc_timeout
         self.client = rpc.get_client(
             TOPIC, RPC_API_VERSION,
             version_cap=conf.upgrade_levels.api_version_cap,
-            timeout=conf.upgrade_levels.api_rpc_timeout)
+            timeout=self.timeout)
 
     def _call(self, ctxt, method, version='1.0', **kwargs):
-        return self.client.prepare(version=version).call(ctxt, method,
-                                                         **kwargs)
+        return rpc.bounded(self.client.prepare(version=version), ctxt,
+                           method, SERVICE, timeout=self.timeout, **kwargs)
 
     def attachment_create(self, ctxt, volume_id, instance_uuid=None,
                           connector=None, mode=None):

@@ -307,7 +307,24 @@ class BackupService:
                  ' (forced)' if force else '')
         notify.info(context, self.conf.host, 'backup.delete.start',
                     _payload(backup, status=states.DELETING))
-        self.rpcapi.delete_backup(context, host, backup.id)
+        try:
+            self.rpcapi.delete_backup(context, host, backup.id)
+        except Exception:
+            if backup.status == states.DELETING:
+                raise       # (a forced delete of one being deleted)
+            # nobody would ever finish it: the backup is as it was, and
+            # the caller may ask again
+            LOG.warning('backup %s: deleting -> %s (the delete could not '
+                        'be sent)', backup.id, backup.status)
+            with db_api.writer() as session:
+                try:
+                    db_backups.transition(session, backup.id,
+                                          'delete_not_sent',
+                                          target=backup.status)
+                except (exception.InvalidTransition,
+                        exception.BackupNotFound):
+                    pass        # a late send went out and was served
+            raise
 
     # -- restore --------------------------------------------------------------
     def restore(self, context, backup_id, volume_id=None, name=None):

@@ -4,7 +4,10 @@ A backup or an import goes to whichever backup service takes it from the
 topic's queue (they share the work); a restore or a delete goes to the
 service that made the backup while it is up, else to any (every backup
 service of a cloud reaches the same store).  All casts: the service
-records the outcome on the backup.
+records the outcome on the backup.  Every send is bounded
+(``rpc.bounded``): with the broker out of reach the caller gets
+ServiceUnavailable (503) within ``rpc.SEND_GRACE`` seconds instead of
+waiting for the broker.
 
 History:
     1.0 - create_backup, restore_backup, delete_backup, import_record
@@ -18,6 +21,7 @@ from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-backup'
 RPC_API_VERSION = '1.1'
+SERVICE = 'cinder-lite-backup'
 
 
 class BackupAPI:
@@ -28,18 +32,19 @@ class BackupAPI:
             TOPIC, RPC_API_VERSION,
             version_cap=conf.upgrade_levels.backup_version_cap)
 
-    def _prepare(self, host=None):
-        return self.client.prepare(server=host, version='1.0')
+    def _cast(self, ctxt, method, host=None, version='1.0', **kwargs):
+        rpc.bounded(self.client.prepare(server=host, version=version),
+                    ctxt, method, host or SERVICE, **kwargs)
 
     def create_backup(self, ctxt, backup_id):
-        self._prepare().cast(ctxt, 'create_backup', backup_id=backup_id)
+        self._cast(ctxt, 'create_backup', backup_id=backup_id)
 
     def restore_backup(self, ctxt, host, backup_id, volume_id):
-        self._prepare(host).cast(ctxt, 'restore_backup', backup_id=backup_id,
-                                 volume_id=volume_id)
+        self._cast(ctxt, 'restore_backup', host, backup_id=backup_id,
+                   volume_id=volume_id)
 
     def delete_backup(self, ctxt, host, backup_id):
-        self._prepare(host).cast(ctxt, 'delete_backup', backup_id=backup_id)
+        self._cast(ctxt, 'delete_backup', host, backup_id=backup_id)
 
     def can_clean_up(self):
         return self.client.can_send_version('1.1')
@@ -49,9 +54,9 @@ class BackupAPI:
         """Ask backup service ``host`` to settle what backup service
         ``service_host`` left ``creating`` or ``restoring`` before
         ``until`` (ISO 8601, UTC)."""
-        self.client.prepare(server=host, version='1.1').cast(
-            ctxt, 'work_cleanup', service_host=service_host, until=until,
-            resource_id=resource_id)
+        self._cast(ctxt, 'work_cleanup', host, version='1.1',
+                   service_host=service_host, until=until,
+                   resource_id=resource_id)
 
     def import_record(self, ctxt, backup_id):
-        self._prepare().cast(ctxt, 'import_record', backup_id=backup_id)
+        self._cast(ctxt, 'import_record', backup_id=backup_id)

@@ -1,8 +1,10 @@
 """The message bus: one transport per process, and RPC clients/servers that
 carry the request context as a plain dict."""
 from concurrent import futures
+import os
 import threading
 
+import kombu.exceptions
 from oslo_config import cfg
 import oslo_messaging as messaging
 from oslo_messaging._drivers import amqpdriver
@@ -44,6 +46,19 @@ RPC_EXECUTOR_THREADS = 16
 # option for it, hence the module attribute, which
 # tests/unit/test_rpc_listener.py watches.
 LISTENER_FIRST_WAIT = 0.05
+
+# Bounded sends (``bounded``): reconnections a send tries before it gives
+# up (each waits [oslo_messaging_rabbit] rabbit_retry_interval and its
+# backoff, plus the connection's own timeout) ...
+SEND_RETRIES = 2
+# ... the seconds past a call's timeout its caller waits for a call that
+# could not be sent, and the most a cast's caller waits for it to go out
+SEND_GRACE = 10
+# the most sends of one process in flight at once (more wait for a
+# worker, within their deadline)
+SEND_WORKERS = 64
+_pool = {}
+_pool_lock = threading.Lock()
 
 
 class ContextSerializer(om_serializer.NoOpSerializer):
@@ -138,3 +153,61 @@ def get_server(topic, server, endpoints):
     messaging_opts.set_defaults(rpc_server.conf,
                                 executor_thread_pool_size=RPC_EXECUTOR_THREADS)
     return rpc_server
+
+
+def _send_pool():
+    """This process's pool of send workers (made again in a forked
+    child: a pool's threads do not survive a fork)."""
+    pid = os.getpid()
+    with _pool_lock:
+        if _pool.get('pid') != pid:
+            _pool.update(pid=pid, pool=futures.ThreadPoolExecutor(
+                max_workers=SEND_WORKERS, thread_name_prefix='rpc-send'))
+        return _pool['pool']
+
+
+def bounded(cctxt, ctxt, method, service, timeout=None, **kwargs):
+    """Send ``method`` through the prepared client ``cctxt``: a call
+    when ``timeout`` (seconds) is given, else a cast.  Returns the call's
+    answer, or raises ServiceUnavailable naming ``service`` with the
+    reason, within ``timeout`` plus SEND_GRACE (a cast within
+    SEND_GRACE) whatever the bus does.
+
+    By default oslo.messaging retries a send for ever, and the first
+    call of a process waits, unbounded, for a connection for its reply
+    queue: with the broker away an API request that sends held its
+    client for as long as the outage lasted.  The send gives up after
+    SEND_RETRIES reconnections, and it runs in a worker thread the
+    caller stops waiting for at the deadline.  A send that goes out
+    after its caller gave up must find nothing to do: each receiver
+    acts only on what the database still asks of it (a volume service
+    refuses a connect of an attachment settled meanwhile, a scheduler
+    claims a volume only while it is ``creating`` with no host, a backup
+    service works only on a backup in the status the API left it)."""
+    if timeout is not None:
+        cctxt = cctxt.prepare(timeout=timeout, retry=SEND_RETRIES)
+        send, deadline = cctxt.call, timeout + SEND_GRACE
+    else:
+        cctxt = cctxt.prepare(retry=SEND_RETRIES)
+        send, deadline = cctxt.cast, SEND_GRACE
+    future = _send_pool().submit(send, ctxt, method, **kwargs)
+    try:
+        return future.result(deadline)
+    except futures.TimeoutError:
+        raise exception.ServiceUnavailable(
+            host=service,
+            reason='%s %s within %d s (the message bus is out of reach)'
+                   % ('no answer to' if timeout is not None
+                      else 'the message bus did not take', method,
+                      deadline))
+    except messaging.MessagingTimeout:
+        raise exception.ServiceUnavailable(
+            host=service,
+            reason='no answer to %s within %d s' % (method, timeout))
+    except (messaging.MessageDeliveryFailure,
+            # (what the rabbit driver raises when a connection it adds to
+            # its pool cannot be made: a 500 before)
+            kombu.exceptions.OperationalError) as e:
+        raise exception.ServiceUnavailable(
+            host=service,
+            reason='the message bus did not take %s: %s' % (method, e))

@@ -86,7 +86,7 @@ VOLUME_RESET_STATUSES = frozenset([
     AVAILABLE, ERROR, RESERVED, ATTACHING, IN_USE, DETACHING, ERROR_DELETING,
     CREATING, MAINTENANCE])
 
-# -- attachment ----------------------------------------------------------------
+# -- attachment ---------------------------------------------------------------
 ATTACH_RESERVED = 'reserved'
 ATTACH_ATTACHING = 'attaching'
 ATTACHED = 'attached'
@@ -134,7 +134,7 @@ def shown_reason(status_reason, operation):
     return status_reason or OPERATION_REASONS.get(operation)
 
 
-# -- snapshot ------------------------------------------------------------------
+# -- snapshot -----------------------------------------------------------------
 # (the names are the volume's where Cinder's strings are the same)
 SNAPSHOT_STATUSES = frozenset([CREATING, AVAILABLE, ERROR, DELETING,
                                ERROR_DELETING, DELETED, MANAGING,
@@ -527,6 +527,10 @@ _b(AVAILABLE, DELETING, 'delete')
 _b(ERROR, DELETING, 'delete')
 _add_all(BACKUP, BACKUP_FORCE_DELETE_STATUSES, [DELETING], 'force_delete')
 _b(DELETING, DELETED, 'deleted')
+# the delete could not be sent to a backup service (the bus out of
+# reach): the backup is as it was (a late send finds it not deleting)
+_add_all(BACKUP, [DELETING], [s for s in BACKUP_FORCE_DELETE_STATUSES
+                              if s != DELETING], 'delete_not_sent')
 _b(DELETING, ERROR_DELETING, 'delete_failed')
 _b(ERROR_DELETING, DELETING, 'delete')
 _add_all(BACKUP, BACKUP_FORCE_DELETE_STATUSES, BACKUP_RESET_STATUSES,

@@ -27,7 +27,9 @@ rpcapi_opts = [
                     'rolling upgrades.'),
     cfg.IntOpt('api_rpc_timeout', default=60, min=1,
                help='Seconds a compute node waits for the API service to '
-                    'answer an attach request on the bus.'),
+                    'answer an attach request on the bus; while the '
+                    'message bus is out of reach it gives up (Service '
+                    'cinder-lite-api is down: ...) at most 10 s later.'),
 ]
 
 

@@ -22,7 +22,8 @@ volume_opts = [
                      'defaults of [backend_defaults].'),
     cfg.IntOpt('volume_rpc_timeout', default=30, min=1,
                help='Seconds the API waits for a volume service to answer '
-                    'a call before it gives up.'),
+                    'a call before it gives up (503); while the message '
+                    'bus is out of reach, at most 10 s more.'),
     cfg.IntOpt('reconcile_interval', default=60, min=0,
                help='Seconds between two runs of the reconciliation of '
                     'volumes and attachments left in a transitional state '
@@ -93,10 +94,16 @@ backend_opts = [
                  help='Seconds a cut-off (detach, takeover, fence) waits '
                       'for the target to drain what the host had in '
                       'flight: tgt to show no I_T nexus of its initiator, '
-                      'the nbdkit of its export to have exited. Past it '
-                      'the cut-off fails (a takeover then does not '
-                      'promote) instead of reporting a host cut that may '
-                      'still write. Keep it below volume_rpc_timeout.'),
+                      'the nbdkit of its export to have exited; also the '
+                      'most a fence report (GET /os-host-fences/{host}) '
+                      'waits for the target. Past it the cut-off fails '
+                      'with 503 instead of reporting a host cut that may '
+                      'still write: a detach leaves the attachment '
+                      'error_detaching (reconciliation retries it), a '
+                      'fence keeps its mark but is not reported done, a '
+                      'takeover does not promote, and a fence report '
+                      'says reachable null. Keep it below '
+                      'volume_rpc_timeout.'),
     cfg.FloatOpt('max_over_subscription_ratio', default=20.0, min=1.0,
                  help='For thin backends: how many times the capacity may '
                       'be provisioned.'),

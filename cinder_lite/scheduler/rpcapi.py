@@ -1,5 +1,9 @@
 """Client side of the scheduler RPC API.
 
+Every send is bounded (``rpc.bounded``): with the broker out of reach a
+create answers 503 within ``rpc.SEND_GRACE`` seconds instead of waiting
+for the broker.
+
 History:
     1.0 - create_volume, update_backend_capabilities (fanout)
     1.1 - create_group (cast): place a generic volume group
@@ -10,6 +14,8 @@ from cinder_lite.common import rpc
 
 TOPIC = 'cinder-lite-scheduler'
 RPC_API_VERSION = '1.1'
+SERVICE = 'cinder-lite-scheduler'
+
 
 class SchedulerAPI:
 
@@ -21,18 +27,20 @@ class SchedulerAPI:
                                             version_cap=cap, fanout=True)
 
     def create_volume(self, ctxt, volume_id, request_spec):
-        cctxt = self.client.prepare(version='1.0')
-        cctxt.cast(ctxt, 'create_volume', volume_id=volume_id,
-                   request_spec=request_spec)
+        rpc.bounded(self.client.prepare(version='1.0'), ctxt,
+                    'create_volume', SERVICE, volume_id=volume_id,
+                    request_spec=request_spec)
 
     def create_group(self, ctxt, group_id, request_spec):
-        cctxt = self.client.prepare(version='1.1')
-        cctxt.cast(ctxt, 'create_group', group_id=group_id,
-                   request_spec=request_spec)
+        rpc.bounded(self.client.prepare(version='1.1'), ctxt,
+                    'create_group', SERVICE, group_id=group_id,
+                    request_spec=request_spec)
 
     def update_backend_capabilities(self, ctxt, host, availability_zone,
                                     capabilities, reported_at):
-        cctxt = self.fanout_client.prepare(version='1.0')
-        cctxt.cast(ctxt, 'update_backend_capabilities', host=host,
-                   availability_zone=availability_zone,
-                   capabilities=capabilities, reported_at=reported_at)
+        # (a report that cannot go out is the next one's to make: the
+        # reporting thread must not wait for the broker)
+        rpc.bounded(self.fanout_client.prepare(version='1.0'), ctxt,
+                    'update_backend_capabilities', SERVICE, host=host,
+                    availability_zone=availability_zone,
+                    capabilities=capabilities, reported_at=reported_at)

@@ -44,12 +44,7 @@ History:
           service (this one, or a member of its cluster that is down),
           as POST /workers/cleanup asks
 """
-from concurrent import futures
-import os
-import threading
-
 from oslo_config import cfg
-import oslo_messaging as messaging
 
 from cinder_lite.common import exception
 from cinder_lite.common import rpc
@@ -64,30 +59,9 @@ MIGRATION_RPC = '1.13'
 BACKUP_SNAPSHOT_RPC = '1.15'
 CLEANUP_RPC = '1.16'
 
-# reconnections a call's send tries before it gives up (each waits
-# [oslo_messaging_rabbit] rabbit_retry_interval and its backoff, plus the
-# connection's own timeout)
-CALL_SEND_RETRIES = 2
 # seconds past its timeout a caller waits for a call that could not be
-# sent (``VolumeAPI._call``)
-CALL_SEND_GRACE = 10
-# the most calls of one process in flight at once (more wait for a
-# worker, within their deadline)
-CALL_WORKERS = 64
-_pool = {}
-_pool_lock = threading.Lock()
-
-
-def _call_pool():
-    """This process's pool of call workers (made again in a forked
-    child: a pool's threads do not survive a fork)."""
-    pid = os.getpid()
-    with _pool_lock:
-        if _pool.get('pid') != pid:
-            _pool.update(pid=pid, pool=futures.ThreadPoolExecutor(
-                max_workers=CALL_WORKERS,
-                thread_name_prefix='volume-rpc-call'))
-        return _pool['pool']
+# sent (``rpc.bounded``)
+CALL_SEND_GRACE = rpc.SEND_GRACE
 
 
 def backend_host(host):
@@ -158,39 +132,15 @@ class VolumeAPI:
     def _call(self, ctxt, host, method, version='1.0', timeout=None,
               **kwargs):
         """A call that answers, or raises ServiceUnavailable, within
-        about its timeout plus CALL_SEND_GRACE whatever the bus does.
-
-        By default oslo.messaging retries sending for ever, and the
-        first call of a process waits, unbounded, for a connection for
-        its reply queue: an API node cut off the broker (its database
+        about its timeout plus CALL_SEND_GRACE whatever the bus does
+        (``rpc.bounded``).  An API node cut off the broker (its database
         still answering) held an attach for as long as the cut lasted,
-        past any client's patience, instead of answering 503.  The send
-        now gives up after CALL_SEND_RETRIES reconnections, and the call
-        runs in a worker thread the caller stops waiting for at the
-        deadline (a send that goes out later finds the attachment
-        settled: the volume service refuses it and removes what it
-        made)."""
-        timeout = timeout or self.timeout
-        client = self._prepare(host, version).prepare(
-            timeout=timeout, retry=CALL_SEND_RETRIES)
-        future = _call_pool().submit(client.call, ctxt, method, **kwargs)
-        try:
-            return future.result(timeout + CALL_SEND_GRACE)
-        except futures.TimeoutError:
-            raise exception.ServiceUnavailable(
-                host=backend_host(host),
-                reason='no answer to %s within %d s (the message bus is '
-                       'out of reach)' % (method,
-                                          timeout + CALL_SEND_GRACE))
-        except messaging.MessagingTimeout:
-            raise exception.ServiceUnavailable(
-                host=backend_host(host),
-                reason='no answer to %s within %d s' % (method, timeout))
-        except messaging.MessageDeliveryFailure as e:
-            raise exception.ServiceUnavailable(
-                host=backend_host(host),
-                reason='the message bus did not take %s: %s' % (
-                    method, e))
+        past any client's patience, instead of answering 503; a send
+        that goes out later finds the attachment settled: the volume
+        service refuses it and removes what it made."""
+        return rpc.bounded(self._prepare(host, version), ctxt, method,
+                           backend_host(host),
+                           timeout=timeout or self.timeout, **kwargs)
 
     def get_capabilities(self, ctxt, host):
         return self._call(ctxt, host, 'get_capabilities')

@@ -21,7 +21,9 @@ def build(conf):
         mgr.init_host()
 
         def report(svc, mgr=mgr):
-            caps = mgr.capabilities()
+            return mgr.capabilities()
+
+        def fan_out(svc, caps, mgr=mgr):
             try:
                 # a cluster is one backend to the schedulers
                 scheduler.update_backend_capabilities(
@@ -31,7 +33,6 @@ def build(conf):
             except Exception:
                 LOG.exception('capability report of %s to the schedulers '
                               'failed', svc.host)
-            return caps
 
         def registered(svc, mgr=mgr):
             mgr.service_uuid = svc.service_uuid
@@ -43,6 +44,7 @@ def build(conf):
         services.append(service.RPCService(
             conf, constants.VOLUME_BINARY, rpcapi.TOPIC, mgr.host, [mgr],
             conf.storage_availability_zone, backend=section, report=report,
+            fan_out=fan_out,
             rpc_version=rpcapi.RPC_API_VERSION, on_registered=registered,
             on_up=up,
             on_stopped=mgr.cleanup, cluster_name=mgr.cluster_name))

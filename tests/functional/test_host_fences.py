@@ -201,10 +201,13 @@ def test_a_volume_service_recorded_down_is_not_waited_for(stack, api,
     assert 'is down' in message and 'heartbeat is older' in message
     assert marks() == [('compute-1', vid, False, None, 'admin', None,
                         None)]
-    shown = api.get('/os-host-fences/compute-1?volume_id=%s' % vid).json()[
-        'host_fence']['volumes'][0]
+    report = api.get('/os-host-fences/compute-1?volume_id=%s' % vid).json()[
+        'host_fence']
+    shown = report['volumes'][0]
     assert shown['fenced'] is True and shown['attachments'] == [a1['id']]
     assert shown['reachable'] is None
+    # nor overall: a host nobody could check is not reported cut off
+    assert report['reachable'] is None
     assert len(shown['errors']) == 1 and 'is down' in shown['errors'][0]
     resp = api.post('/os-host-fences/compute-1/action',
                     json={'os-unfence': {'volume_id': vid}})

@@ -190,7 +190,10 @@ BACKUP_EVENTS = {
 def test_every_backup_status_and_event():
     _check_every_pair(states.BACKUP, BACKUP_EVENTS, {
         'reset_status': (V.BACKUP_STATUSES - {V.DELETED},
-                         V.BACKUP_RESET_STATUSES)})
+                         V.BACKUP_RESET_STATUSES),
+        # back to what it was: the delete could not be sent
+        'delete_not_sent': ({V.DELETING}, V.BACKUP_STATUSES - {
+            V.DELETED, V.DELETING})})
 
 
 GROUP_EVENTS = {

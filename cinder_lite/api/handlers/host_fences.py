@@ -80,8 +80,18 @@ def show_fence(req):
     return wsgi.json_response({'host_fence': {
         'host': host, 'fenced': bool(volumes) and all(
             v['fenced'] for v in volumes),
-        'reachable': any(v['reachable'] for v in volumes),
+        'reachable': _reachable(volumes),
         'volumes': volumes}})
+
+
+def _reachable(volumes):
+    """True when the host reaches one of the volumes, False only when
+    every target said it reaches none, else None (some target could not
+    tell: a host nobody could check is not reported cut off)."""
+    seen = [v['reachable'] for v in volumes]
+    if any(seen):
+        return True
+    return None if None in seen else False
 
 
 @wsgi.expected_errors(400, 403, 409, 503)

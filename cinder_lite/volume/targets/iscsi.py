@@ -14,11 +14,11 @@ of that initiator still uses the target; the last attachment removes the
 target.
 
 The backend runs its own ``tgtd`` on ``target_ip_address:target_port``,
-managed through its own control socket (``target_control_port``).  The daemon keeps
-serving across a restart of the volume service (hosts keep their I/O);
-it is stopped when the service stops with no export left.  tgt has no
-limit of bandwidth or of operations per second (per target, LUN or
-session), so back-end QoS specs are not applied; front-end ones are the
+managed through its own control socket (``target_control_port``).  The
+daemon keeps serving across a restart of the volume service (hosts keep
+their I/O); it is stopped when the service stops with no export left.
+tgt has no limit of bandwidth or of operations per second (per target,
+LUN or session), so back-end QoS specs are not applied; front-end ones are the
 host's to apply (doc/source/qos.rst).  Each
 attachment's export is a small JSON record under the backend's state
 directory, which is what ``exports()`` reports and what a restart rebuilds
@@ -302,7 +302,7 @@ class IscsiTarget:
         for suffix in ('', '.lock'):
             try:
                 os.unlink('%s/socket.%d%s' % (SOCKET_DIR, self.control,
-                                               suffix))
+                                              suffix))
             except FileNotFoundError:
                 pass
         try:
@@ -819,12 +819,23 @@ class IscsiTarget:
         sessions of ``initiators`` tgt still shows.  ``logins`` are the
         attempts that got in (``mode attachment-id|none initiator``),
         ``acl`` the ACL entries of ``initiators`` (for information: an
-        entry opens nothing without an account)."""
+        entry opens nothing without an account).  Bounded, as a cut-off
+        is, by ``target_drain_timeout``: a tgtd that does not answer by
+        then raises (nobody can tell), instead of holding the caller
+        past its RPC timeout and the target's lock for tgtadm's 30 s."""
+        deadline = time.monotonic() + self.drain_timeout
         with self._lock:
             running = [a for a in attachment_ids if self._load(a)]
             acl, sessions, logins = [], 0, []
+            pid = self._daemon_pid()
             if self._running():
-                targets = self._show()
+                try:
+                    targets = self._show(deadline)
+                except TargetError as e:
+                    raise TargetError(
+                        reason='tgtd (pid %s) does not answer, so whether '
+                               'the host reaches volume %s cannot be '
+                               'told: %s' % (pid, volume_id, e))
                 for mode in ('rw', 'ro'):
                     iqn = self.iqn(volume_id, mode)
                     target = targets.get(iqn)
@@ -846,20 +857,29 @@ class IscsiTarget:
                         (name, a) for name in list(initiators) + admitted
                         for a in attachment_ids]
                     for initiator, attachment_id in tries:
-                        if self._opens(iqn, initiator, attachment_id):
+                        if self._opens(iqn, initiator, attachment_id,
+                                       deadline):
                             logins.append('%s %s %s' % (
                                 mode, attachment_id or 'none', initiator))
         return {'exports': running, 'acl': acl, 'sessions': sessions,
                 'logins': logins, 'reachable': bool(logins or sessions)}
 
-    def _opens(self, iqn, initiator, attachment_id):
+    def _opens(self, iqn, initiator, attachment_id, deadline=None):
         """Whether a login to ``iqn`` as ``initiator``, with the
-        credentials of ``attachment_id`` (none when None), gets in."""
+        credentials of ``attachment_id`` (none when None), gets in;
+        raises when it cannot be told by ``deadline``."""
         chap = None if attachment_id is None else (
             self.user(attachment_id), self.secret(attachment_id))
         source = None if self.ip in ('0.0.0.0', '::') else self.ip
+        timeout = FENCER_TIMEOUT_S
+        if deadline is not None:
+            timeout = min(timeout, deadline - time.monotonic())
+            if timeout <= 0:
+                raise TargetError(reason='cannot tell whether %s reaches '
+                                  '%s within %.1f s' % (
+                                      initiator, iqn, self.drain_timeout))
         session = iscsi_session.IscsiSession(
-            self.portal, iqn, LUN, initiator, timeout=FENCER_TIMEOUT_S,
+            self.portal, iqn, LUN, initiator, timeout=timeout,
             source_address=source, chap=chap)
         try:
             session.connect(probe=False)
