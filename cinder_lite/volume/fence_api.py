@@ -125,7 +125,10 @@ class FenceService:
 
     def _fence_volume(self, context, host, volume_id, reason):
         why = 'host %s fenced%s' % (host, ': %s' % reason if reason else '')
-        with db_api.writer() as session:
+
+        def _mark(session):
+            # the database only: run again whole on a certification
+            # failure; the cuts are asked for once it committed
             vol = db_attachments.lock_volume(session, volume_id)
             mark, created = db_host_fences.fence(session, host, vol, reason)
             attachments = db_attachments.of_host(session, volume_id, host)
@@ -133,7 +136,10 @@ class FenceService:
                 db_attachments.record_event(session, a, why)
             groups, down, _ = self._route(
                 session, _by_export_host(attachments, vol), vol)
-            since = mark.created_at
+            return vol, created, attachments, groups, down, mark.created_at
+
+        vol, created, attachments, groups, down, since = db_api.run_writer(
+            _mark)
         LOG.info('volume %s: %s (%s); cutting attachments %s', volume_id,
                  why, 'new mark' if created else 'marked already',
                  ', '.join(a.id for a in attachments) or 'none')
@@ -170,7 +176,10 @@ class FenceService:
     def _unfence_volume(self, context, host, volume_id, reason):
         why = 'host %s unfenced%s' % (host,
                                       ': %s' % reason if reason else '')
-        with db_api.writer() as session:
+
+        def _unmark(session):
+            # the database only (see _fence_volume): the exports are
+            # made again once it committed
             vol = db_attachments.lock_volume(session, volume_id)
             ended = db_host_fences.unfence(session, host, volume_id, reason)
             attachments = [a for a in db_attachments.of_host(
@@ -188,6 +197,9 @@ class FenceService:
                     db_attachments.move_exports(
                         session, groups[service_host], export_host,
                         service_host)
+            return vol, ended, attachments, groups, down
+
+        vol, ended, attachments, groups, down = db_api.run_writer(_unmark)
         if ended:
             LOG.info('volume %s: %s; exporting attachments %s again',
                      volume_id, why,
