@@ -654,7 +654,11 @@ class AttachmentService:
         # a volume service older than RPC 1.4 cannot promote: refuse
         # before anything is marked
         self.volume_rpcapi.require('1.4', 'os-takeover')
-        with db_api.writer() as session:
+
+        def _mark(session):
+            # the database only: run again whole on a certification
+            # failure; the old writer is cut, and ours promoted, once it
+            # committed
             attachment = self._authorized(session, context, attachment_id,
                                           policy.ATTACHMENT_TAKEOVER)
             with db_attachments.locked_volume(session,
@@ -692,7 +696,10 @@ class AttachmentService:
                         values={'operation': states.DISCONNECTING} if cut
                         else {'status_reason': why}, reason=why,
                         current=writer)
-            status = held.status
+            return vol, current, writer, cut, cut_by, why, held.status
+
+        vol, current, writer, cut, cut_by, why, status = db_api.run_writer(
+            _mark)
         LOG.info('attachment %s of volume %s: taking over from %s',
                  attachment_id, vol.id, writer.id if writer else 'nobody')
         if writer is not None:
