@@ -119,8 +119,7 @@ class SnapshotService:
         except Exception:
             LOG.warning('snapshot %s: removing the record of a create '
                         'that could not be sent', snapshot.id)
-            with db_api.writer() as session:
-                db_snapshots.remove(session, snapshot.id)
+            db_api.run_writer(db_snapshots.remove, snapshot.id)
             raise
         return snapshot
 
@@ -177,8 +176,7 @@ class SnapshotService:
         snapshot = self.get(context, snapshot_id, policy.SNAPSHOT_UPDATE)
         notify.info(context, self.conf.host, 'snapshot.update.start',
                     payload(snapshot))
-        with db_api.writer() as session:
-            db_snapshots.update(session, snapshot.id, values)
+        db_api.run_writer(db_snapshots.update, snapshot.id, values)
         snapshot = self.get(context, snapshot_id)
         notify.info(context, self.conf.host, 'snapshot.update.end',
                     payload(snapshot))
@@ -241,9 +239,8 @@ class SnapshotService:
                             policy.SNAPSHOT_RESET_STATUS)
         notify.info(context, self.conf.host, 'snapshot.reset_status.start',
                     payload(snapshot))
-        with db_api.writer() as session:
-            db_snapshots.transition(session, snapshot.id, 'reset_status',
-                                    status)
+        db_api.run_writer(db_snapshots.transition, snapshot.id,
+                          'reset_status', status)
         LOG.warning('snapshot %s: %s -> %s (os-reset_status by %s)',
                     snapshot.id, snapshot.status, status,
                     context.user_id)
@@ -266,13 +263,15 @@ class SnapshotService:
                        'snapshot with status %s.' % (status,
                                                      snapshot.status))
         values = {'progress': progress} if progress else {}
-        with db_api.writer() as session:
+
+        def _report(session):
             if status == snapshot.status:
                 db_snapshots.update(session, snapshot.id, values)
             else:
                 db_snapshots.transition(session, snapshot.id,
                                         'update_status', status,
                                         values=values)
+        db_api.run_writer(_report)
         LOG.info('snapshot %s: status %s, progress %s reported',
                  snapshot.id, status, progress)
 
@@ -287,22 +286,26 @@ class SnapshotService:
 
     def update_metadata(self, context, snapshot_id, metadata,
                         delete=False):
-        with db_api.writer() as session:
+
+        def _set(session):
             snapshot = db_snapshots.lock(session, snapshot_id,
                                          self._scope(context))
             policy.authorize(context, policy.SNAPSHOT_METADATA_UPDATE,
                              {'project_id': snapshot.project_id})
-            after = db_metadata.update(session, snapshot.id, metadata,
-                                       delete)
+            return db_metadata.update(session, snapshot.id, metadata,
+                                      delete)
+        after = db_api.run_writer(_set)
         LOG.info('snapshot %s: metadata %s %s', snapshot_id,
                  'replaced by' if delete else 'set', sorted(metadata))
         return after
 
     def delete_metadata_key(self, context, snapshot_id, key):
-        with db_api.writer() as session:
+
+        def _delete_key(session):
             snapshot = db_snapshots.lock(session, snapshot_id,
                                          self._scope(context))
             policy.authorize(context, policy.SNAPSHOT_METADATA_DELETE,
                              {'project_id': snapshot.project_id})
             db_metadata.delete_key(session, snapshot.id, key)
+        db_api.run_writer(_delete_key)
         LOG.info('snapshot %s: metadata key %s deleted', snapshot_id, key)
