@@ -61,40 +61,42 @@ class GroupSnapshotService:
                   'group_type_id': group.group_type_id, 'deleted': False,
                   'created_at': now}
 
-        def record():
-            with db_api.writer() as session:
-                locked = db_groups.lock(session, group.id)
-                self._check_group(locked)
-                volumes = db_groups.volumes_of(session, [group.id],
-                                               lock=True)[group.id]
-                if not volumes:
+        # (run again from its start on a certification failure: the
+        # cast comes after the commit)
+        def record(session):
+            locked = db_groups.lock(session, group.id)
+            self._check_group(locked)
+            volumes = db_groups.volumes_of(session, [group.id],
+                                           lock=True)[group.id]
+            if not volumes:
+                raise exception.InvalidGroup(
+                    reason='Group %s has no volumes; there is nothing '
+                           'to snapshot.' % group.id)
+            allowed = states.GROUP_SNAPSHOT_VOLUME_STATUSES
+            for volume in volumes:
+                if volume.status not in allowed:
                     raise exception.InvalidGroup(
-                        reason='Group %s has no volumes; there is nothing '
-                               'to snapshot.' % group.id)
-                allowed = states.GROUP_SNAPSHOT_VOLUME_STATUSES
-                for volume in volumes:
-                    if volume.status not in allowed:
-                        raise exception.InvalidGroup(
-                            reason='Volume %s in group %s is %s; a group '
-                                   'snapshot needs each volume in one of: '
-                                   '%s.' % (volume.id, group.id,
-                                            volume.status,
-                                            ', '.join(allowed)))
-                snaps = [{'id': str(uuid.uuid4()), 'volume_id': v.id,
-                          'project_id': context.project_id,
-                          'user_id': context.user_id,
-                          'name': 'snapshot-%s' % values['id'],
-                          'description': None,
-                          'status': states.CREATING, 'progress': '0%',
-                          'volume_size': v.size,
-                          'volume_type_id': v.volume_type_id,
-                          'deleted': False, 'created_at': now}
-                         for v in volumes]
-                found = db_group_snapshots.create(
-                    session, values, snaps,
-                    quota.Checker(self.conf, session))
-                return found, self._summary(found, locked, snaps, volumes)
-        group_snapshot, summary = quota.ensuring_rows(record)
+                        reason='Volume %s in group %s is %s; a group '
+                               'snapshot needs each volume in one of: '
+                               '%s.' % (volume.id, group.id,
+                                        volume.status,
+                                        ', '.join(allowed)))
+            snaps = [{'id': str(uuid.uuid4()), 'volume_id': v.id,
+                      'project_id': context.project_id,
+                      'user_id': context.user_id,
+                      'name': 'snapshot-%s' % values['id'],
+                      'description': None,
+                      'status': states.CREATING, 'progress': '0%',
+                      'volume_size': v.size,
+                      'volume_type_id': v.volume_type_id,
+                      'deleted': False, 'created_at': now}
+                     for v in volumes]
+            found = db_group_snapshots.create(
+                session, values, snaps,
+                quota.Checker(self.conf, session))
+            return found, self._summary(found, locked, snaps, volumes)
+        group_snapshot, summary = quota.ensuring_rows(
+            lambda: db_api.run_writer(record))
         LOG.info('group snapshot %s of group %s: recorded as creating (%d '
                  'snapshots)', group_snapshot.id, group.id,
                  len(summary['snapshots']))
@@ -104,7 +106,8 @@ class GroupSnapshotService:
         except Exception:
             LOG.warning('group snapshot %s: removing the record of a '
                         'create that could not be sent', group_snapshot.id)
-            with db_api.writer() as session:
+
+            def _remove(session):
                 for snap in summary['snapshots']:
                     db_snapshots.remove(session, snap['id'])
                 db_group_snapshots.transition(session, group_snapshot.id,
@@ -113,6 +116,7 @@ class GroupSnapshotService:
                                               'delete')
                 db_group_snapshots.transition(session, group_snapshot.id,
                                               'deleted')
+            db_api.run_writer(_remove)
             raise
         return group_snapshot
 
@@ -170,7 +174,10 @@ class GroupSnapshotService:
         found = self.get(context, group_snapshot_id)
         policy.authorize(context, policy.GROUP_SNAPSHOT_DELETE,
                          {'project_id': found.project_id})
-        with db_api.writer() as session:
+
+        # (run again from its start on a certification failure: the cast
+        # comes after the commit)
+        def _mark(session):
             locked = db_group_snapshots.lock(session, found.id)
             group = db_groups.get(session, locked.group_id)
             snaps = db_group_snapshots.snapshots_of(session, found.id)
@@ -193,6 +200,9 @@ class GroupSnapshotService:
                        'project_id': found.project_id,
                        'snapshots': [db_snapshots.summary(s, group.host)
                                      for s in snaps]}
+            return locked, group, summary
+
+        locked, group, summary = db_api.run_writer(_mark)
         LOG.info('group snapshot %s: %s -> deleting', found.id,
                  locked.status)
         self.volume_rpcapi.delete_group_snapshot(context, group.host,
@@ -204,9 +214,12 @@ class GroupSnapshotService:
             raise exception.InvalidGroupSnapshot(
                 reason='Group snapshot status %s is not one of: %s' % (
                     status, ', '.join(states.GROUP_SNAPSHOT_RESET_STATUSES)))
-        with db_api.writer() as session:
+
+        def _reset(session):
             found = db_group_snapshots.lock(session, group_snapshot_id)
             db_group_snapshots.transition(session, found.id,
                                           'reset_status', target=status)
+            return found
+        found = db_api.run_writer(_reset)
         LOG.info('group snapshot %s: %s -> %s (reset_status)',
                  group_snapshot_id, found.status, status)
