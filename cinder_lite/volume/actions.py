@@ -354,16 +354,15 @@ class VolumeActions:
             for att in self._live(volume.id):
                 self.attachments.delete(context, att.id, force=True)
         if migration_status is not None:
-            with db_api.writer() as session:
-                db_volumes.update(session, volume.id, {
-                    'migration_status': None if wanted == 'none'
-                    else wanted})
+            db_api.run_writer(db_volumes.update, volume.id, {
+                'migration_status': None if wanted == 'none' else wanted})
             LOG.warning('volume %s: migration_status %s -> %s by '
                         'os-reset_status', volume.id,
                         volume.migration_status, wanted)
         if status is None:
             return
-        with db_api.writer() as session:
+
+        def _reset(session):
             change = 'reset_status'
             # read in this transaction: a volume read earlier may have had
             # no host yet
@@ -389,6 +388,7 @@ class VolumeActions:
                            'it finishes that itself (or reconciles it if '
                            'it is stuck); reset its status when it has.'
                            % (volume.id, e.kwargs['actual']))
+        db_api.run_writer(_reset)
         LOG.warning('volume %s: %s -> %s by os-reset_status', volume.id,
                     volume.status, status)
 
@@ -400,7 +400,8 @@ class VolumeActions:
         detach may still hold a read-write export), so no read-write
         attachment outlives the flag."""
         volume = self._volume(context, volume_id, policy.READONLY_FLAG)
-        with db_api.writer() as session:
+
+        def _set_flag(session):
             try:
                 db_attachments.lock_volume(session, volume.id,
                                            allowed=(states.AVAILABLE,),
@@ -420,6 +421,7 @@ class VolumeActions:
                                    '%s %s' % (a.id, a.attach_status)
                                    for a in live)))
             db_volumes.update(session, volume.id, {'readonly': readonly})
+        db_api.run_writer(_set_flag)
         LOG.info('volume %s: readonly flag %s', volume.id, readonly)
 
     def force_delete(self, context, volume_id, rule=policy.FORCE_DELETE,
@@ -456,7 +458,8 @@ class VolumeActions:
         """Mark a volume as one a server may boot from (Nova refuses a
         boot from a volume that is not).  Like Cinder, any status."""
         volume = self._volume(context, volume_id, policy.VOLUME_UPDATE)
-        with db_api.writer() as session:
+
+        def _set_bootable(session):
             vol = db_attachments.lock_volume(session, volume.id)
             # what a reservation asks of a bootable shared volume, for one
             # already shared: becoming bootable must not get round the
@@ -467,6 +470,7 @@ class VolumeActions:
                 policy.authorize(context, policy.MULTIATTACH_BOOTABLE,
                                  {'project_id': vol.project_id})
             db_volumes.update(session, volume.id, {'bootable': bootable})
+        db_api.run_writer(_set_bootable)
 
     def retype(self, context, volume_id, new_type, migration_policy):
         volume = self._volume(context, volume_id, policy.RETYPE)
@@ -511,46 +515,46 @@ class VolumeActions:
                    'available volumes without attachments; volume %s is '
                    'not' % volume.id)
 
-        def move():
-            with db_api.writer() as session:
-                try:
-                    vol = db_attachments.lock_volume(
-                        session, volume.id,
-                        allowed=(states.AVAILABLE,) if changes_sharing
-                        else db_attachments.ATTACHABLE)
-                except exception.InvalidVolume:
-                    if changes_sharing:
-                        raise refusal
-                    raise
-                if vol.group_id:
-                    # as Cinder: a group's volumes keep the types it holds
-                    raise exception.InvalidVolume(reason=RETYPE_IN_GROUP)
-                sharing = changes_sharing
-                if vol.volume_type_id != current['id']:
-                    # retyped since the read above: decided again on the
-                    # type and the flag it has now
-                    not_already(vol.volume_type_id)
-                    sharing = changes_sharing_from(
-                        vol, db_types.get(session, vol.volume_type_id))
-                if sharing and (vol.status != states.AVAILABLE or
-                                db_attachments.live_statuses(session,
-                                                             vol.id)):
+        # (run again from its start on a certification failure)
+        def move(session):
+            try:
+                vol = db_attachments.lock_volume(
+                    session, volume.id,
+                    allowed=(states.AVAILABLE,) if changes_sharing
+                    else db_attachments.ATTACHABLE)
+            except exception.InvalidVolume:
+                if changes_sharing:
                     raise refusal
-                if vol.status != states.AVAILABLE and \
-                        db_qos.changes_front_end(session, vol.volume_type_id,
-                                                 target['id']):
-                    # as Cinder: the hosts would keep applying the old
-                    # specs
-                    raise exception.InvalidVolume(
-                        reason='for in-use volumes front-end qos specs '
-                               'cannot change: the types of volume %s '
-                               'have different QoS specs consumed by the '
-                               'front end' % vol.id)
-                db_types.lock_live(session, target['id'])
-                # the per-type quota moves with it
-                db_volumes.retype(session, vol.id, target['id'],
-                                  {'multiattach': multiattach},
-                                  quota.Checker(self.conf, session))
+                raise
+            if vol.group_id:
+                # as Cinder: a group's volumes keep the types it holds
+                raise exception.InvalidVolume(reason=RETYPE_IN_GROUP)
+            sharing = changes_sharing
+            if vol.volume_type_id != current['id']:
+                # retyped since the read above: decided again on the
+                # type and the flag it has now
+                not_already(vol.volume_type_id)
+                sharing = changes_sharing_from(
+                    vol, db_types.get(session, vol.volume_type_id))
+            if sharing and (vol.status != states.AVAILABLE or
+                            db_attachments.live_statuses(session,
+                                                         vol.id)):
+                raise refusal
+            if vol.status != states.AVAILABLE and \
+                    db_qos.changes_front_end(session, vol.volume_type_id,
+                                             target['id']):
+                # as Cinder: the hosts would keep applying the old
+                # specs
+                raise exception.InvalidVolume(
+                    reason='for in-use volumes front-end qos specs '
+                           'cannot change: the types of volume %s '
+                           'have different QoS specs consumed by the '
+                           'front end' % vol.id)
+            db_types.lock_live(session, target['id'])
+            # the per-type quota moves with it
+            db_volumes.retype(session, vol.id, target['id'],
+                              {'multiattach': multiattach},
+                              quota.Checker(self.conf, session))
         if dest is not None:
             # the type's backend differs: the volume migrates there and
             # takes the type when it has moved (Cinder's retype with
@@ -562,7 +566,7 @@ class VolumeActions:
                                   lock_event='retype_migrate',
                                   new_type_id=target['id'])
             return
-        quota.ensuring_rows(move)
+        quota.ensuring_rows(lambda: db_api.run_writer(move))
         LOG.info('volume %s retyped %s -> %s', volume.id, current['name'],
                  target['name'])
 
@@ -638,18 +642,19 @@ class VolumeActions:
             return
         self.attachments.check_backend(volume)
 
-        def start():
-            with db_api.writer() as session:
-                try:
-                    db_volumes.transition(
-                        session, volume.id, 'extend',
-                        values={'pending_size': new_size},
-                        check=quota.Checker(self.conf, session,
-                                            size=new_size))
-                except exception.InvalidTransition as e:
-                    raise exception.InvalidVolume(
-                        reason='Volume status must be available to extend, '
-                               'but it is %s.' % e.kwargs['actual'])
-        quota.ensuring_rows(start)
+        # (run again from its start on a certification failure: the
+        # cast comes after the commit)
+        def start(session):
+            try:
+                db_volumes.transition(
+                    session, volume.id, 'extend',
+                    values={'pending_size': new_size},
+                    check=quota.Checker(self.conf, session,
+                                        size=new_size))
+            except exception.InvalidTransition as e:
+                raise exception.InvalidVolume(
+                    reason='Volume status must be available to extend, '
+                           'but it is %s.' % e.kwargs['actual'])
+        quota.ensuring_rows(lambda: db_api.run_writer(start))
         self.volume_rpcapi.extend_volume(context, volume.host, volume.id,
                                          new_size)
