@@ -157,9 +157,8 @@ class VolumeManager(manage_manager.ManageEndpoints,
         live member when they get there."""
         if not self.cluster_name:
             return
-        with db_api.writer() as session:
-            moved = db_volumes.join_cluster(session, self.host,
-                                            self.cluster_name)
+        moved = db_api.run_writer(db_volumes.join_cluster, self.host,
+                                  self.cluster_name)
         if moved:
             LOG.warning('%d volume(s) of %s moved to cluster %s, which '
                         'serves them from now on', len(moved), self.host,
@@ -419,13 +418,13 @@ class VolumeManager(manage_manager.ManageEndpoints,
             except Exception as gone:
                 LOG.warning('image %s stays in Glance: %s', image['id'],
                             gone)
-            with db_api.writer() as session:
-                db_messages.create(
-                    session, volume['project_id'], EVENT_IMAGE_UPLOAD_FAILED,
-                    'upload volume to image %s: %s' % (
-                        image['id'], getattr(e, 'message', None) or e),
-                    resource_type='VOLUME', resource_uuid=volume_id,
-                    request_id=ctxt.request_id)
+            db_api.run_writer(
+                db_messages.create, volume['project_id'],
+                EVENT_IMAGE_UPLOAD_FAILED,
+                'upload volume to image %s: %s' % (
+                    image['id'], getattr(e, 'message', None) or e),
+                resource_type='VOLUME', resource_uuid=volume_id,
+                request_id=ctxt.request_id)
         finally:
             image_api.end_upload(volume_id)
 
@@ -507,7 +506,7 @@ class VolumeManager(manage_manager.ManageEndpoints,
 
     @staticmethod
     def _snapshot_failed(ctxt, snapshot, change, event, detail):
-        with db_api.writer() as session:
+        def _record(session):
             try:
                 db_snapshots.transition(session, snapshot['id'], change)
             except (exception.InvalidTransition, exception.NotFound):
@@ -516,6 +515,7 @@ class VolumeManager(manage_manager.ManageEndpoints,
                                detail, resource_type='VOLUME_SNAPSHOT',
                                resource_uuid=snapshot['id'],
                                request_id=ctxt.request_id)
+        db_api.run_writer(_record)
 
     def connect(self, ctxt, attachment_id, connector, mode, answer=False,
                 volume=None, type_qos=None):
@@ -704,16 +704,16 @@ class VolumeManager(manage_manager.ManageEndpoints,
         return self.driver.reach(volume_id, attachment_ids, initiators)
 
     def extend_volume(self, ctxt, volume_id, new_size):
-        with db_api.writer() as session:
-            # Claim it as reconciliation does: a request that waited in
-            # the queue past reconcile_after may find the volume rolled
-            # back by another member (or this one), and must then leave
-            # the storage alone.
-            # ... or extending again, to another size: that extend's
-            # message is the one to serve
+        # Claim it as reconciliation does: a request that waited in the
+        # queue past reconcile_after may find the volume rolled back by
+        # another member (or this one), and must then leave the storage
+        # alone.  ... or extending again, to another size: that extend's
+        # message is the one to serve
+        def _claim(session):
             row, claimed = db_volumes.claim_extend(session, volume_id,
                                                    new_size)
-            volume = volume_dict(row)
+            return volume_dict(row), claimed
+        volume, claimed = db_api.run_writer(_claim)
         if not claimed:
             LOG.warning('volume %s is no longer extending (%s); extend to '
                         '%d GiB not done', volume_id, volume['status'],
@@ -730,10 +730,9 @@ class VolumeManager(manage_manager.ManageEndpoints,
                                  extending_to=new_size)
             return
         try:
-            with db_api.writer() as session:
-                db_volumes.transition(session, volume_id, 'extended',
-                                      values={'size': new_size},
-                                      extending_to=new_size)
+            db_api.run_writer(db_volumes.transition, volume_id, 'extended',
+                              values={'size': new_size},
+                              extending_to=new_size)
         except (exception.InvalidTransition, exception.VolumeNotFound) as e:
             # rolled back meanwhile (reconcile_after passed): the record
             # keeps its size; the storage is larger
@@ -763,29 +762,28 @@ class VolumeManager(manage_manager.ManageEndpoints,
         pass (nor shrink the volume), and a delete after a detach is
         refused until the storage has grown and the size is recorded."""
 
-        def begin():
-            # the quota is charged (and checked) with the growth
-            with db_api.writer() as session:
-                why = db_volumes.begin_grow(
-                    session, volume_id, old_size, new_size,
-                    quota.Checker(self.conf, session, size=new_size))
-                if why:
-                    raise exception.InvalidVolume(
-                        reason='Volume %s cannot be extended in use: %s.'
-                        % (volume_id, why))
-                return volume_dict(db_volumes.get(session, volume_id))
-        volume = quota.ensuring_rows(begin)
+        def begin(session):
+            # the quota is charged (and checked) with the growth; run
+            # again from its start on a certification failure
+            why = db_volumes.begin_grow(
+                session, volume_id, old_size, new_size,
+                quota.Checker(self.conf, session, size=new_size))
+            if why:
+                raise exception.InvalidVolume(
+                    reason='Volume %s cannot be extended in use: %s.'
+                    % (volume_id, why))
+            return volume_dict(db_volumes.get(session, volume_id))
+        volume = quota.ensuring_rows(lambda: db_api.run_writer(begin))
         try:
             with self.working_on(volume_id):
                 self.driver.extend_volume(volume, new_size)
         except Exception as e:
             LOG.exception('volume %s: extend in use failed', volume_id)
-            with db_api.writer() as session:
-                db_volumes.end_grow(session, volume_id, new_size, False)
+            db_api.run_writer(db_volumes.end_grow, volume_id, new_size,
+                              False)
             raise exception.BackendError(reason=str(e))
-        with db_api.writer() as session:
-            recorded = db_volumes.end_grow(session, volume_id, new_size,
-                                           True)
+        recorded = db_api.run_writer(db_volumes.end_grow, volume_id,
+                                     new_size, True)
         if not recorded:
             # reconciliation ended the growth meanwhile: the record keeps
             # its size; the storage is larger
@@ -845,10 +843,8 @@ class VolumeManager(manage_manager.ManageEndpoints,
     def _attachment_failed(self, volume, attachment_id, what, reason):
         """Record the ``what`` ('connect', 'disconnect') of an attachment
         failed, with ``reason``."""
-        with db_api.writer() as session:
-            db_attachments.record_failure(session, attachment_id,
-                                          what + '_failed', reason,
-                                          volume['id'])
+        db_api.run_writer(db_attachments.record_failure, attachment_id,
+                          what + '_failed', reason, volume['id'])
 
     def work_cleanup(self, ctxt, service_host, until, resource_id=None):
         """RPC 1.16 (cast): POST /workers/cleanup, for volume service
@@ -881,7 +877,7 @@ class VolumeManager(manage_manager.ManageEndpoints,
 
     def _record_failure(self, ctxt, volume, change, event, detail,
                         extending_to=None):
-        with db_api.writer() as session:
+        def _record(session):
             try:
                 db_volumes.transition(session, volume['id'], change,
                                       extending_to=extending_to)
@@ -891,3 +887,4 @@ class VolumeManager(manage_manager.ManageEndpoints,
                                resource_type='VOLUME',
                                resource_uuid=volume['id'],
                                request_id=ctxt.request_id)
+        db_api.run_writer(_record)
