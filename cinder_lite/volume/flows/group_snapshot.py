@@ -85,12 +85,13 @@ class MakeCopies(task.Task):
 
 class MarkAvailable(task.Task):
     def execute(self, group_snapshot):
-        with db_api.writer() as session:
+        def _mark(session):
             for snapshot in group_snapshot['snapshots']:
                 db_snapshots.transition(session, snapshot['id'], 'created',
                                         values={'progress': '100%'})
             db_group_snapshots.transition(session, group_snapshot['id'],
                                           'created')
+        db_api.run_writer(_mark)
         LOG.info('group snapshot %s: creating -> available',
                  group_snapshot['id'])
 
@@ -102,19 +103,17 @@ class RemoveCopies(task.Task):
                 driver.delete_snapshot(snapshot)
             except exception.SnapshotNotFound:
                 pass
-            with db_api.writer() as session:
-                try:
-                    db_snapshots.transition(session, snapshot['id'],
-                                            'deleted')
-                except exception.SnapshotNotFound:
-                    pass
+            try:
+                db_api.run_writer(db_snapshots.transition, snapshot['id'],
+                                  'deleted')
+            except exception.SnapshotNotFound:
+                pass
 
 
 class MarkDeleted(task.Task):
     def execute(self, group_snapshot):
-        with db_api.writer() as session:
-            db_group_snapshots.transition(session, group_snapshot['id'],
-                                          'deleted')
+        db_api.run_writer(db_group_snapshots.transition,
+                          group_snapshot['id'], 'deleted')
         LOG.info('group snapshot %s: deleting -> deleted',
                  group_snapshot['id'])
 

@@ -27,9 +27,8 @@ class MakeCopy(task.Task):
 
 class MarkAvailable(task.Task):
     def execute(self, snapshot):
-        with db_api.writer() as session:
-            db_snapshots.transition(session, snapshot['id'], 'created',
-                                    values={'progress': '100%'})
+        db_api.run_writer(db_snapshots.transition, snapshot['id'],
+                          'created', values={'progress': '100%'})
         LOG.info('snapshot %s: creating -> available', snapshot['id'])
 
 
@@ -40,8 +39,8 @@ class RemoveCopy(task.Task):
 
 class MarkDeleted(task.Task):
     def execute(self, snapshot):
-        with db_api.writer() as session:
-            db_snapshots.transition(session, snapshot['id'], 'deleted')
+        db_api.run_writer(db_snapshots.transition, snapshot['id'],
+                          'deleted')
         LOG.info('snapshot %s: deleting -> deleted', snapshot['id'])
 
 
