@@ -73,7 +73,10 @@ class RevertService:
                                    'reverting a volume to a snapshot')
         # a backend that is down answers now, not after the statuses moved
         self.attachments.check_backend(volume)
-        with db_api.writer() as session:
+
+        # (run again from its start on a certification failure: the RPC
+        # comes after the commit)
+        def _start(session):
             locked = db_attachments.lock_volume(session, volume.id)
             # decided again under the lock: a snapshot made since, an
             # extend, an attachment
@@ -92,6 +95,8 @@ class RevertService:
                 db_volumes.get(session, volume.id))
             snapshot_summary = db_snapshots.summary(
                 db_snapshots.get(session, snapshot.id), locked.host)
+            return locked, volume_summary, snapshot_summary
+        locked, volume_summary, snapshot_summary = db_api.run_writer(_start)
         LOG.info('volume %s: available -> reverting to snapshot %s',
                  volume.id, snapshot_id)
         notify.info(context, self.conf.host, 'volume.revert.start',
@@ -131,7 +136,9 @@ def end_revert(volume_id, snapshot_id, change, also=None):
     its snapshots is ``restoring``) back to ``available``, and
     ``also(session)`` runs (a user message), in one transaction.  False
     when the volume was no longer reverting (settled meanwhile)."""
-    with db_api.writer() as session:
+    # (run again from its start on a certification failure: ``also``
+    # writes to the database only)
+    def _end(session):
         try:
             db_volumes.transition(session, volume_id, change)
         except (exception.InvalidTransition, exception.VolumeNotFound):
@@ -148,4 +155,5 @@ def end_revert(volume_id, snapshot_id, change, also=None):
                 pass
         if also is not None:
             also(session)
-    return True
+        return True
+    return db_api.run_writer(_end)

@@ -33,10 +33,11 @@ EVENT_REVERT_FAILED = 'VOLUME_VOLUME_101_001'
 def claim(volume_id):
     """True when this service may write the volume: still reverting, and
     claimed now."""
-    with db_api.writer() as session:
+    def _claim(session):
         row = db_volumes.lock(session, volume_id)
         return row.status == states.REVERTING and db_volumes.claim_stale(
             session, volume_id, states.REVERTING, row.updated_at)
+    return db_api.run_writer(_claim)
 
 
 def run(driver, volume, snapshot, ctxt, host):
