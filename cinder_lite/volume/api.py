@@ -156,8 +156,7 @@ def forget_volume(volume):
     """Undo ``record_volume``."""
     LOG.warning('volume %s: removing the record of a failed create',
                 volume.id)
-    with db_api.writer() as session:
-        db_volumes.remove(session, volume.id)
+    db_api.run_writer(db_volumes.remove, volume.id)
 
 
 def cast_to_scheduler(context, scheduler, volume, volume_type,
@@ -553,7 +552,8 @@ class VolumeService:
         policy.authorize(context, policy.VOLUME_UPDATE,
                          {'project_id': volume.project_id})
         metadata = values.pop('metadata', None)
-        with db_api.writer() as session:
+
+        def _update(session):
             locked = db_volumes.lock(session, volume_id)
             if locked.status in states.VOLUME_UNCHANGEABLE_STATUSES:
                 raise exception.InvalidVolume(
@@ -564,6 +564,7 @@ class VolumeService:
             if metadata is not None:
                 db_metadata.update(session, volume_id, metadata,
                                    delete=True)
+        db_api.run_writer(_update)
         return self.get(context, volume_id)
 
     def delete(self, context, volume_id, force=False, cascade=False):
