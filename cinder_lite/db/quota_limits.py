@@ -172,10 +172,11 @@ def make_usage_rows(project_id, resources):
     """Make the usage rows a project never had, each in a transaction of
     its own: a transaction that inserts one row holds no lock while it
     waits for another (MariaDB deadlocks inserts of several rows racing
-    on one unique index)."""
+    on one unique index).  Each is run again on a deadlock: on multi-writer
+    Galera two nodes inserting the same row both get in, and the second
+    commit is refused; run again, it finds the row there."""
     for resource in sorted(resources):
-        with db_api.writer() as session:
-            db_quotas.ensure(session, project_id, [resource])
+        db_api.run_writer(db_quotas.ensure, project_id, [resource])
 
 
 def ensuring_rows(work, attempts=4):
