@@ -50,12 +50,11 @@ class CreateStorage(task.Task):
 class MarkAvailable(task.Task):
     def execute(self, volume, service_uuid, shared_targets,
                 persistent_reservations):
-        with db_api.writer() as session:
-            db_volumes.transition(
-                session, volume['id'], 'created',
-                values={'service_uuid': service_uuid,
-                        'shared_targets': shared_targets,
-                        'persistent_reservations': persistent_reservations})
+        db_api.run_writer(
+            db_volumes.transition, volume['id'], 'created',
+            values={'service_uuid': service_uuid,
+                    'shared_targets': shared_targets,
+                    'persistent_reservations': persistent_reservations})
         LOG.info('volume %s: creating -> available', volume['id'])
 
 
@@ -65,20 +64,19 @@ class MarkRestoring(task.Task):
 
     def execute(self, volume, service_uuid, shared_targets,
                 persistent_reservations):
-        with db_api.writer() as session:
-            db_volumes.transition(
-                session, volume['id'], 'restore_on_create',
-                values={'service_uuid': service_uuid,
-                        'shared_targets': shared_targets,
-                        'persistent_reservations': persistent_reservations})
+        db_api.run_writer(
+            db_volumes.transition, volume['id'], 'restore_on_create',
+            values={'service_uuid': service_uuid,
+                    'shared_targets': shared_targets,
+                    'persistent_reservations': persistent_reservations})
         LOG.info('volume %s: creating -> restoring-backup (backup %s)',
                  volume['id'], volume['backup_id'])
 
 
 class StartDownload(task.Task):
     def execute(self, volume):
-        with db_api.writer() as session:
-            db_volumes.transition(session, volume['id'], 'start_download')
+        db_api.run_writer(db_volumes.transition, volume['id'],
+                          'start_download')
         LOG.info('volume %s: creating -> downloading', volume['id'])
 
 
@@ -139,13 +137,12 @@ class CopyImage(task.Task):
 class MarkDownloaded(task.Task):
     def execute(self, volume, service_uuid, shared_targets,
                 persistent_reservations):
-        with db_api.writer() as session:
-            db_volumes.transition(
-                session, volume['id'], 'downloaded',
-                values={'service_uuid': service_uuid,
-                        'shared_targets': shared_targets,
-                        'persistent_reservations': persistent_reservations,
-                        'bootable': True})
+        db_api.run_writer(
+            db_volumes.transition, volume['id'], 'downloaded',
+            values={'service_uuid': service_uuid,
+                    'shared_targets': shared_targets,
+                    'persistent_reservations': persistent_reservations,
+                    'bootable': True})
         LOG.info('volume %s: downloading -> available (bootable)',
                  volume['id'])
 
