@@ -176,8 +176,7 @@ def kept_fresh(volume_id, status, interval=30):
     def renew():
         while not done.wait(interval):
             try:
-                with db_api.writer() as session:
-                    db_volumes.touch(session, volume_id, status)
+                db_api.run_writer(db_volumes.touch, volume_id, status)
             except Exception:
                 LOG.exception('volume %s: could not renew updated_at',
                               volume_id)
