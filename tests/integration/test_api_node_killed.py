@@ -40,6 +40,7 @@ import oslo_messaging as messaging
 import pytest
 
 from cinder_lite.cmd import config
+from cinder_lite.common import exception
 from cinder_lite.connector import client
 from cinder_lite import service
 from tests.harness import attach_cycles
@@ -138,8 +139,14 @@ class BusCycler(threading.Thread):
         began = time.monotonic()
         try:
             result = fn(*args)
-        except messaging.MessagingTimeout:
-            self.timeouts.append((step, time.monotonic() - began))
+        except (messaging.MessagingTimeout,
+                exception.ServiceUnavailable) as e:
+            # (the client's bounded call: "no answer to ... within N s")
+            if isinstance(e, exception.ServiceUnavailable) and \
+                    'no answer to ' not in str(e):
+                self.errors.append((step, type(e).__name__, str(e)[:200]))
+            else:
+                self.timeouts.append((step, time.monotonic() - began))
             return None, False
         except Exception as e:   # a domain error (exception.*) or other
             self.errors.append((step, type(e).__name__, str(e)[:200]))
