@@ -143,7 +143,6 @@ def swap(session, source_id, target_id, attach_seq, size, new_type_id,
     deletes the old storage).  Refused (InvalidVolume) when the volume
     was attached, resized or retyped meanwhile, or is no longer
     ``completing``."""
-    V = models.Volume
     source = db_volumes.lock(session, source_id)
     target = db_volumes.lock(session, target_id)
     if source.migration_status != states.MIGRATION_COMPLETING:
@@ -159,11 +158,22 @@ def swap(session, source_id, target_id, attach_seq, size, new_type_id,
         raise exception.InvalidVolume(
             reason='the temporary volume %s is %s' % (target_id,
                                                       target.status))
-    now = models.utcnow()
+    _exchange_backends(session, source, target, models.utcnow())
+    if new_type_id and new_type_id != source.volume_type_id:
+        db_volumes.retype(session, source_id, new_type_id,
+                          type_values or {}, check)
+
+
+def _exchange_backends(session, source, target, now):
+    """The volume ``source`` takes the temporary volume ``target``'s
+    backend and ``success``; the temporary volume takes the volume's old
+    backend and becomes ``deleting`` (its service there deletes the old
+    storage)."""
+    V = models.Volume
     old = {'host': source.host, 'cluster_name': source.cluster_name,
            'service_uuid': source.service_uuid}
     session.execute(
-        sa.update(V).where(V.id == source_id).values(
+        sa.update(V).where(V.id == source.id).values(
             host=target.host, cluster_name=target.cluster_name,
             service_uuid=target.service_uuid,
             shared_targets=target.shared_targets,
@@ -171,12 +181,9 @@ def swap(session, source_id, target_id, attach_seq, size, new_type_id,
             migration_status=states.MIGRATION_SUCCESS, updated_at=now)
         .execution_options(synchronize_session=False))
     session.execute(
-        sa.update(V).where(V.id == target_id).values(
+        sa.update(V).where(V.id == target.id).values(
             status=states.DELETING, updated_at=now, **old)
         .execution_options(synchronize_session=False))
-    if new_type_id and new_type_id != source.volume_type_id:
-        db_volumes.retype(session, source_id, new_type_id,
-                          type_values or {}, check)
 
 
 def swap_attached(session, source_id, target_id):
@@ -188,7 +195,6 @@ def swap_attached(session, source_id, target_id):
     temporary volume takes the source backend and becomes ``deleting``
     (its service there deletes the old storage).  Refused
     (InvalidVolume) when the volume is no longer ``completing``."""
-    V = models.Volume
     source = db_volumes.lock(session, source_id)
     target = db_volumes.lock(session, target_id)
     if source.migration_status != states.MIGRATION_COMPLETING or \
@@ -197,25 +203,12 @@ def swap_attached(session, source_id, target_id):
             reason='the migration of volume %s is %s, not completing' % (
                 source_id, source.migration_status))
     now = models.utcnow()
-    old = {'host': source.host, 'cluster_name': source.cluster_name,
-           'service_uuid': source.service_uuid}
-    session.execute(
-        sa.update(V).where(V.id == source_id).values(
-            host=target.host, cluster_name=target.cluster_name,
-            service_uuid=target.service_uuid,
-            shared_targets=target.shared_targets,
-            persistent_reservations=target.persistent_reservations,
-            migration_status=states.MIGRATION_SUCCESS, updated_at=now)
-        .execution_options(synchronize_session=False))
+    _exchange_backends(session, source, target, now)
     A = models.VolumeAttachment
     session.execute(
         sa.update(A).where(A.volume_id == target_id,
                            A.deleted == sa.false())
         .values(volume_id=source_id, updated_at=now)
-        .execution_options(synchronize_session=False))
-    session.execute(
-        sa.update(V).where(V.id == target_id).values(
-            status=states.DELETING, updated_at=now, **old)
         .execution_options(synchronize_session=False))
     db_attachments.sync_volume_status(session, source_id)
 
