@@ -143,3 +143,14 @@ class Cycler(threading.Thread):
                 time.sleep(0.2)
             self.delete(aid)
             self.cycles += 1
+
+
+def nothing_left(api, volumes):
+    """Whether the database holds no attachment and every one of
+    ``volumes`` is ``available`` again (what a test waits for once its
+    clients stopped)."""
+    atts = api.get('/attachments/detail?all_tenants=1',
+                   headers=V354).json()['attachments']
+    return atts == [] and all(
+        api.get('/volumes/%s' % v).json()['volume']['status'] ==
+        'available' for v in volumes)

@@ -268,14 +268,9 @@ def test_api_process_killed_behind_haproxy(deployment, compute_node):
               sum(c.cycles for c in cyclers), bus.cycles,
               sum(c.unnamed for c in cyclers + [bus.rest])))
 
-    def quiet():
-        atts = api.get('/attachments/detail?all_tenants=1',
-                       headers=attach_cycles.V354).json()['attachments']
-        return atts == [] and all(
-            api.get('/volumes/%s' % v).json()['volume']['status'] ==
-            'available' for v in volumes)
     try:
-        util.wait_for(quiet, SETTLE, interval=0.5, what='nothing left')
+        util.wait_for(lambda: attach_cycles.nothing_left(api, volumes),
+                      SETTLE, interval=0.5, what='nothing left')
     except AssertionError:
         raise AssertionError(progress('nothing left'))
     util.wait_for(lambda: not util.processes('nbdkit', d.cluster.workdir),

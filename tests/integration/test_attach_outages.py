@@ -108,14 +108,9 @@ def test_attach_cycles_ride_out_database_and_broker_restarts(cluster):
     # nothing left: no attachment the database holds, none in transition
     known = set().union(*(c.known for c in cyclers))
 
-    def quiet():
-        atts = api.get('/attachments/detail?all_tenants=1',
-                       headers=attach_cycles.V354).json()['attachments']
-        return atts == [] and all(
-            api.get('/volumes/%s' % v).json()['volume']['status'] ==
-            'available' for v in volumes)
     try:
-        util.wait_for(quiet, SETTLE, interval=0.5, what='nothing left')
+        util.wait_for(lambda: attach_cycles.nothing_left(api, volumes),
+                      SETTLE, interval=0.5, what='nothing left')
     except AssertionError:
         atts = api.get('/attachments/detail?all_tenants=1',
                        headers=attach_cycles.V354).json()['attachments']
