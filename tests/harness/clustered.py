@@ -20,7 +20,12 @@ the scheduler and two volume services of one cluster.
   ``noma`` for the stateful fuzzer), with ``backup=True`` a backup
   service (POSIX store);
 * HAProxy (HTTP) in front of both APIs (tests/harness/haproxy.py's
-  ``APIProxy``): ``url`` is the address clients use.
+  ``APIProxy``): ``url`` is the address clients use;
+* with ``broker`` (a started ``tests.harness.servers.RabbitCluster``)
+  the bus on its three nodes, every service given all three in its
+  ``transport_url`` and the RPC servers' queues quorum queues
+  (``[oslo_messaging_rabbit] rabbit_quorum_queue``); without, the
+  machine's RabbitMQ.
 
 ``kill_api(name)`` ends one API process with SIGKILL and
 ``restart_api(name)`` starts it again and waits until HAProxy sends it
@@ -54,8 +59,9 @@ class Deployment:
 
     def __init__(self, galera, workdir, db_writers=None, extra_default=None,
                  keep_workdir=False, extra_nodes=None, backup=False,
-                 service_down_time=3):
+                 service_down_time=3, broker=None):
         self.galera = galera
+        self.broker = broker
         # more volume nodes (as cluster.NODES), a backup service
         self.extra_nodes = extra_nodes or {}
         self.backup = backup
@@ -85,13 +91,17 @@ class Deployment:
         nodes.update(self.extra_nodes)
         self.api2_port = util.free_port()
         backup = cluster_mod.posix_backup() if self.backup else {}
+        bus = {}
+        if self.broker is not None:
+            bus = dict(rabbit_url=self.broker.url, extra_sections={
+                'oslo_messaging_rabbit': {'rabbit_quorum_queue': 'true'}})
         return cluster_mod.Cluster(
             'mysql', workdir=os.path.join(self.workdir, 'services'),
             keep_workdir=self.keep_workdir, nodes=nodes,
             server_url=self.db_proxy.url('cinder', self.galera.password),
             extra_default=self.extra_default,
             service_down_time=self.service_down_time,
-            backups=backup.get('backups'),
+            backups=backup.get('backups'), **bus,
             process_sections=dict(backup.get('process_sections', {}), **{
                 'ma': {'DEFAULT': {'cluster': 'aa'}},
                 'ma2': {'DEFAULT': {'cluster': 'aa',
