@@ -77,7 +77,9 @@ CEPH_MODULES = (
 GALERA_MODULES = (
     'tests/integration/test_galera.py',
     'tests/integration/test_galera_haproxy.py',
-    'tests/integration/test_api_node_killed.py')
+    'tests/integration/test_api_node_killed.py',
+    # (a Galera cluster and a RabbitMQ cluster of the bench's own)
+    'tests/integration/test_bench_attach_clustered.py')
 SHARED_WORKER = dict({
     'tests/integration/test_nova.py': 'openstack',
     'tests/integration/test_images.py': 'openstack',

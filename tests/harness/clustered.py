@@ -20,7 +20,11 @@ the scheduler and two volume services of one cluster.
   ``noma`` for the stateful fuzzer), with ``backup=True`` a backup
   service (POSIX store);
 * HAProxy (HTTP) in front of both APIs (tests/harness/haproxy.py's
-  ``APIProxy``): ``url`` is the address clients use.
+  ``APIProxy``): ``url`` is the address clients use;
+* the bus: the machine's RabbitMQ (a vhost of its own), or with
+  ``rabbit_url`` a broker of the caller's (``servers.RabbitCluster``'s
+  URL naming its three nodes; ``extra_sections`` then sets
+  ``[oslo_messaging_rabbit] rabbit_quorum_queue``).
 
 ``kill_api(name)`` ends one API process with SIGKILL and
 ``restart_api(name)`` starts it again and waits until HAProxy sends it
@@ -54,8 +58,10 @@ class Deployment:
 
     def __init__(self, galera, workdir, db_writers=None, extra_default=None,
                  keep_workdir=False, extra_nodes=None, backup=False,
-                 service_down_time=3):
+                 service_down_time=3, rabbit_url=None, extra_sections=None):
         self.galera = galera
+        self.rabbit_url = rabbit_url
+        self.extra_sections = extra_sections or {}
         # more volume nodes (as cluster.NODES), a backup service
         self.extra_nodes = extra_nodes or {}
         self.backup = backup
@@ -90,6 +96,7 @@ class Deployment:
             keep_workdir=self.keep_workdir, nodes=nodes,
             server_url=self.db_proxy.url('cinder', self.galera.password),
             extra_default=self.extra_default,
+            rabbit_url=self.rabbit_url, extra_sections=self.extra_sections,
             service_down_time=self.service_down_time,
             backups=backup.get('backups'),
             process_sections=dict(backup.get('process_sections', {}), **{
