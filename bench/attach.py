@@ -29,7 +29,9 @@ blocklists its sessions and waits for every placement group to apply the
 map) and ``distributed`` over RabbitMQ with MariaDB and/or
 PostgreSQL (``--db``): API (one worker), scheduler and the volume nodes
 ``ma`` and ``noma`` as separate processes, as tests/harness/cluster.py
-starts them.  The deployments come from bench/volume_create.py.
+starts them (``ma``'s target ``local``, or with ``--distributed-target
+nbd`` an NBD export per connect, as the clustered deployment makes).
+The deployments come from bench/volume_create.py.
 
 CPU: utime+stime from /proc/<pid>/stat of every service process (the API
 with any child worker processes) before and after each cell, divided by
@@ -63,6 +65,28 @@ cycle).  At 1 client that is the sum of the latencies.  Its CPU per cycle
 CPU those parts spend: the API's for n_http requests, both sides of two
 calls, and the client side of the DB cycle.
 
+Clustered (``--modes clustered``, issue 52; as root): the
+deployment of tests/harness/clustered.py, once per ``--writers``
+(``1``: HAProxy sends the writes to one Galera node, the two others
+backups; ``all``: round robin over the three): three MariaDB Galera
+nodes of the run's own behind HAProxy, two API processes behind
+HAProxy (the clients' address), the scheduler and the volume services
+``ma`` and ``ma2`` of cluster ``aa`` (file backend, NBD exports on
+127.0.0.3 / 127.0.0.4), the bus three RabbitMQ nodes of one cluster of
+the run's own with the RPC servers' queues quorum queues
+(``--broker cluster``) or the machine's RabbitMQ (``--broker
+single``).  Its mode is named ``clustered/w1-rabbit3q`` (or ``w3``,
+``rabbit1``).  The floor is measured the same way through the same
+servers: HTTP through the API HAProxy, RPC over the RabbitMQ cluster
+with quorum queues, the DB cycle through the Galera HAProxy (a
+transaction refused at certification run again, counted).  Per cell,
+the transactions ``db.api.run_writer`` ran again (from the services'
+logs, as for the distributed mode) and the Galera nodes' certification
+failures and brute-force aborts (``wsrep_local_cert_failures``,
+``wsrep_local_bf_aborts``, summed), per 1000 cycles in the last table
+("side by side", every mode of the run).  The database server counts
+are not taken (HAProxy picks the node of the connection).
+
 RBD driver calls (``--targets rbd``, ``--rbd-calls`` N; bench/rbd_calls.py):
 the driver's
 create_export (omap record, ``auth add`` of the attachment's key) and
@@ -88,6 +112,8 @@ bodies printed, and the service logs kept.
         --db postgresql --clients 8 --cycles two-step --layouts one
     .venv/bin/python bench/attach.py --hold 20 ...  # pause before the
         # cells of each layout to attach py-spy to the printed pids
+    .venv/bin/python bench/attach.py --modes distributed,clustered \\
+        --db mysql --writers 1,all --cycles one-step --seconds 10
 """
 import argparse
 import datetime
@@ -117,6 +143,9 @@ from bench import ceph_cluster  # noqa: E402
 from bench import rbd_calls  # noqa: E402
 from bench import volume_create as vc  # noqa: E402
 from tests.harness import cluster as cluster_mod  # noqa: E402
+from tests.harness import clustered  # noqa: E402
+from tests.harness import galera as galera_mod  # noqa: E402
+from tests.harness import servers  # noqa: E402
 from tests.harness import util  # noqa: E402
 
 PROJECT = cluster_mod.PROJECT
@@ -158,6 +187,7 @@ RBD_CLUSTER = []
 RPC_PER_CYCLE = 2        # connect, disconnect
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 MAX_ERRORS_PER_CELL = 200
+DB_FLOOR_ATTEMPTS = 20
 VOLUME_TIMEOUT = 60.0
 
 
@@ -422,13 +452,17 @@ def service_groups(deployment):
         return groups
     cluster = deployment.cluster
     names = sorted(cluster.processes, key=lambda n: (
-        n != 'api', not n.startswith('scheduler'), n))
+        not n.startswith('api'), not n.startswith('scheduler'), n))
     for name in names:
         proc = cluster.processes[name]
-        label = name if name == 'api' or name.startswith('scheduler') \
+        label = name if name.startswith(('api', 'scheduler')) \
             else 'vol-' + name
-        groups[label] = with_children(proc.pid) if name == 'api' \
+        groups[label] = with_children(proc.pid) if name.startswith('api') \
             else (lambda p=proc.pid: [p])
+    if isinstance(deployment, Clustered):
+        # the deployment's own servers (no one else's in them)
+        groups.update(deployment.server_groups())
+        return groups
     groups['rabbitmq*'] = lambda: pids_named('beam.smp')
     if cluster.kind == 'mysql':
         groups['db*'] = lambda: pids_named('mariadbd', 'mysqld')
@@ -552,13 +586,21 @@ class NoopEndpoint:
                          'host': connector.get('host')}}
 
 
-def _transport(url):
+def _transport(url, quorum=False):
+    """An RPC transport; ``quorum``: the RPC servers' queues declared as
+    quorum queues, as the clustered deployment's services declare them
+    (``[oslo_messaging_rabbit] rabbit_quorum_queue``, registered by the
+    rabbit driver as the transport is made, read by each connection)."""
     from oslo_config import cfg
     import oslo_messaging as messaging
     from cinder_lite.common import exception
     from cinder_lite.common import inproc_bus  # noqa: F401 (kombu+inproc)
-    return messaging.get_rpc_transport(
+    transport = messaging.get_rpc_transport(
         cfg.CONF, url=url, allowed_remote_exmods=[exception.__name__])
+    if quorum:
+        cfg.CONF.set_override('rabbit_quorum_queue', True,
+                              group='oslo_messaging_rabbit')
+    return transport
 
 
 def _rpc_server(transport, topic, exchange=None):
@@ -570,10 +612,10 @@ def _rpc_server(transport, topic, exchange=None):
         [NoopEndpoint()], serializer=rpc.ContextSerializer())
 
 
-def rpc_server_main(url, topic, exchange=None):
-    """``attach.py --rpc-server URL TOPIC [EXCHANGE]``: serve until stdin
-    closes."""
-    transport = _transport(url)
+def rpc_server_main(url, topic, exchange=None, quorum=False):
+    """``attach.py --rpc-server [--quorum] URL TOPIC [EXCHANGE]``: serve
+    until stdin closes."""
+    transport = _transport(url, quorum)
     server = _rpc_server(transport, topic, exchange)
     server.start()
     print('ready', flush=True)
@@ -588,8 +630,9 @@ class RPCFloor:
     for the in-process bus) and a client shared by all threads, as the API
     shares one."""
 
-    def __init__(self, url, in_process, exchange=None):
+    def __init__(self, url, in_process, exchange=None, quorum=False):
         self.url, self.in_process = url, in_process
+        self.quorum = quorum
         # None: the control_exchange of this process (and of the server
         # subprocess: both then use the default)
         self.exchange = exchange
@@ -600,7 +643,7 @@ class RPCFloor:
         import oslo_messaging as messaging
         from cinder_lite.common import context
         from cinder_lite.common import rpc
-        self.transport = _transport(self.url)
+        self.transport = _transport(self.url, self.quorum)
         if self.in_process:
             self.server = _rpc_server(self.transport, self.topic,
                                       self.exchange)
@@ -608,7 +651,8 @@ class RPCFloor:
         else:
             self.proc = subprocess.Popen(
                 [cluster_mod.python(), os.path.abspath(__file__),
-                 '--rpc-server', self.url, self.topic] +
+                 '--rpc-server'] + (['--quorum'] if self.quorum else []) +
+                [self.url, self.topic] +
                 ([self.exchange] if self.exchange else []),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
@@ -654,12 +698,21 @@ class RPCFloor:
                 self.proc.wait(10)
         if self.transport is not None:
             self.transport.cleanup()
+        if self.quorum:
+            from oslo_config import cfg
+            cfg.CONF.clear_override('rabbit_quorum_queue',
+                                    group='oslo_messaging_rabbit')
 
 
 # -- floor: DB ---------------------------------------------------------------
 
 class DBFloor:
-    """The cycle's minimal transactions with SQLAlchemy Core."""
+    """The cycle's minimal transactions with SQLAlchemy Core (on Galera
+    with cinder_lite's ``wsrep_sync_wait``).  A
+    transaction that ends in a deadlock (MariaDB error 1213: on Galera
+    with writes on several nodes, a certification failure) is run again
+    as a whole, as ``db.api.run_writer`` runs cinder_lite's, and counted
+    in ``retries``."""
 
     def __init__(self, url, pool):
         import sqlalchemy as sa
@@ -674,6 +727,13 @@ class DBFloor:
         elif backend in ('mysql', 'mariadb'):
             kwargs['isolation_level'] = 'READ COMMITTED'   # as cinder_lite
         self.engine = sa.create_engine(url, **kwargs)
+        if backend in ('mysql', 'mariadb'):
+            # on a Galera node, cinder_lite's wsrep_sync_wait: without it
+            # the next transaction, through another node, may not see the
+            # row the last one wrote yet
+            db_api._galera_causal_reads(self.engine)
+        self.retries = 0
+        self._lock = threading.Lock()
         if backend == 'sqlite':
             # cinder_lite's pragmas (WAL, synchronous=NORMAL, busy
             # timeout) and BEGIN IMMEDIATE
@@ -713,6 +773,20 @@ class DBFloor:
                  'attach_count': 0, 'attach_seq': 0}
                 for v in [self.one] + self.own])
 
+    def _tx(self, fn):
+        """``fn(connection)`` in one transaction, run again after a
+        deadlock (up to DB_FLOOR_ATTEMPTS)."""
+        for attempt in range(1, DB_FLOOR_ATTEMPTS + 1):
+            try:
+                with self.engine.begin() as c:
+                    return fn(c)
+            except self.sa.exc.DBAPIError as e:
+                code = (getattr(e.orig, 'args', None) or (None,))[0]
+                if code != 1213 or attempt == DB_FLOOR_ATTEMPTS:
+                    raise
+                with self._lock:
+                    self.retries += 1
+
     def steps(self, layout):
         """``make(i)`` -> (attach, detach) of client ``i``: ``attach()``
         runs T1-T3 and returns the attachment's id, ``detach(att)`` T4
@@ -726,61 +800,68 @@ class DBFloor:
             connector = {'host': 'bench-%d' % i, 'ip': '127.0.0.1',
                          'initiator': 'iqn.2026-11.org.example:bench-%d' % i}
 
+            def t1(c, att):                       # T1 reserve
+                r = c.execute(sa.update(V).where(
+                    V.c.id == vol, V.c.multiattach == sa.true(),
+                    V.c.status.in_(('available', 'reserved',
+                                    'attaching', 'in-use'))).values(
+                    attach_seq=V.c.attach_seq + 1,
+                    status=sa.case((V.c.status == 'available',
+                                    'reserved'), else_=V.c.status),
+                    updated_at=now()))
+                if r.rowcount != 1:
+                    raise RuntimeError('reserve: volume not attachable')
+                c.execute(sa.insert(A).values(
+                    id=att, volume_id=vol, instance_uuid=instance,
+                    attach_status='reserved', deleted=False,
+                    created_at=now()))
+
+            def t2(c, att):                       # T2 connection info
+                r = c.execute(sa.update(A).where(
+                    A.c.id == att, A.c.attach_status == 'reserved')
+                    .values(attach_status='attaching', attach_mode='rw',
+                            attached_host=connector['host'],
+                            connector=connector,
+                            connection_info={
+                                'driver_volume_type': 'local',
+                                'data': {'device_path': '/dev/null',
+                                         'attachment_id': att}},
+                            updated_at=now()))
+                if r.rowcount != 1:
+                    raise RuntimeError('connect: lost the attachment')
+
+            def t3(c, att):                       # T3 complete
+                r = c.execute(sa.update(A).where(
+                    A.c.id == att, A.c.attach_status == 'attaching')
+                    .values(attach_status='attached', attach_time=now(),
+                            updated_at=now()))
+                if r.rowcount != 1:
+                    raise RuntimeError('complete: lost the attachment')
+                c.execute(sa.update(V).where(V.c.id == vol).values(
+                    status='in-use', attach_count=V.c.attach_count + 1,
+                    attach_seq=V.c.attach_seq + 1, updated_at=now()))
+
+            def t4(c, att):                       # T4 delete
+                r = c.execute(sa.update(A).where(
+                    A.c.id == att, A.c.attach_status == 'attached')
+                    .values(attach_status='detached', deleted=True,
+                            detach_time=now(), updated_at=now()))
+                if r.rowcount != 1:
+                    raise RuntimeError('delete: lost the attachment')
+                c.execute(sa.update(V).where(V.c.id == vol).values(
+                    attach_count=V.c.attach_count - 1,
+                    status=sa.case((V.c.attach_count == 1, 'available'),
+                                   else_='in-use'),
+                    attach_seq=V.c.attach_seq + 1, updated_at=now()))
+
             def attach():
                 att = str(uuid.uuid4())
-                with self.engine.begin() as c:     # T1 reserve
-                    r = c.execute(sa.update(V).where(
-                        V.c.id == vol, V.c.multiattach == sa.true(),
-                        V.c.status.in_(('available', 'reserved',
-                                        'attaching', 'in-use'))).values(
-                        attach_seq=V.c.attach_seq + 1,
-                        status=sa.case((V.c.status == 'available',
-                                        'reserved'), else_=V.c.status),
-                        updated_at=now()))
-                    if r.rowcount != 1:
-                        raise RuntimeError('reserve: volume not attachable')
-                    c.execute(sa.insert(A).values(
-                        id=att, volume_id=vol, instance_uuid=instance,
-                        attach_status='reserved', deleted=False,
-                        created_at=now()))
-                with self.engine.begin() as c:     # T2 connection info
-                    r = c.execute(sa.update(A).where(
-                        A.c.id == att, A.c.attach_status == 'reserved')
-                        .values(attach_status='attaching', attach_mode='rw',
-                                attached_host=connector['host'],
-                                connector=connector,
-                                connection_info={
-                                    'driver_volume_type': 'local',
-                                    'data': {'device_path': '/dev/null',
-                                             'attachment_id': att}},
-                                updated_at=now()))
-                    if r.rowcount != 1:
-                        raise RuntimeError('connect: lost the attachment')
-                with self.engine.begin() as c:     # T3 complete
-                    r = c.execute(sa.update(A).where(
-                        A.c.id == att, A.c.attach_status == 'attaching')
-                        .values(attach_status='attached', attach_time=now(),
-                                updated_at=now()))
-                    if r.rowcount != 1:
-                        raise RuntimeError('complete: lost the attachment')
-                    c.execute(sa.update(V).where(V.c.id == vol).values(
-                        status='in-use', attach_count=V.c.attach_count + 1,
-                        attach_seq=V.c.attach_seq + 1, updated_at=now()))
+                for tx in (t1, t2, t3):
+                    self._tx(lambda c, tx=tx: tx(c, att))
                 return att
 
             def detach(att):
-                with self.engine.begin() as c:     # T4 delete
-                    r = c.execute(sa.update(A).where(
-                        A.c.id == att, A.c.attach_status == 'attached')
-                        .values(attach_status='detached', deleted=True,
-                                detach_time=now(), updated_at=now()))
-                    if r.rowcount != 1:
-                        raise RuntimeError('delete: lost the attachment')
-                    c.execute(sa.update(V).where(V.c.id == vol).values(
-                        attach_count=V.c.attach_count - 1,
-                        status=sa.case((V.c.attach_count == 1, 'available'),
-                                       else_='in-use'),
-                        attach_seq=V.c.attach_seq + 1, updated_at=now()))
+                self._tx(lambda c: t4(c, att))
             return attach, detach
         return make
 
@@ -922,6 +1003,151 @@ def race(url, volume_id, clients, rounds):
     return out
 
 
+# -- the clustered deployment ----------------------------------------------
+
+class ClusterServers:
+    """What the clustered deployments of a run share: a Galera cluster of
+    three nodes and (``--broker cluster``) three RabbitMQ nodes of one
+    cluster, both of this run's own, started once, destroyed at the
+    end."""
+
+    def __init__(self, broker):
+        self.where = None
+        self.keep = False       # a deployment's logs are kept
+        self.galera = self.broker = None
+        self.broker_kind = broker
+
+    def start(self):
+        import tempfile
+        why = galera_mod.available()
+        if why:
+            raise cluster_mod.ServiceUnavailable('Galera: %s' % why)
+        self.where = tempfile.mkdtemp(prefix='cinder-lite-bench-clustered-')
+        try:
+            announce('clustered', 'starting three Galera nodes%s ...' % (
+                ' and three RabbitMQ nodes' if self.broker_kind == 'cluster'
+                else ''))
+            t = time.perf_counter()
+            self.galera = galera_mod.GaleraCluster(servers._owned_dir(
+                os.path.join(self.where, 'galera'), 'mysql'))
+            self.galera.start()
+            if self.broker_kind == 'cluster':
+                self.broker = servers.RabbitCluster(
+                    os.path.join(self.where, 'rabbit')).start()
+            announce('clustered', 'servers ready in %.1f s'
+                     % (time.perf_counter() - t))
+        except BaseException:
+            self.destroy()
+            raise
+        return self
+
+    def destroy(self):
+        import shutil
+        try:
+            if self.broker is not None:
+                self.broker.destroy()
+        finally:
+            try:
+                if self.galera is not None:
+                    self.galera.destroy()
+            finally:
+                if self.where and not self.keep:
+                    shutil.rmtree(self.where, ignore_errors=True)
+
+
+class Clustered:
+    """tests/harness/clustered.py's deployment (two API processes behind
+    HAProxy, the Galera cluster behind HAProxy with writes on one node or
+    all three, scheduler, volume services ``ma`` and ``ma2`` of cluster
+    ``aa``) on the run's ``ClusterServers``, the bus their RabbitMQ
+    cluster with quorum queues (or the machine's RabbitMQ)."""
+
+    def __init__(self, shared, writers):
+        self.shared, self.writers = shared, writers
+        self.workdir = os.path.join(shared.where, 'writers-%s' % writers)
+        self.d = self.cluster = None
+
+    def start(self):
+        os.makedirs(self.workdir)
+        broker = self.shared.broker
+        self.d = clustered.Deployment(
+            self.shared.galera, self.workdir,
+            db_writers=1 if self.writers == '1' else None,
+            broker=broker,
+            # a heartbeat late on a loaded machine must not make a
+            # backend look down
+            service_down_time=30)
+        self.d.start()
+        self.cluster = self.d.cluster
+        self.url = self.d.url
+        return self
+
+    @property
+    def quorum(self):
+        return self.shared.broker is not None
+
+    def server_groups(self):
+        groups = {}
+        broker = self.shared.broker
+        if broker is not None:
+            groups['rabbitmq x3*'] = lambda: [
+                p for p in (n._pid() for n in broker.nodes) if p]
+        else:
+            groups['rabbitmq*'] = lambda: pids_named('beam.smp')
+        groups['galera x3*'] = self.shared.galera.pids
+        groups['haproxy x2*'] = lambda: [
+            p.proc.pid for p in (self.d.db_proxy, self.d.api_proxy)
+            if p is not None and p.alive()]
+        return groups
+
+    def retries(self):
+        return self.d.retries()
+
+    def galera_counters(self):
+        return self.d.galera_counters()
+
+    def logs(self):
+        return [p.log_path for p in self.cluster.processes.values()]
+
+    def stop(self, keep=False):
+        if self.d is None:
+            return None
+        if self.cluster is not None:
+            self.cluster.keep_workdir = keep
+        self.shared.keep |= keep
+        return self.d.stop()
+
+
+def retries_of(deployment):
+    """{process: transactions db.api.run_writer ran again}, from the
+    logs (clustered.RETRY: what each retry logs once), or None for the
+    embedded mode."""
+    if isinstance(deployment, Clustered):
+        return deployment.retries()
+    cluster = getattr(deployment, 'cluster', None)
+    if cluster is None:
+        return None
+    counts = {}
+    for name, proc in cluster.processes.items():
+        try:
+            with open(proc.log_path, errors='replace') as f:
+                counts[name] = len(clustered.RETRY.findall(f.read()))
+        except OSError:
+            pass
+    return counts
+
+
+def galera_totals(deployment):
+    """{counter: sum over the Galera nodes}, or None off Galera."""
+    if not isinstance(deployment, Clustered):
+        return None
+    totals = {}
+    for counts in deployment.galera_counters().values():
+        for key, value in counts.items():
+            totals[key] = totals.get(key, 0) + value
+    return totals
+
+
 # -- one deployment --------------------------------------------------------
 
 def announce(name, msg):
@@ -929,7 +1155,7 @@ def announce(name, msg):
 
 
 def measure_floor(name, deployment, volumes_url, args, sampler,
-                  rpc_url, in_process, db_url):
+                  rpc_url, in_process, db_url, quorum=False):
     """Floor rows: {(part, layout-or-None, clients): saturate result}."""
     floor = {}
     api_group = 'all' if in_process else 'api'
@@ -940,7 +1166,7 @@ def measure_floor(name, deployment, volumes_url, args, sampler,
         floor[('http', None, c)]['server'] = api_group
     announce(name, 'floor: rpc (%s)' % ('in-process bus' if in_process
                                         else 'rabbit, server subprocess'))
-    rpcf = RPCFloor(rpc_url, in_process).start()
+    rpcf = RPCFloor(rpc_url, in_process, quorum=quorum).start()
     try:
         groups = dict(sampler.groups)
         groups['rpc-server'] = rpcf.pids
@@ -953,14 +1179,18 @@ def measure_floor(name, deployment, volumes_url, args, sampler,
     finally:
         rpcf.stop()
     announce(name, 'floor: db')
+    db_group = next((g for g in sampler.groups
+                     if g in ('db*', 'galera x3*')), None)
     dbf = DBFloor(db_url, max(args.clients))
     try:
         for layout in args.layouts:
             for c in args.clients:
+                retried = dbf.retries
                 floor[('db', layout, c)] = saturate(
                     dbf.factory(layout), c, args.floor_seconds, sampler)
                 floor[('db', layout, c)]['server'] = \
-                    None if in_process else 'db*'
+                    None if in_process else db_group
+                floor[('db', layout, c)]['retries'] = dbf.retries - retried
     finally:
         dbf.stop()
     return floor
@@ -1017,7 +1247,9 @@ def bench_mode(name, deployment, args):
            'errors': [], 'groups': [], 'idle': {}, 'idle_counts': {}}
     counters = None
     try:
-        if not isinstance(deployment, vc.Embedded):
+        if not isinstance(deployment, (vc.Embedded, Clustered)):
+            # (on Galera behind HAProxy, one node's: the Galera counters
+            # of each cell count instead)
             counters = DBCounters(deployment.cluster.db_url)
         sampler = Sampler(service_groups(deployment),
                           counters.read if counters else None)
@@ -1057,9 +1289,10 @@ def bench_mode(name, deployment, args):
             in_process = False
             db_url = deployment.cluster.db_url
         if not args.no_floor:
-            out['floor'] = measure_floor(name, deployment, deployment.url,
-                                         args, sampler, rpc_url, in_process,
-                                         db_url)
+            out['floor'] = measure_floor(
+                name, deployment, deployment.url, args, sampler, rpc_url,
+                in_process, db_url,
+                quorum=getattr(deployment, 'quorum', False))
             for key, res in out['floor'].items():
                 out['errors'] += ['floor %s: %s' % ('/'.join(
                     str(k) for k in key if k is not None), e)
@@ -1074,8 +1307,19 @@ def bench_mode(name, deployment, args):
                 for clients in args.clients:
                     announce(name, '%s, %s volume(s), %d client(s), %g s'
                              % (kind, layout, clients, args.seconds))
+                    retried = retries_of(deployment)
+                    galera0 = galera_totals(deployment)
                     res = run_cell(deployment.url, kind, layout, clients,
                                    args.seconds, volumes, sampler)
+                    # (what a retry logs is written before the answer)
+                    after = retries_of(deployment)
+                    if after is not None:
+                        res['retries'] = sum(after.values()) - \
+                            sum(retried.values())
+                    if galera0 is not None:
+                        res['galera'] = {
+                            k: v - galera0.get(k, 0)
+                            for k, v in galera_totals(deployment).items()}
                     used = [volumes['one']] if layout == 'one' else \
                         volumes['distinct'][:clients]
                     res['leftovers'] = leftovers(deployment.url, used)
@@ -1144,6 +1388,28 @@ def bench_rbd(name, args, driver_rows):
     finally:
         RBD_CLUSTER[:] = []
         cluster.stop()
+
+
+def bench_clustered(args, skipped):
+    """The clustered deployment with each of ``--writers``, on one Galera
+    cluster (and RabbitMQ cluster) of this run's."""
+    shared = ClusterServers(args.broker)
+    try:
+        shared.start()
+    except Exception as e:
+        skipped.append('clustered skipped: %r' % (e,))
+        print(skipped[-1], file=sys.stderr)
+        return []
+    out = []
+    try:
+        for writers in args.writers:
+            name = 'clustered/%s-%s' % (
+                'w1' if writers == '1' else 'w3',
+                'rabbit3q' if args.broker == 'cluster' else 'rabbit1')
+            out.append(bench_mode(name, Clustered(shared, writers), args))
+    finally:
+        shared.destroy()
+    return out
 
 
 def cell_errors(cell):
@@ -1278,13 +1544,16 @@ def print_results(modes, args):
                          '%s %.3f' % (srv, 1000.0 * f['cpu'].get(srv, 0) / n)
                          if srv else 'in bench',
                          '%.3f' % (1000.0 * f['cpu'].get('bench', 0) / n),
-                         len(f['errors'])))
+                         len(f['errors']), f.get('retries', '-')))
     if rows:
         print()
         print('floor, same run: each part alone at the same concurrency '
               '(ops/s, latency ms, CPU ms per op)')
         print_table(('mode', 'part', 'clients', 'ops', 'ops/s', 'p50', 'p99',
-                     'server CPU', 'bench CPU', 'errors'), rows)
+                     'server CPU', 'bench CPU', 'errors', 'tx retried'),
+                    rows)
+
+    print_summary(modes)
 
     if any(m['race'] for m in modes):
         print()
@@ -1301,10 +1570,64 @@ def print_results(modes, args):
                      'p50', 'max', 'exactly one'), rows)
 
 
+def per_1000(count, cycles):
+    return '-' if count is None else '%.1f' % (1000.0 * count / max(1,
+                                                                    cycles))
+
+
+def print_summary(modes):
+    """Every mode's cells side by side: throughput, latency, errors, the
+    services' CPU, the transactions run again and Galera's certification
+    failures per 1000 cycles."""
+    rows = []
+    for m in modes:
+        services = [g for g in m['groups'] if g != 'bench' and
+                    not g.endswith('*')]
+        for c in m['cells']:
+            n = max(1, c['ops'])
+            f_rate, _ = composed_floor(m['floor'], c['cycle'], c['layout'],
+                                       c['clients'])
+            galera = c.get('galera')
+            rows.append((
+                m['name'], c['cycle'], c['layout'], c['clients'], c['ops'],
+                '%.1f' % c['rate'], ms(pct(c['lat'], 50)),
+                ms(pct(c['lat'], 99)), len(cell_errors(c)),
+                '%.1f' % sum(1000.0 * c['cpu'].get(g, 0.0) / n
+                             for g in services),
+                fmt_rate(f_rate), per_1000(c.get('retries'), c['ops']),
+                per_1000(galera and galera['wsrep_local_cert_failures'],
+                         c['ops']),
+                per_1000(galera and galera['wsrep_local_bf_aborts'],
+                         c['ops'])))
+    if not rows:
+        return
+    print()
+    print('side by side (services = CPU ms per cycle of the cinder_lite '
+          'processes; retried = transactions db.api.run_writer ran again, '
+          'cert fail / bf abort = Galera certification failures / brute-'
+          'force aborts, all nodes; each per 1000 cycles)')
+    vc.print_table(('mode', 'cycle', 'layout', 'clients', 'cycles',
+                    'cycles/s',
+                    'p50', 'p99', 'errors', 'services', 'floor cycles/s',
+                    'retried', 'cert fail', 'bf abort'), rows)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    p.add_argument('--modes', default='embedded,distributed',
-                   help='comma separated: embedded, distributed')
+    p.add_argument('--modes', '--deployments', dest='modes',
+                   default='embedded,distributed',
+                   help='comma separated: embedded, distributed, '
+                        'clustered (Galera x3 behind HAProxy, two APIs '
+                        'behind HAProxy; MariaDB client, as root)')
+    p.add_argument('--writers', default='1,all',
+                   help='clustered: Galera nodes taking writes, comma '
+                        'separated (1: one writer and two backups, all: '
+                        'the three)')
+    p.add_argument('--broker', choices=('cluster', 'single'),
+                   default='cluster',
+                   help='clustered: three RabbitMQ nodes of one cluster '
+                        'with quorum queues (cluster), or the machine\'s '
+                        'RabbitMQ (single)')
     p.add_argument('--targets', default='local',
                    help='targets of the embedded mode\'s backend, comma '
                         'separated (local, nbd, iscsi, rbd: the RBD driver '
@@ -1316,6 +1639,11 @@ def parse_args(argv):
     p.add_argument('--db', default='mysql,postgresql',
                    help='databases of the distributed mode, comma separated '
                         '(mysql, postgresql)')
+    p.add_argument('--distributed-target', choices=('local', 'nbd'),
+                   default='local',
+                   help='target of the distributed mode\'s multiattach '
+                        'node ma (nbd: a real export per connect on '
+                        '127.0.0.1, as the clustered deployment\'s)')
     p.add_argument('--clients', default='1,8,32',
                    help='comma separated client counts')
     p.add_argument('--seconds', type=float, default=8.0,
@@ -1343,7 +1671,9 @@ def parse_args(argv):
                 p.error('unknown %s %r (one of %s)' % (what, x,
                                                        ', '.join(allowed)))
         return items
-    args.modes = csv(args.modes, ('embedded', 'distributed'), 'mode')
+    args.modes = csv(args.modes, ('embedded', 'distributed', 'clustered'),
+                     'mode')
+    args.writers = csv(args.writers, ('1', 'all'), 'writers')
     args.db = csv(args.db, cluster_mod.KINDS, 'database')
     args.targets = csv(args.targets, tuple(TARGETS), 'target')
     args.cycles = csv(args.cycles, CYCLES, 'cycle')
@@ -1357,7 +1687,9 @@ def parse_args(argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ['--rpc-server']:
-        rpc_server_main(*argv[1:4])
+        rest = argv[1:]
+        quorum = rest[:1] == ['--quorum']
+        rpc_server_main(*rest[quorum:quorum + 3], quorum=quorum)
         return 0
     args = parse_args(argv)
     started = time.perf_counter()
@@ -1374,6 +1706,9 @@ def main(argv=None):
                 modes.append(bench_mode(name, vc.Embedded(TARGETS[target]()),
                                         args))
             continue
+        if mode == 'clustered':
+            modes += bench_clustered(args, skipped)
+            continue
         for kind in args.db:
             name = 'distributed/%s' % ('mariadb' if kind == 'mysql'
                                        else kind)
@@ -1383,7 +1718,13 @@ def main(argv=None):
                 skipped.append('%s skipped: %s' % (name, e))
                 print(skipped[-1], file=sys.stderr)
                 continue
-            modes.append(bench_mode(name, vc.Distributed(kind), args))
+            deployment = vc.Distributed(kind)
+            if args.distributed_target == 'nbd':
+                # exports as the clustered deployment's volume services
+                # make them
+                deployment.cluster.node_options = {'ma': _nbd_backend()}
+                name += '/nbd'
+            modes.append(bench_mode(name, deployment, args))
 
     print_results(modes, args)
     if driver_rows:

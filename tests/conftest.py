@@ -78,7 +78,9 @@ GALERA_MODULES = (
     'tests/integration/test_galera.py',
     'tests/integration/test_galera_haproxy.py',
     'tests/integration/test_api_node_killed.py',
-    'tests/integration/test_clustered_fuzz.py')
+    'tests/integration/test_clustered_fuzz.py',
+    # (a Galera cluster and a RabbitMQ cluster of the bench's own)
+    'tests/integration/test_bench_attach_clustered.py')
 SHARED_WORKER = dict({
     'tests/integration/test_nova.py': 'openstack',
     'tests/integration/test_images.py': 'openstack',
