@@ -77,6 +77,10 @@ CEPH_MODULES = (
 GALERA_MODULES = (
     'tests/integration/test_galera.py',
     'tests/integration/test_galera_haproxy.py',
+    'tests/integration/test_galera_admin.py',
+    'tests/integration/test_galera_backups.py',
+    'tests/integration/test_galera_moves.py',
+    'tests/integration/test_galera_services.py',
     'tests/integration/test_api_node_killed.py',
     'tests/integration/test_clustered_fuzz.py',
     # (a Galera cluster and a RabbitMQ cluster of the bench's own)

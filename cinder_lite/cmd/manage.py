@@ -120,44 +120,51 @@ def _holds(session, row):
             'os-force_detach records them detached.')
 
 
+def _remove_if_down(session, conf, binary, host, what):
+    """Remove the service in ``session``: (OK, None), or (the exit code,
+    why it is refused)."""
+    try:
+        row = db_services.get_by_host(session, host, binary)
+    except exception.ServiceNotFound:
+        return NOT_FOUND, '%s not found; nothing removed.' % what
+    if db_services.is_up(row.heartbeat_at, conf.service_down_time):
+        return REFUSED, (
+            '%s is up (last heartbeat %s, within service_down_time = %d '
+            's); not removed. Stop the service and wait until "service '
+            'list" shows it down.'
+            % (what, _cell(row.heartbeat_at), conf.service_down_time))
+    if binary == constants.VOLUME_BINARY:
+        volumes = _live_volumes_on(session, host)
+        if row.cluster_name and len(db_services.backend_members(
+                session, row.cluster_name, binary)) == 1:
+            # the last member: the cluster's volumes live on it
+            volumes += _live_volumes_on(session, row.cluster_name)
+        if volumes:
+            return REFUSED, (
+                '%s still has %d volume(s) that are not deleted; not '
+                'removed. Delete or move them first (e.g. %s).'
+                % (what, len(volumes), ', '.join(v.id for v in volumes[:3])))
+        refusal = _holds(session, row)
+        if refusal:
+            return REFUSED, '%s %s; not removed. %s' % (what, *refusal)
+    if not db_services.remove_if_down(session, row.id,
+                                      conf.service_down_time):
+        return REFUSED, '%s sent a heartbeat just now; not removed.' % what
+    return OK, None
+
+
 def service_remove(conf):
     """Remove a service that is down, as ``cinder-manage service remove``
     does; a volume service only once no volume lives on it."""
     binary, host = conf.command.binary, conf.command.service_host
     what = 'Service %s on host %s' % (binary, host)
     db_api.configure(conf)
-    with db_api.writer() as session:
-        try:
-            row = db_services.get_by_host(session, host, binary)
-        except exception.ServiceNotFound:
-            _error('%s not found; nothing removed.' % what)
-            return NOT_FOUND
-        if db_services.is_up(row.heartbeat_at, conf.service_down_time):
-            _error('%s is up (last heartbeat %s, within service_down_time '
-                   '= %d s); not removed. Stop the service and wait until '
-                   '"service list" shows it down.'
-                   % (what, _cell(row.heartbeat_at), conf.service_down_time))
-            return REFUSED
-        if binary == constants.VOLUME_BINARY:
-            volumes = _live_volumes_on(session, host)
-            if row.cluster_name and len(db_services.backend_members(
-                    session, row.cluster_name, binary)) == 1:
-                # the last member: the cluster's volumes live on it
-                volumes += _live_volumes_on(session, row.cluster_name)
-            if volumes:
-                _error('%s still has %d volume(s) that are not deleted; not '
-                       'removed. Delete or move them first (e.g. %s).'
-                       % (what, len(volumes),
-                          ', '.join(v.id for v in volumes[:3])))
-                return REFUSED
-            refusal = _holds(session, row)
-            if refusal:
-                _error('%s %s; not removed. %s' % (what, *refusal))
-                return REFUSED
-        if not db_services.remove_if_down(session, row.id,
-                                          conf.service_down_time):
-            _error('%s sent a heartbeat just now; not removed.' % what)
-            return REFUSED
+    # (run again from its start on a deadlock: it returns why it refused,
+    # printed once it committed)
+    code, why = db_api.run_writer(_remove_if_down, conf, binary, host, what)
+    if why:
+        _error(why)
+        return code
     print('%s removed.' % what)
     return OK
 

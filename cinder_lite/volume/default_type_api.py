@@ -7,6 +7,8 @@ set and a delete of the same type are ordered by the type's row lock.
 """
 import logging
 
+import sqlalchemy as sa
+
 from cinder_lite.common import exception
 from cinder_lite.common import policy
 from cinder_lite.db import api as db_api
@@ -26,11 +28,20 @@ class DefaultTypeService:
         quota_api.check_project_id(project_id)
         policy.authorize(context, policy.DEFAULT_TYPE_SET,
                          {'project_id': project_id})
-        with db_api.writer() as session:
+
+        def _set(session):
             vtype = db_types.get_by_name_or_id(session, type_name_or_id)
             db_types.lock_live(session, vtype['id'])
-            default = db_defaults.set_default(session, project_id,
-                                              vtype['id'])
+            return vtype, db_defaults.set_default(session, project_id,
+                                                  vtype['id'])
+        try:
+            vtype, default = db_api.run_writer(_set)
+        except sa.exc.IntegrityError:
+            # the project's first default, set at the same time by
+            # another request through the same server: both inserted its
+            # row, the second as a duplicate (no lock guards a row not
+            # there yet); run again, it finds the row and updates it
+            vtype, default = db_api.run_writer(_set)
         LOG.info('project %s: default volume type set to %s (%s)',
                  project_id, vtype['id'], vtype['name'])
         return default
@@ -54,6 +65,5 @@ class DefaultTypeService:
         quota_api.check_project_id(project_id)
         policy.authorize(context, policy.DEFAULT_TYPE_UNSET,
                          {'project_id': project_id})
-        with db_api.writer() as session:
-            db_defaults.unset(session, project_id)
+        db_api.run_writer(db_defaults.unset, project_id)
         LOG.info('project %s: default volume type unset', project_id)

@@ -102,17 +102,19 @@ class GroupService:
                               or self.conf.default_availability_zone
                               or self.conf.storage_availability_zone)
 
-        def record():
-            with db_api.writer() as session:
-                # a type deleted meanwhile is a 404; a delete waits for
-                # this group and then finds it
-                db_group_types.lock_live(session, gtype['id'])
-                for vtype in vtypes:
-                    db_types.lock_live(session, vtype['id'])
-                return db_groups.create(
-                    session, values, [t['id'] for t in vtypes],
-                    quota.Checker(self.conf, session))
-        group = quota.ensuring_rows(record)
+        # (run again from its start on a deadlock, as another create of
+        # the project through another Galera node makes it: the cast
+        # comes after the commit)
+        def _record(session):
+            # a type deleted meanwhile is a 404; a delete waits for this
+            # group and then finds it
+            db_group_types.lock_live(session, gtype['id'])
+            for vtype in vtypes:
+                db_types.lock_live(session, vtype['id'])
+            return db_groups.create(
+                session, values, [t['id'] for t in vtypes],
+                quota.Checker(self.conf, session))
+        group = quota.ensuring_rows(lambda: db_api.run_writer(_record))
         LOG.info('group %s: recorded as creating (type %s, volume types '
                  '%s)', group.id, gtype['id'],
                  ', '.join(t['id'] for t in vtypes))
@@ -141,8 +143,8 @@ class GroupService:
     def _forget(group_id):
         LOG.warning('group %s: removing the record of a create that could '
                     'not be sent', group_id)
-        with db_api.writer() as session:
-            db_groups.transition(session, group_id, 'deleted_unscheduled')
+        db_api.run_writer(db_groups.transition, group_id,
+                          'deleted_unscheduled')
 
     # -- create from a group snapshot or a group (3.14) -----------------------
     def create_from_src(self, context, name, description,
@@ -180,27 +182,28 @@ class GroupService:
             group_snapshot_id=group_snapshot_id,
             source_group_id=source_group_id)
 
-        def record():
-            with db_api.writer() as session:
-                copies = self._source_copies(session, group_snapshot_id,
-                                             source)
-                db_group_types.lock_live(session, gtype['id'])
-                check = quota.Checker(self.conf, session)
-                group = db_groups.create(session, values, type_ids, check)
-                volumes = []
-                for copy in copies:
-                    volume = db_volumes.create(session, dict(
-                        copy, id=str(uuid.uuid4()),
-                        project_id=context.project_id,
-                        user_id=context.user_id, status=states.CREATING,
-                        group_id=group.id, host=source.host,
-                        cluster_name=source.cluster_name,
-                        availability_zone=source.availability_zone,
-                        bootable=copy.get('bootable', False),
-                        deleted=False, created_at=models.utcnow()), check)
-                    volumes.append(db_volumes.summary(volume))
-                return group, volumes
-        group, volumes = quota.ensuring_rows(record)
+        # (run again from its start on a deadlock: the cast comes after
+        # the commit)
+        def _record(session):
+            copies = self._source_copies(session, group_snapshot_id, source)
+            db_group_types.lock_live(session, gtype['id'])
+            check = quota.Checker(self.conf, session)
+            group = db_groups.create(session, values, type_ids, check)
+            volumes = []
+            for copy in copies:
+                volume = db_volumes.create(session, dict(
+                    copy, id=str(uuid.uuid4()),
+                    project_id=context.project_id,
+                    user_id=context.user_id, status=states.CREATING,
+                    group_id=group.id, host=source.host,
+                    cluster_name=source.cluster_name,
+                    availability_zone=source.availability_zone,
+                    bootable=copy.get('bootable', False),
+                    deleted=False, created_at=models.utcnow()), check)
+                volumes.append(db_volumes.summary(volume))
+            return group, volumes
+        group, volumes = quota.ensuring_rows(
+            lambda: db_api.run_writer(_record))
         LOG.info('group %s: recorded as creating from %s %s, with %d '
                  'volumes', group.id,
                  'group snapshot' if group_snapshot_id else 'group',
@@ -211,13 +214,17 @@ class GroupService:
         except Exception:
             LOG.warning('group %s: removing the record of a create that '
                         'could not be sent', group.id)
-            with db_api.writer() as session:
-                for volume in volumes:
-                    db_volumes.remove(session, volume['id'])
-                db_groups.transition(session, group.id, 'create_failed')
-                db_groups.transition(session, group.id, 'deleted_unscheduled')
+            db_api.run_writer(self._remove_unsent, group.id,
+                              [v['id'] for v in volumes])
             raise
         return group
+
+    @staticmethod
+    def _remove_unsent(session, group_id, volume_ids):
+        for volume_id in volume_ids:
+            db_volumes.remove(session, volume_id)
+        db_groups.transition(session, group_id, 'create_failed')
+        db_groups.transition(session, group_id, 'deleted_unscheduled')
 
     @staticmethod
     def _source_copies(session, group_snapshot_id, source):
@@ -470,10 +477,13 @@ class GroupService:
             raise exception.InvalidGroup(
                 reason='Group status %s is not one of: %s' % (
                     status, ', '.join(states.GROUP_RESET_STATUSES)))
-        with db_api.writer() as session:
+
+        def _reset(session):
             group = db_groups.lock(session, group_id)
             db_groups.transition(session, group.id, 'reset_status',
                                  target=status)
+            return group
+        group = db_api.run_writer(_reset)
         LOG.info('group %s: %s -> %s (reset_status)', group_id,
                  group.status, status)
 

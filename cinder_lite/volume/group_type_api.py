@@ -55,9 +55,8 @@ class GroupTypeService:
         policy.authorize(context, policy.GROUP_TYPE_MANAGE)
         _check_name(name)
         _check_specs(group_specs)
-        with db_api.writer() as session:
-            gtype = db_group_types.create(session, name, description,
-                                          is_public, group_specs)
+        gtype = db_api.run_writer(db_group_types.create, name, description,
+                                  is_public, group_specs)
         LOG.info('group type %s (%s) created', gtype['id'], name)
         return gtype
 
@@ -98,14 +97,14 @@ class GroupTypeService:
     def update(self, context, type_id, values):
         policy.authorize(context, policy.GROUP_TYPE_MANAGE)
         _check_name(values.get('name'))
-        with db_api.writer() as session:
-            gtype = db_group_types.update(session, type_id, values)
+        gtype = db_api.run_writer(db_group_types.update, type_id, values)
         LOG.info('group type %s updated: %s', type_id, sorted(values))
         return gtype
 
     def delete(self, context, type_id):
         policy.authorize(context, policy.GROUP_TYPE_MANAGE)
-        with db_api.writer() as session:
+
+        def _delete(session):
             gtype = db_group_types.get(session, type_id)
             if self.conf.default_group_type and gtype['name'] == \
                     self.conf.default_group_type:
@@ -113,6 +112,7 @@ class GroupTypeService:
                     reason='the default group type %s cannot be deleted'
                            % gtype['name'])
             db_group_types.delete(session, type_id)
+        db_api.run_writer(_delete)
         LOG.info('group type %s deleted', type_id)
 
     # -- group specs -----------------------------------------------------
@@ -124,8 +124,7 @@ class GroupTypeService:
     def set_specs(self, context, type_id, specs):
         policy.authorize(context, policy.GROUP_TYPE_SPECS_MANAGE)
         _check_specs(specs)
-        with db_api.writer() as session:
-            found = db_group_types.set_specs(session, type_id, specs)
+        found = db_api.run_writer(db_group_types.set_specs, type_id, specs)
         LOG.info('group type %s: group specs %s set', type_id,
                  sorted(specs))
         return found
@@ -139,6 +138,5 @@ class GroupTypeService:
 
     def delete_spec(self, context, type_id, key):
         policy.authorize(context, policy.GROUP_TYPE_SPECS_MANAGE)
-        with db_api.writer() as session:
-            db_group_types.delete_spec(session, type_id, key)
+        db_api.run_writer(db_group_types.delete_spec, type_id, key)
         LOG.info('group type %s: group spec %s deleted', type_id, key)

@@ -48,7 +48,11 @@ class MetadataService:
         """Set the keys of ``metadata`` (with ``delete``: replace all of
         it); returns the metadata after.  ``if_match``: ETags, one of
         which the current metadata must have (MetadataChanged)."""
-        with db_api.writer() as session:
+
+        # (run again from its start on a deadlock, as a change of the
+        # volume through another Galera node makes it: the ETag is
+        # compared again with what is there then)
+        def _update(session):
             volume = db_volumes.lock(session, volume_id,
                                      self._scope(context))
             policy.authorize(context, rule,
@@ -57,20 +61,22 @@ class MetadataService:
             if if_match is not None and etag(db_metadata.get(
                     session, volume.id)) not in if_match:
                 raise exception.MetadataChanged(volume_id=volume.id)
-            after = db_metadata.update(session, volume.id, metadata,
-                                       delete)
+            return db_metadata.update(session, volume.id, metadata, delete)
+        after = db_api.run_writer(_update)
         LOG.info('volume %s: metadata %s %s', volume_id,
                  'replaced by' if delete else 'set', sorted(metadata))
         return after
 
     def delete_key(self, context, volume_id, key):
-        with db_api.writer() as session:
+
+        def _delete(session):
             volume = db_volumes.lock(session, volume_id,
                                      self._scope(context))
             policy.authorize(context, policy.METADATA_DELETE,
                              {'project_id': volume.project_id})
             self._check_status(volume, 'Deleting')
             db_metadata.delete_key(session, volume.id, key)
+        db_api.run_writer(_delete)
         LOG.info('volume %s: metadata key %s deleted', volume_id, key)
 
     @staticmethod

@@ -58,8 +58,7 @@ class QosSpecsService:
         if consumer is _ABSENT:
             consumer = qos.DEFAULT_CONSUMER
         _check_consumer(consumer)
-        with db_api.writer() as session:
-            created = db_qos.create(session, name, consumer, specs)
+        created = db_api.run_writer(db_qos.create, name, consumer, specs)
         LOG.info('QoS specs %s (%s, %s) created', created['id'], name,
                  consumer)
         return created
@@ -83,22 +82,19 @@ class QosSpecsService:
             consumer = None
         else:
             _check_consumer(consumer)
-        with db_api.writer() as session:
-            db_qos.set_keys(session, specs_id, specs, consumer)
+        db_api.run_writer(db_qos.set_keys, specs_id, specs, consumer)
         LOG.info('QoS specs %s: set %s', specs_id,
                  ', '.join(sorted(specs) + (['consumer'] if consumer
                                             else [])))
 
     def delete_keys(self, context, specs_id, keys):
         policy.authorize(context, policy.QOS_DELETE)
-        with db_api.writer() as session:
-            db_qos.delete_keys(session, specs_id, keys)
+        db_api.run_writer(db_qos.delete_keys, specs_id, keys)
         LOG.info('QoS specs %s: unset %s', specs_id, ', '.join(keys))
 
     def delete(self, context, specs_id, force=False):
         policy.authorize(context, policy.QOS_DELETE)
-        with db_api.writer() as session:
-            db_qos.delete(session, specs_id, force)
+        db_api.run_writer(db_qos.delete, specs_id, force)
         LOG.info('QoS specs %s deleted%s', specs_id,
                  ' (force)' if force else '')
 
@@ -112,21 +108,18 @@ class QosSpecsService:
 
     def associate(self, context, specs_id, type_id):
         policy.authorize(context, policy.QOS_UPDATE)
-        with db_api.writer() as session:
-            db_qos.associate(session, specs_id, type_id)
+        db_api.run_writer(db_qos.associate, specs_id, type_id)
         LOG.info('QoS specs %s associated with volume type %s', specs_id,
                  type_id)
 
     def disassociate(self, context, specs_id, type_id):
         policy.authorize(context, policy.QOS_UPDATE)
-        with db_api.writer() as session:
-            db_qos.disassociate(session, specs_id, type_id)
+        db_api.run_writer(db_qos.disassociate, specs_id, type_id)
         LOG.info('QoS specs %s disassociated from volume type %s',
                  specs_id, type_id)
 
     def disassociate_all(self, context, specs_id):
         policy.authorize(context, policy.QOS_UPDATE)
-        with db_api.writer() as session:
-            db_qos.disassociate_all(session, specs_id)
+        db_api.run_writer(db_qos.disassociate_all, specs_id)
         LOG.info('QoS specs %s disassociated from every volume type',
                  specs_id)

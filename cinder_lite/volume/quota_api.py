@@ -125,7 +125,10 @@ class QuotaService:
                                                  given))
         # rows to lock even where nothing was used yet
         quota.make_usage_rows(project_id, counted)
-        with db_api.writer() as session:
+
+        # (run again from its start on a deadlock, as another update of
+        # the project's limits through another Galera node makes it)
+        def _update(session):
             # the types named stay until this commits (a type delete
             # waits, then drops what this wrote)
             for type_id in sorted({db_quotas.split_key(k)[1]
@@ -136,8 +139,8 @@ class QuotaService:
                     pass  # parse_limits below names it a bad key
             catalogue = quota.Catalogue(session)
             limits = parse_limits(catalogue, given)
-            counted = _counted_keys(limits)
-            used = db_quotas.read(session, project_id, counted, lock=True)
+            used = db_quotas.read(session, project_id,
+                                  _counted_keys(limits), lock=True)
             for key, limit in sorted(limits.items()):
                 in_use, reserved = used.get(key, (0, 0))
                 if 0 <= limit < in_use + reserved:
@@ -148,9 +151,12 @@ class QuotaService:
                                    catalogue.api_name(key),
                                    in_use + reserved, limit))
             db_quotas.set_project_limits(session, project_id, limits)
-            _log_set('quotas of project %s' % project_id, catalogue, limits)
-            return self._set(session, catalogue, quota.project_limits(
-                self.conf, session, project_id))
+            return catalogue, limits, self._set(
+                session, catalogue,
+                quota.project_limits(self.conf, session, project_id))
+        catalogue, limits, shown = db_api.run_writer(_update)
+        _log_set('quotas of project %s' % project_id, catalogue, limits)
+        return shown
 
     def revert(self, context, project_id):
         """Back to the defaults (the project's own limits are dropped;
@@ -158,8 +164,7 @@ class QuotaService:
         policy.authorize(context, policy.QUOTA_DELETE,
                          {'project_id': project_id})
         check_project_id(project_id)
-        with db_api.writer() as session:
-            db_quotas.delete_project_limits(session, project_id)
+        db_api.run_writer(db_quotas.delete_project_limits, project_id)
         LOG.info('quotas of project %s reverted to the defaults',
                  project_id)
 
@@ -175,13 +180,17 @@ class QuotaService:
     def update_class(self, context, class_name, given):
         policy.authorize(context, policy.QUOTA_CLASS_UPDATE)
         check_project_id(class_name)
-        with db_api.writer() as session:
+
+        def _update(session):
             catalogue = quota.Catalogue(session)
             limits = parse_limits(catalogue, given, 'quota class set')
             db_quotas.set_class_limits(session, class_name, limits)
-            _log_set('quota class %s' % class_name, catalogue, limits)
-            return self._set(session, catalogue, quota.class_limits(
-                self.conf, session, class_name))
+            return catalogue, limits, self._set(
+                session, catalogue,
+                quota.class_limits(self.conf, session, class_name))
+        catalogue, limits, shown = db_api.run_writer(_update)
+        _log_set('quota class %s' % class_name, catalogue, limits)
+        return shown
 
     # -- limits -------------------------------------------------------------
     def absolute_limits(self, context, project_id):
@@ -217,16 +226,24 @@ def audit(project_id=None, repair=False):
         counted = db_quotas.counted(session, project_id)
     suspects = sorted(p for p in set(recorded) | set(counted)
                       if _compare(recorded.get(p, {}), counted.get(p, {})))
+
+    def _look_again(session, project):
+        differ = _compare(db_quotas.usage(session, project, for_update=True),
+                          db_quotas.counted(session, project).get(project,
+                                                                  {}))
+        if repair:
+            for key, _before, after in differ:
+                db_quotas.set_usage(session, project, key, *after)
+        return differ
+
     found = []
     for project in suspects:
-        with db_api.writer() as session:
-            mine = db_quotas.usage(session, project, for_update=True)
-            real = db_quotas.counted(session, project).get(project, {})
-            for key, before, after in _compare(mine, real):
-                found.append((project, key, before, after))
-                if repair:
-                    db_quotas.set_usage(session, project, key, *after)
-                    LOG.warning('quota usage of project %s, %s: recorded '
-                                '%s, the volumes say %s; repaired',
-                                project, key, before, after)
+        # (run again from its start on a deadlock: what it found is
+        # logged once it committed)
+        for key, before, after in db_api.run_writer(_look_again, project):
+            found.append((project, key, before, after))
+            if repair:
+                LOG.warning('quota usage of project %s, %s: recorded %s, '
+                            'the volumes say %s; repaired',
+                            project, key, before, after)
     return found

@@ -80,7 +80,10 @@ class TransferService:
         salt = _random_hex(SALT_LENGTH)
         auth_key = _random_hex(KEY_LENGTH)
         transfer_id = str(uuid.uuid4())
-        with db_api.writer() as session:
+
+        # (run again from its start on a deadlock, as an attachment of the
+        # volume through another Galera node makes it)
+        def _offer(session):
             # the volume's row lock: no attachment is made between the
             # check and the status change
             try:
@@ -113,7 +116,8 @@ class TransferService:
                 'no_snapshots': bool(no_snapshots),
                 'source_project_id': vol.project_id,
                 'accepted': False, 'deleted': False})
-            created = as_dict(transfer, auth_key)
+            return as_dict(transfer, auth_key)
+        created = db_api.run_writer(_offer)
         LOG.info('volume %s: available -> awaiting-transfer (transfer %s)',
                  volume_id, transfer_id)
         return created
@@ -145,16 +149,21 @@ class TransferService:
                                         self._scope(context))
         policy.authorize(context, policy.TRANSFER_DELETE,
                          {'project_id': transfer.source_project_id})
-        with db_api.writer() as session:
+
+        def _end(session):
             db_transfers.end(session, transfer_id, accepted=False)
             try:
                 db_volumes.transition(session, transfer.volume_id,
                                       'transfer_ended')
             except (exception.InvalidTransition,
                     exception.VolumeNotFound) as e:
-                LOG.error('transfer %s deleted; its volume %s was left '
-                          'alone: %s', transfer_id, transfer.volume_id, e)
-                return
+                return e
+            return None
+        left_alone = db_api.run_writer(_end)
+        if left_alone is not None:
+            LOG.error('transfer %s deleted; its volume %s was left alone: '
+                      '%s', transfer_id, transfer.volume_id, left_alone)
+            return
         LOG.info('volume %s: awaiting-transfer -> available (transfer %s '
                  'deleted)', transfer.volume_id, transfer_id)
 
@@ -173,34 +182,33 @@ class TransferService:
                        % transfer_id)
         volume_id = transfer.volume_id
 
-        def take():
-            with db_api.writer() as session:
-                # the transfer first: of two accepts (or an accept and a
-                # delete) one ends it, the other finds it gone
-                db_transfers.end(session, transfer_id, accepted=True,
-                                 destination_project_id=context.project_id)
-                try:
-                    vol = db_attachments.lock_volume(
-                        session, volume_id,
-                        allowed=(states.AWAITING_TRANSFER,))
-                except exception.InvalidVolume:
-                    raise exception.InvalidVolume(
-                        reason='Transfer %s: Volume id %s expected in '
-                               'awaiting-transfer state.' % (
-                                   transfer_id, volume_id)) from None
-                donor = vol.project_id
-                check = quota.Checker(self.conf, session, size=vol.size)
-                db_volumes.give(session, volume_id, context.project_id,
-                                context.user_id, check)
-                if not transfer.no_snapshots:
-                    # the volume's snapshots and what they count go with
-                    # it, checked against the new project's quota
-                    db_snapshots.give(session, volume_id, donor,
-                                      context.project_id, context.user_id,
-                                      check)
-                db_transfers.end_for_volume(session, volume_id, keep=transfer_id)
-                return donor
-        donor = quota.ensuring_rows(take)
+        # (run again from its start on a deadlock, as another accept or
+        # a delete of the transfer through another Galera node makes it)
+        def _take(session):
+            # the transfer first: of two accepts (or an accept and a
+            # delete) one ends it, the other finds it gone
+            db_transfers.end(session, transfer_id, accepted=True,
+                             destination_project_id=context.project_id)
+            try:
+                vol = db_attachments.lock_volume(
+                    session, volume_id, allowed=(states.AWAITING_TRANSFER,))
+            except exception.InvalidVolume:
+                raise exception.InvalidVolume(
+                    reason='Transfer %s: Volume id %s expected in '
+                           'awaiting-transfer state.' % (
+                               transfer_id, volume_id)) from None
+            donor = vol.project_id
+            check = quota.Checker(self.conf, session, size=vol.size)
+            db_volumes.give(session, volume_id, context.project_id,
+                            context.user_id, check)
+            if not transfer.no_snapshots:
+                # the volume's snapshots and what they count go with it,
+                # checked against the new project's quota
+                db_snapshots.give(session, volume_id, donor,
+                                  context.project_id, context.user_id, check)
+            db_transfers.end_for_volume(session, volume_id, keep=transfer_id)
+            return donor
+        donor = quota.ensuring_rows(lambda: db_api.run_writer(_take))
         LOG.info('volume %s: awaiting-transfer -> available, project %s -> '
                  '%s (transfer %s accepted)', volume_id, donor,
                  context.project_id, transfer_id)

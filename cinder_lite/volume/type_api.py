@@ -50,9 +50,8 @@ class TypeService:
         policy.authorize(context, policy.TYPE_MANAGE)
         _check_name(name)
         _check_specs(extra_specs or {})
-        with db_api.writer() as session:
-            vtype = db_types.create(session, name, description, is_public,
-                                    extra_specs)
+        vtype = db_api.run_writer(db_types.create, name, description,
+                                  is_public, extra_specs)
         LOG.info('volume type %s (%s) created', vtype['id'], name)
         return vtype
 
@@ -82,7 +81,8 @@ class TypeService:
     def update(self, context, type_id, values):
         policy.authorize(context, policy.TYPE_MANAGE)
         _check_name(values.get('name'))
-        with db_api.writer() as session:
+
+        def _update(session):
             current = db_types.get(session, type_id)
             if (current['name'] == self.conf.default_volume_type
                     and 'name' in values
@@ -90,10 +90,12 @@ class TypeService:
                 raise exception.InvalidVolumeType(
                     reason='The default volume type cannot be renamed.')
             return db_types.update(session, type_id, values)
+        return db_api.run_writer(_update)
 
     def delete(self, context, type_id):
         policy.authorize(context, policy.TYPE_MANAGE)
-        with db_api.writer() as session:
+
+        def _delete(session):
             vtype = db_types.get(session, type_id)
             if vtype['name'] == self.conf.default_volume_type:
                 raise exception.InvalidVolumeType(
@@ -106,6 +108,8 @@ class TypeService:
                             or db_groups.uses_volume_type(s, type_id))
             # no volume has it: its per-type usage is zero everywhere
             db_quotas.forget_type(session, type_id)
+            return vtype
+        vtype = db_api.run_writer(_delete)
         LOG.info('volume type %s (%s) deleted', type_id, vtype['name'])
 
     def get_extra_specs(self, context, type_id):
@@ -115,13 +119,11 @@ class TypeService:
     def set_extra_specs(self, context, type_id, specs):
         policy.authorize(context, policy.TYPE_MANAGE)
         _check_specs(specs)
-        with db_api.writer() as session:
-            return db_types.set_extra_specs(session, type_id, specs)
+        return db_api.run_writer(db_types.set_extra_specs, type_id, specs)
 
     def delete_extra_spec(self, context, type_id, key):
         policy.authorize(context, policy.TYPE_MANAGE)
-        with db_api.writer() as session:
-            db_types.delete_extra_spec(session, type_id, key)
+        db_api.run_writer(db_types.delete_extra_spec, type_id, key)
 
     def list_access(self, context, type_id):
         policy.authorize(context, policy.TYPE_ACCESS)
@@ -134,12 +136,16 @@ class TypeService:
 
     def add_access(self, context, type_id, project_id):
         policy.authorize(context, policy.TYPE_ACCESS)
-        with db_api.writer() as session:
+
+        def _add(session):
             _check_private(db_types.get(session, type_id))
             db_types.add_access(session, type_id, project_id)
+        db_api.run_writer(_add)
 
     def remove_access(self, context, type_id, project_id):
         policy.authorize(context, policy.TYPE_ACCESS)
-        with db_api.writer() as session:
+
+        def _remove(session):
             _check_private(db_types.get(session, type_id))
             db_types.remove_access(session, type_id, project_id)
+        db_api.run_writer(_remove)

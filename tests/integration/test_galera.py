@@ -102,14 +102,15 @@ def api(deployment):
 Reply = collections.namedtuple('Reply', 'port status body')
 
 
-def race(requests_):
+def race(requests_, project=cluster_mod.PROJECT):
     """Send ``requests_`` ([(port, method, path, body)]) at once, each on
-    its own connection; return the Replies in order."""
+    its own connection, as an admin of ``project``; return the Replies in
+    order."""
     n = len(requests_)
     barrier = threading.Barrier(n)
     replies = [None] * n
     errors = []
-    headers = {'X-Auth-Token': 'admin:%s' % cluster_mod.PROJECT,
+    headers = {'X-Auth-Token': 'admin:%s' % project,
                'OpenStack-API-Version': 'volume %s' % VERSION,
                'Content-Type': 'application/json',
                'Accept': 'application/json'}
@@ -121,7 +122,7 @@ def race(requests_):
         try:
             conn.connect()
             barrier.wait(timeout=HTTP_TIMEOUT)
-            conn.request(method, '/v3/%s%s' % (cluster_mod.PROJECT, path),
+            conn.request(method, '/v3/%s%s' % (project, path),
                          body=None if body is None else json.dumps(body),
                          headers=headers)
             resp = conn.getresponse()
@@ -148,12 +149,12 @@ def race(requests_):
     return replies
 
 
-def spread(deployment, method, paths_bodies):
+def spread(deployment, method, paths_bodies, project=cluster_mod.PROJECT):
     """Half of the requests to the API on node 1, half to node 2's."""
     c, _api2, port2 = deployment
     ports = (c.port, port2)
     return race([(ports[i % 2], method, path, body)
-                 for i, (path, body) in enumerate(paths_bodies)])
+                 for i, (path, body) in enumerate(paths_bodies)], project)
 
 
 def statuses(replies):

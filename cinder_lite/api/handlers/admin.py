@@ -115,10 +115,8 @@ def _freeze_or_thaw(req, action):
             explanation='One and only one of cluster and host must be set.'
             if req.version >= REPLICATION_CLUSTER
             else 'Host field is missing.')
-    with db_api.writer() as session:
-        hosts = db_services.set_frozen(session, host, cluster,
-                                       action == 'freeze',
-                                       constants.VOLUME_BINARY)
+    hosts = db_api.run_writer(db_services.set_frozen, host, cluster,
+                              action == 'freeze', constants.VOLUME_BINARY)
     LOG.warning('volume backend %s %s by os-services/%s',
                 ', '.join(hosts), 'frozen' if action == 'freeze'
                 else 'thawed', action)
@@ -144,9 +142,8 @@ def update_service(req):
         raise webob.exc.HTTPBadRequest(
             explanation='disabled_reason is required for '
                         'disable-log-reason.')
-    with db_api.writer() as session:
-        row = db_services.set_disabled(session, body['host'], binary,
-                                       disabled, reason)
+    row = db_api.run_writer(db_services.set_disabled, body['host'], binary,
+                            disabled, reason)
     # Cinder's keys: ``service`` repeats the binary (its older name), and
     # the reason is there unless the call was a plain disable
     view = {'host': row.host, 'binary': row.binary, 'service': row.binary,

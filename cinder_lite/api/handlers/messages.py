@@ -92,6 +92,6 @@ def show_message(req):
 def delete_message(req):
     _check_version(req)
     policy.authorize(req.context, policy.MESSAGE_DELETE)
-    with db_api.writer() as session:
-        db_messages.delete(session, req.urlvars['message_id'], _scope(req))
+    db_api.run_writer(db_messages.delete, req.urlvars['message_id'],
+                      _scope(req))
     return wsgi.empty_response(204)
