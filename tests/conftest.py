@@ -77,7 +77,8 @@ CEPH_MODULES = (
 GALERA_MODULES = (
     'tests/integration/test_galera.py',
     'tests/integration/test_galera_haproxy.py',
-    'tests/integration/test_api_node_killed.py')
+    'tests/integration/test_api_node_killed.py',
+    'tests/integration/test_galera_services.py')
 SHARED_WORKER = dict({
     'tests/integration/test_nova.py': 'openstack',
     'tests/integration/test_images.py': 'openstack',
