@@ -426,10 +426,12 @@ def _export_back_if_moved_on(backend, attachment_id, volume, seen):
         if current.attach_status == states.ERROR_ATTACHING and \
                 current.updated_at == seen:
             return
+        # (one detaching keeps no export made again under it, as in
+        # ``reconcile_exports``)
         if current.export_host != backend.host or \
                 not current.connection_info or \
-                current.attach_status not in \
-                states.ATTACH_CONNECTED_STATUSES:
+                current.attach_status not in (states.ATTACH_ATTACHING,
+                                              states.ATTACHED):
             LOG.warning('reconcile: attachment %s moved on (%s) while its '
                         'export was removed; not exported here',
                         attachment_id, current.attach_status)
