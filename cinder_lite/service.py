@@ -119,17 +119,22 @@ class RPCService:
         if not self.register:
             self._serve()
             return
+
         # The row is registered before the RPC servers consume, but it is
         # up (a heartbeat) and its capabilities reach the schedulers only
         # once they do: a scheduler that picked a service whose queue did
         # not yet exist would cast a create into nothing.
-        with db_api.writer() as session:
+        def _register(session):
             row = db_services.register(
                 session, self.host, self.binary, self.topic,
                 self.availability_zone, backend=self.backend,
                 rpc_version=self.rpc_version,
                 cluster_name=self.cluster_name)
-            self.service_id, self.service_uuid = row.id, row.uuid
+            return row.id, row.uuid
+
+        # (run again from its start when Galera refuses it: its values
+        # are taken once it committed)
+        self.service_id, self.service_uuid = db_api.run_writer(_register)
         if self.on_registered:
             self.on_registered(self)
         self._serve()
@@ -165,8 +170,10 @@ class RPCService:
         caps = None
         if self.report is not None:
             caps = self.report(self)
-        with db_api.writer() as session:
-            db_services.heartbeat(session, self.service_id, caps)
+        # the row's refresh alone is run again when refused (a heartbeat
+        # written through another Galera node than an operator's change
+        # of the row); the fan-out follows its commit
+        db_api.run_writer(db_services.heartbeat, self.service_id, caps)
         if self.fan_out is not None:
             self._fan_out_caps = caps
             self._fan_out_due.set()
@@ -206,8 +213,7 @@ class RPCService:
         if self.service_id is None:
             return
         try:
-            with db_api.writer() as session:
-                db_services.record_stopped(session, self.service_id)
+            db_api.run_writer(db_services.record_stopped, self.service_id)
             LOG.info('%s on %s stopped: recorded down', self.binary,
                      self.host)
         except Exception:

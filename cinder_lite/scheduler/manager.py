@@ -119,14 +119,19 @@ class SchedulerManager:
 
     def create_volume(self, ctxt, volume_id, request_spec):
         # One transaction: choose (confirming the choice against its
-        # services rows), record the host.
+        # services rows), record the host; run again from the choice when
+        # the database refuses it (what the choice notes in memory is
+        # what the services rows said, true whatever the commit; the
+        # capacity is consumed and the volume cast once it committed).
+        def _claim(session):
+            chosen = self.host_manager.choose(session, request_spec,
+                                              choose_backend)
+            cluster_name = chosen.pool if chosen.clustered else None
+            return chosen, cluster_name, db_volumes.claim_host(
+                session, volume_id, chosen.pool, cluster_name)
+
         try:
-            with db_api.writer() as session:
-                chosen = self.host_manager.choose(session, request_spec,
-                                                  choose_backend)
-                cluster_name = chosen.pool if chosen.clustered else None
-                claimed = db_volumes.claim_host(session, volume_id,
-                                                chosen.pool, cluster_name)
+            chosen, cluster_name, claimed = db_api.run_writer(_claim)
         except exception.NoValidBackend as e:
             self._fail(ctxt, volume_id, e.message)
             return
@@ -148,31 +153,33 @@ class SchedulerManager:
         ``available`` (nothing is made on the backend for a generic
         group: its volumes are made there later); ``error`` with a user
         message when no backend can hold it."""
+        def _claim(session):
+            chosen = self.host_manager.choose_among_live(
+                session, request_spec, choose_group_backend)
+            cluster_name = chosen.pool if chosen.clustered else None
+            return chosen, db_groups.claim_host(
+                session, group_id, chosen.pool, cluster_name,
+                chosen.availability_zone)
+
+        def _record_failure(session, reason):
+            try:
+                group = db_groups.get(session, group_id)
+                db_groups.transition(session, group_id, 'create_failed')
+            except (exception.InvalidTransition, exception.GroupNotFound):
+                return
+            db_messages.create(session, group.project_id,
+                               EVENT_GROUP_SCHEDULE_FAILED,
+                               'schedule allocate group: ' + reason,
+                               resource_type='GROUP',
+                               resource_uuid=group_id,
+                               request_id=ctxt.request_id)
+
         try:
-            with db_api.writer() as session:
-                chosen = self.host_manager.choose_among_live(
-                    session, request_spec, choose_group_backend)
-                cluster_name = chosen.pool if chosen.clustered else None
-                claimed = db_groups.claim_host(
-                    session, group_id, chosen.pool, cluster_name,
-                    chosen.availability_zone)
+            chosen, claimed = db_api.run_writer(_claim)
         except exception.NoValidBackend as e:
             LOG.warning('group %s: creating -> error: %s', group_id,
                         e.message)
-            with db_api.writer() as session:
-                try:
-                    group = db_groups.get(session, group_id)
-                    db_groups.transition(session, group_id,
-                                         'create_failed')
-                except (exception.InvalidTransition,
-                        exception.GroupNotFound):
-                    return
-                db_messages.create(session, group.project_id,
-                                   EVENT_GROUP_SCHEDULE_FAILED,
-                                   'schedule allocate group: ' + e.message,
-                                   resource_type='GROUP',
-                                   resource_uuid=group_id,
-                                   request_id=ctxt.request_id)
+            db_api.run_writer(_record_failure, e.message)
             return
         if claimed:
             LOG.info('group %s: creating -> available on %s', group_id,
@@ -268,7 +275,8 @@ class SchedulerManager:
 
     def _fail(self, ctxt, volume_id, reason):
         LOG.warning('volume %s: creating -> error: %s', volume_id, reason)
-        with db_api.writer() as session:
+
+        def _record(session):
             try:
                 volume = db_volumes.get(session, volume_id)
                 db_volumes.transition(session, volume_id, 'schedule_failed')
@@ -281,3 +289,5 @@ class SchedulerManager:
                                resource_type='VOLUME',
                                resource_uuid=volume_id,
                                request_id=ctxt.request_id)
+
+        db_api.run_writer(_record)

@@ -45,25 +45,36 @@ class GroupEndpoints:
                 group = db_groups.get(session, group_id)
             except exception.GroupNotFound:
                 return
-            volumes = db_groups.volumes_of(session, [group_id])[group_id]
-        for volume in volumes:
-            if volume.status == states.DELETING:
-                self.delete_volume(ctxt, volume.id)
-        with db_api.writer() as session:
-            left = db_groups.volumes_of(session, [group_id])[group_id]
+            project_id = group.project_id
+            deleting = [v.id for v in db_groups.volumes_of(
+                session, [group_id])[group_id]
+                if v.status == states.DELETING]
+        for volume_id in deleting:
+            self.delete_volume(ctxt, volume_id)
+
+        def _record(session):
+            # (the group's quota goes back with 'deleted': the row that
+            # volume services and the API change at once)
+            left = [v.id for v in db_groups.volumes_of(
+                session, [group_id])[group_id]]
             try:
                 if left:
                     db_groups.transition(session, group_id, 'delete_failed')
                     db_messages.create(
-                        session, group.project_id, EVENT_GROUP_DELETE_FAILED,
+                        session, project_id, EVENT_GROUP_DELETE_FAILED,
                         'delete group: volume(s) %s could not be deleted'
-                        % ', '.join(v.id for v in left),
+                        % ', '.join(left),
                         resource_type='VOLUME_GROUP',
                         resource_uuid=group_id, request_id=ctxt.request_id)
                 else:
                     db_groups.transition(session, group_id, 'deleted')
             except (exception.InvalidTransition, exception.GroupNotFound):
-                return
+                return None
+            return left
+
+        left = db_api.run_writer(_record)
+        if left is None:
+            return
         LOG.info('group %s: deleting -> %s', group_id,
                  'error_deleting' if left else 'deleted')
 
@@ -80,17 +91,22 @@ class GroupEndpoints:
     def settle_group_from_src(group_id):
         """``available`` once no volume of the group is ``creating``
         (``error`` if one is in error); False while some still are."""
-        with db_api.writer() as session:
+        def _settle(session):
             volumes = db_groups.volumes_of(session, [group_id])[group_id]
             if any(v.status == states.CREATING for v in volumes):
-                return False
+                return False, None
             failed = [v.id for v in volumes if v.status != states.AVAILABLE]
             try:
                 db_groups.transition(session, group_id,
                                      'create_failed' if failed
                                      else 'created')
             except (exception.InvalidTransition, exception.GroupNotFound):
-                return True
+                return True, None
+            return True, failed
+
+        settled, failed = db_api.run_writer(_settle)
+        if failed is None:
+            return settled
         LOG.info('group %s: creating -> %s%s', group_id,
                  'error' if failed else 'available',
                  ' (volumes %s failed)' % ', '.join(failed) if failed
@@ -179,14 +195,8 @@ class GroupEndpoints:
                        'project_id': found.project_id,
                        'snapshots': members}
             if found.status == states.CREATING:
-                with db_api.writer() as session:
-                    try:
-                        db_group_snapshots.transition(
-                            session, found.id, 'create_interrupted')
-                    except exception.InvalidTransition:
-                        continue
-                    db_group_snapshots.mark_snapshots(
-                        session, found.id, 'create_interrupted')
+                if not db_api.run_writer(_create_interrupted, found.id):
+                    continue
                 change = 'group snapshot %s: creating -> error' % found.id
             else:
                 self.delete_group_snapshot(ctxt, summary)
@@ -207,7 +217,7 @@ class GroupEndpoints:
     @staticmethod
     def _group_snapshot_failed(ctxt, group_snapshot, event, message_id,
                                detail):
-        with db_api.writer() as session:
+        def _record(session):
             try:
                 db_group_snapshots.transition(session, group_snapshot['id'],
                                               event)
@@ -220,3 +230,18 @@ class GroupEndpoints:
                                resource_type='VOLUME_GROUP_SNAPSHOT',
                                resource_uuid=group_snapshot['id'],
                                request_id=ctxt.request_id)
+
+        db_api.run_writer(_record)
+
+
+def _create_interrupted(session, group_snapshot_id):
+    """A group snapshot left ``creating``: ``error``, its snapshots too;
+    False when it moved on meanwhile."""
+    try:
+        db_group_snapshots.transition(session, group_snapshot_id,
+                                      'create_interrupted')
+    except exception.InvalidTransition:
+        return False
+    db_group_snapshots.mark_snapshots(session, group_snapshot_id,
+                                      'create_interrupted')
+    return True

@@ -237,11 +237,9 @@ def run(backend, max_age, busy=(), cleanup=None):
     for volume, updated_at in volumes:
         if volume['id'] in busy:
             continue
-        with db_api.writer() as session:
-            # the other members of a cluster reconcile the same volumes
-            claimed = db_volumes.claim_stale(session, volume['id'],
-                                             volume['status'], updated_at)
-        if not claimed:
+        # the other members of a cluster reconcile the same volumes
+        if not db_api.run_writer(db_volumes.claim_stale, volume['id'],
+                                 volume['status'], updated_at):
             continue
         change = _volume(backend, volume)
         if change:
@@ -290,11 +288,9 @@ def _snapshots(backend, cutoff, busy, only=None):
     for snapshot, updated_at in found:
         if snapshot['id'] in busy or only not in (None, snapshot['id']):
             continue
-        with db_api.writer() as session:
-            if not db_snapshots.claim_stale(session, snapshot['id'],
-                                            snapshot['status'],
-                                            updated_at):
-                continue
+        if not db_api.run_writer(db_snapshots.claim_stale, snapshot['id'],
+                                 snapshot['status'], updated_at):
+            continue
         before = snapshot['status']
         if before == states.RESTORING:
             change = _restoring_left(snapshot)
@@ -327,17 +323,21 @@ def _restoring_left(snapshot):
     """A snapshot ``restoring`` whose volume is no longer reverting (an
     operator reset the volume's status meanwhile): available again.  One
     whose volume is reverting is the volume's rule's."""
-    with db_api.writer() as session:
+    def _end(session):
         try:
             volume = db_volumes.get(session, snapshot['volume_id'])
         except exception.VolumeNotFound:
             volume = None
         if volume is not None and volume.status == states.REVERTING:
-            return None
+            return False
         try:
             db_snapshots.transition(session, snapshot['id'], 'revert_ended')
         except (exception.InvalidTransition, exception.SnapshotNotFound):
-            return None
+            return False
+        return True
+
+    if not db_api.run_writer(_end):
+        return None
     LOG.warning('reconcile: snapshot %s: restoring -> available (its volume '
                 'is no longer reverting)', snapshot['id'])
     return 'snapshot %s: restoring -> available' % snapshot['id']
@@ -384,16 +384,18 @@ def _failed_connect_export(backend, attachment_id, volume):
     """An ``error_attaching`` attachment whose export runs here: its
     connect finished on this service after the API had given up waiting
     for the answer (the API node lost the bus) and told the caller it
-    failed, so no host has its connection.  The export is removed, under
-    the volume's lock and only while the attachment is still
-    ``error_attaching`` (a connect again would move it first)."""
-    with db_api.writer() as session:
-        current = db_attachments.locked(session, volume['id'],
-                                        attachment_id)
-        if current is None or \
-                current.attach_status != states.ERROR_ATTACHING:
-            return None
-        backend.driver.remove_export(volume, None, attachment_id, False)
+    failed, so no host has its connection.  The export is removed only
+    while the attachment is still ``error_attaching``: read under the
+    volume's lock, then the removal (after that commit: the transaction
+    may run again), then read again.  A connect again moves the
+    attachment on under that lock before it makes an export; one that
+    came in between and connected through this service meanwhile (its
+    export may be the one removed) has its export made again."""
+    seen = db_api.run_writer(_error_attaching, volume['id'], attachment_id)
+    if seen is None:
+        return None
+    backend.driver.remove_export(volume, None, attachment_id, False)
+    _export_back_if_moved_on(backend, attachment_id, volume, seen)
     LOG.warning('reconcile: attachment %s of volume %s: error_attaching '
                 'with an export here (its connect ended after the caller '
                 'was told it failed); export removed', attachment_id,
@@ -402,27 +404,72 @@ def _failed_connect_export(backend, attachment_id, volume):
         attachment_id)
 
 
+def _error_attaching(session, volume_id, attachment_id):
+    """The attachment's ``updated_at`` when it is ``error_attaching``
+    under its volume's lock (taken here), else None."""
+    current = db_attachments.locked(session, volume_id, attachment_id)
+    if current is None or current.attach_status != states.ERROR_ATTACHING:
+        return None
+    return current.updated_at
+
+
+def _export_back_if_moved_on(backend, attachment_id, volume, seen):
+    """After an ``error_attaching`` attachment's export was removed
+    (``_failed_connect_export``): if a connect again moved it on since
+    it was read (``updated_at`` ``seen``) and recorded a connection
+    through this service, its export is made again."""
+    with db_api.reader() as session:
+        try:
+            current = db_attachments.get(session, attachment_id)
+        except exception.NotFound:
+            return
+        if current.attach_status == states.ERROR_ATTACHING and \
+                current.updated_at == seen:
+            return
+        # (one detaching keeps no export made again under it, as in
+        # ``reconcile_exports``)
+        if current.export_host != backend.host or \
+                not current.connection_info or \
+                current.attach_status not in (states.ATTACH_ATTACHING,
+                                              states.ATTACHED):
+            LOG.warning('reconcile: attachment %s moved on (%s) while its '
+                        'export was removed; not exported here',
+                        attachment_id, current.attach_status)
+            return
+        remake = (flows.with_qos(session, volume), current.attach_mode,
+                  dict(current.connection_info), current.connector)
+    LOG.warning('reconcile: attachment %s was connected again while its '
+                'export was removed; making it again', attachment_id)
+    if not backend.driver.ensure_export(remake[0], attachment_id,
+                                        *remake[1:]):
+        LOG.error('reconcile: could not restore the export of attachment '
+                  '%s of volume %s', attachment_id, volume['id'])
+
+
 def _settle_attaching(attachment_id, volume, connected, change, values,
                       reason):
     """Apply ``change`` to an ``attaching`` attachment (with connection
     info or not, as ``connected`` says) under the volume's lock, which
     recording a connection also takes; returns the volume's status and
     the attachment's fields, or None when it moved on meanwhile."""
-    with db_api.writer() as session:
+    def _settle(session):
         current = db_attachments.locked(session, volume['id'],
                                         attachment_id)
         if current is None or \
                 current.attach_status != states.ATTACH_ATTACHING or \
                 bool(current.connection_info) != connected:
             return None
+        written = values
         if current.attach_time:
-            values = dict(values, attach_time=current.attach_time)
+            written = dict(values, attach_time=current.attach_time)
         fields = {k: getattr(current, k) for k in (
             'id', 'instance_uuid', 'attached_host', 'attach_mode')}
         db_attachments.transition(session, attachment_id, change,
-                                  values=values, reason=reason)
+                                  values=written, reason=reason)
         return (db_attachments.sync_volume_status(session, volume['id']),
                 fields)
+
+    return db_api.run_writer(_settle)
 
 
 def _takeover_interrupted(backend, attachment_id, volume):
@@ -468,20 +515,24 @@ def _finish_disconnect(backend, attachment_id, volume, status):
                                          shared)
     except Exception as e:
         reason = 'disconnect retried by reconcile, failed: %s' % e
-        with db_api.writer() as session:
-            if db_attachments.record_failure(
-                    session, attachment_id, 'disconnect_retry_failed',
-                    reason, volume['id']) is None:
-                return None
+        if db_api.run_writer(db_attachments.record_failure, attachment_id,
+                             'disconnect_retry_failed', reason,
+                             volume['id']) is None:
+            return None
         LOG.error('reconcile: attachment %s: %s', attachment_id, reason)
         return 'attachment %s: %s -> error_detaching (%s)' % (
             attachment_id, status, e)
-    with db_api.writer() as session:
+
+    def _record(session):
         try:
-            volume_status = db_attachments.apply_event(
+            return db_attachments.apply_event(
                 session, volume['id'], attachment_id, 'disconnect_retried')
         except (exception.InvalidTransition, exception.AttachmentNotFound):
             return None
+
+    volume_status = db_api.run_writer(_record)
+    if volume_status is None:
+        return None
     LOG.warning('reconcile: attachment %s of volume %s: %s -> detached '
                 '(disconnect rolled forward); volume %s', attachment_id,
                 volume['id'], status, volume_status)
@@ -552,19 +603,24 @@ def _download_interrupted(backend, volume):
     backend.driver.delete_volume(volume)
     image_mod.remove_conversion_files(backend.conversion_dir,
                                       image_mod.DOWNLOAD, volume['id'])
-    with db_api.writer() as session:
-        try:
-            db_volumes.transition(session, volume['id'],
-                                  'download_interrupted')
-        except (exception.InvalidTransition, exception.VolumeNotFound):
-            return states.DOWNLOADING
-        db_messages.create(
-            session, volume['project_id'], EVENT_DOWNLOAD_INTERRUPTED,
-            'create volume from image (or re-image it): interrupted by a '
-            'restart of the volume service; its storage is removed: '
-            'delete the volume and create it again, or re-image it',
-            resource_type='VOLUME', resource_uuid=volume['id'])
-    return states.ERROR
+    return db_api.run_writer(
+        _interrupted, volume, 'download_interrupted', states.DOWNLOADING,
+        states.ERROR, EVENT_DOWNLOAD_INTERRUPTED,
+        'create volume from image (or re-image it): interrupted by a '
+        'restart of the volume service; its storage is removed: '
+        'delete the volume and create it again, or re-image it')
+
+
+def _interrupted(session, volume, event, before, after, event_id, detail):
+    """``event`` on the volume with its user message: ``after``, or
+    ``before`` when it moved on meanwhile (nothing written)."""
+    try:
+        db_volumes.transition(session, volume['id'], event)
+    except (exception.InvalidTransition, exception.VolumeNotFound):
+        return before
+    db_messages.create(session, volume['project_id'], event_id, detail,
+                       resource_type='VOLUME', resource_uuid=volume['id'])
+    return after
 
 
 def _upload_interrupted(backend, volume):
@@ -577,13 +633,12 @@ def _upload_interrupted(backend, volume):
     after = image_api.end_upload(volume['id'])
     if after is None:
         return states.UPLOADING
-    with db_api.writer() as session:
-        db_messages.create(
-            session, volume['project_id'], EVENT_UPLOAD_INTERRUPTED,
-            'upload volume to image: interrupted by a restart of the '
-            'volume service; the image stays queued in Glance, delete it '
-            'and upload again', resource_type='VOLUME',
-            resource_uuid=volume['id'])
+    db_api.run_writer(
+        db_messages.create, volume['project_id'], EVENT_UPLOAD_INTERRUPTED,
+        'upload volume to image: interrupted by a restart of the '
+        'volume service; the image stays queued in Glance, delete it '
+        'and upload again', resource_type='VOLUME',
+        resource_uuid=volume['id'])
     return after
 
 
@@ -608,15 +663,19 @@ def _grow_interrupted(volume):
     """An extend in use (3.42) stopped with the service: the recorded
     size stands (the storage may be larger, as after an interrupted
     extend) and a delete is no longer refused."""
-    with db_api.writer() as session:
+    def _end(session):
         if not db_volumes.end_grow(session, volume['id'],
                                    volume['pending_size'], False):
-            return None
+            return False
         db_messages.create(
             session, volume['project_id'], EVENT_EXTEND_INTERRUPTED,
             'extend volume: interrupted by a restart of the volume '
             'service; the size stays %d GiB, extend again' % volume['size'],
             resource_type='VOLUME', resource_uuid=volume['id'])
+        return True
+
+    if not db_api.run_writer(_end):
+        return None
     why = ('extend in use to %d GiB interrupted; size stays %d GiB'
            % (volume['pending_size'], volume['size']))
     LOG.warning('reconcile: volume %s: %s', volume['id'], why)
@@ -624,15 +683,8 @@ def _grow_interrupted(volume):
 
 
 def _extend_interrupted(volume):
-    with db_api.writer() as session:
-        try:
-            db_volumes.transition(session, volume['id'],
-                                  'extend_interrupted')
-        except (exception.InvalidTransition, exception.VolumeNotFound):
-            return states.EXTENDING
-        db_messages.create(
-            session, volume['project_id'], EVENT_EXTEND_INTERRUPTED,
-            'extend volume: interrupted by a restart of the volume '
-            'service; the size stays %d GiB, extend again' % volume['size'],
-            resource_type='VOLUME', resource_uuid=volume['id'])
-    return states.AVAILABLE
+    return db_api.run_writer(
+        _interrupted, volume, 'extend_interrupted', states.EXTENDING,
+        states.AVAILABLE, EVENT_EXTEND_INTERRUPTED,
+        'extend volume: interrupted by a restart of the volume '
+        'service; the size stays %d GiB, extend again' % volume['size'])

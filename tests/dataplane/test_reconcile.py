@@ -259,3 +259,69 @@ def test_an_extend_in_use_holds_off_a_delete_until_it_ends(nbd_stack):
     assert api.delete('/volumes/%s' % vol['id']).status_code == 202
     api.wait_deleted(vol['id'])
     assert not os.path.exists(path)
+
+
+def _connected_then_lost(nbd_stack, api):
+    """An attachment whose connect ended on the service (its export
+    runs, its connection recorded) after the API had given up waiting
+    and recorded it ``error_attaching`` (what ``connect_lost`` does)."""
+    vol = api.create_volume()
+    connector = dp.attacher(nbd_stack, 'b').connector
+    resp = api.post('/attachments', json={'attachment': {
+        'volume_uuid': vol['id'], 'instance_uuid': str(uuid.uuid4()),
+        'connector': connector}})
+    assert resp.status_code == 200, resp.text
+    att = resp.json()['attachment']
+    assert db_api.run_writer(db_attachments.record_failure, att['id'],
+                             'connect_lost', 'the API gave up waiting')
+    path = dp.volume_path(nbd_stack, vol['id'])
+    assert len(util.processes('nbdkit', path)) == 1
+    return vol, att, connector, path
+
+
+def test_export_of_error_attaching_is_removed(nbd_stack):
+    api = nbd_stack.client()
+    vol, att, _connector, path = _connected_then_lost(nbd_stack, api)
+    manager = _manager(nbd_stack)
+
+    changes = manager.reconcile_now(max_age=0)
+
+    assert changes == ['attachment %s: export of error_attaching removed'
+                       % att['id']]
+    assert util.processes('nbdkit', path) == []
+    assert manager.driver.list_exports() == []
+    assert _attachment(api, att['id'])['status'] == 'error_attaching'
+    assert manager.reconcile_now(max_age=0) == []
+    assert api.delete('/attachments/%s' % att['id']).status_code == 200
+
+
+def test_connect_again_while_the_export_is_removed_keeps_it(nbd_stack):
+    """The race the removal after the commit leaves open: reconcile read
+    the attachment ``error_attaching`` (under the lock, committed), a
+    connect again through this service then connected it, and only then
+    did the removal land.  The read after the removal sees it moved on
+    and connected here: its export is made again."""
+    from cinder_lite.volume import reconcile
+    api = nbd_stack.client()
+    vol, att, connector, path = _connected_then_lost(nbd_stack, api)
+    manager = _manager(nbd_stack)
+    seen = db_api.run_writer(reconcile._error_attaching, vol['id'],
+                             att['id'])
+    assert seen is not None
+    resp = api.put('/attachments/%s' % att['id'], json={'attachment': {
+        'connector': connector}})
+    assert resp.status_code == 200, resp.text
+    volume = db_volumes.summary(_row(vol['id']))
+    manager.driver.remove_export(volume, None, att['id'], False)
+    assert util.processes('nbdkit', path) == []
+
+    reconcile._export_back_if_moved_on(manager._reconcile_backend(),
+                                       att['id'], volume, seen)
+
+    assert len(util.processes('nbdkit', path)) == 1
+    assert manager.driver.list_exports() == [att['id']]
+    resp = api.post('/attachments/%s/action' % att['id'],
+                    json={'os-complete': None})
+    assert resp.status_code == 204, resp.text
+    assert api.delete('/attachments/%s' % att['id']).status_code == 200
+    assert util.processes('nbdkit', path) == []

@@ -74,12 +74,15 @@ def restore_mode(driver, volume, attachment_id, connector, shared, error):
                                     'export too: %s' % (
                                         error, mode, e))[:1024]}
         change, target = 'takeover_failed', states.ERROR_ATTACHING
-    with db_api.writer() as session:
+
+    def _record(session):
+        """None once recorded, else (why not, whether the export made
+        again must go)."""
         try:
             db_attachments.apply_event(session, volume['id'],
                                        attachment_id, change, values=values)
         except exception.AttachmentNotFound:
-            why = 'detached meanwhile'
+            return 'detached meanwhile', True
         except exception.InvalidTransition:
             # detaching meanwhile: the detach removes the export, but its
             # removal may have run before the export above was made again
@@ -87,11 +90,17 @@ def restore_mode(driver, volume, attachment_id, connector, shared, error):
             # cut off would have a way back in (or a read-write export a
             # failed one left): removed here too (removing an export that
             # is gone does nothing)
-            if not remade:
-                return None
-            why = 'being detached while its export was made again'
-        else:
-            return target
+            return 'being detached while its export was made again', remade
+        return None
+
+    # (the export is made by now: only the record runs again on a
+    # deadlock, and the removal follows its commit)
+    refused = db_api.run_writer(_record)
+    if refused is None:
+        return target
+    why, remove = refused
+    if not remove:
+        return None
     LOG.warning('attachment %s: %s; removing the export made for it',
                 attachment_id, why)
     driver.remove_export(volume, connector, attachment_id, shared)
@@ -124,7 +133,9 @@ class RecordPromotion(task.Task):
     attached and taking over; Settled otherwise."""
 
     def execute(self, volume, attachment_id, connection_info, connector):
-        with db_api.writer() as session:
+        # (the export is made by now; only this transaction runs again
+        # on a deadlock, and Settled ends it as itself)
+        def _record(session):
             current = db_attachments.locked(session, volume['id'],
                                             attachment_id)
             if current is None or \
@@ -140,6 +151,8 @@ class RecordPromotion(task.Task):
                                           mode=rules.TAKEOVER_MODE),
                         'operation': None},
                 reason='took over as the writer', current=current)
+
+        db_api.run_writer(_record)
 
 
 def build():

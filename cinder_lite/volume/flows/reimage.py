@@ -67,13 +67,13 @@ def run(driver, nova, volume_id, image_id, ctxt, conf):
         LOG.exception('volume %s: re-image with image %s failed -> error',
                       volume_id, image_id)
         if image_api.end_reimage(volume_id, None, failed=True):
-            with db_api.writer() as session:
-                db_messages.create(
-                    session, volume['project_id'], EVENT_REIMAGE_FAILED,
-                    're-image volume with image %s: %s' % (
-                        image_id, getattr(e, 'message', None) or e),
-                    resource_type='VOLUME', resource_uuid=volume_id,
-                    request_id=getattr(ctxt, 'request_id', None))
+            db_api.run_writer(
+                db_messages.create, volume['project_id'],
+                EVENT_REIMAGE_FAILED,
+                're-image volume with image %s: %s' % (
+                    image_id, getattr(e, 'message', None) or e),
+                resource_type='VOLUME', resource_uuid=volume_id,
+                request_id=getattr(ctxt, 'request_id', None))
         return
     status = image_api.end_reimage(volume_id, storage.fetch('image'),
                                    failed=False)
