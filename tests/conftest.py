@@ -77,6 +77,7 @@ CEPH_MODULES = (
 GALERA_MODULES = (
     'tests/integration/test_galera.py',
     'tests/integration/test_galera_haproxy.py',
+    'tests/integration/test_galera_moves.py',
     'tests/integration/test_api_node_killed.py')
 SHARED_WORKER = dict({
     'tests/integration/test_nova.py': 'openstack',
