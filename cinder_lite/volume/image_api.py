@@ -127,7 +127,8 @@ class ImageService:
         self.volume_rpcapi.require(UPLOAD_RPC, 'uploading a volume to an '
                                                'image')
         change = 'force_upload' if force else 'upload'
-        with db_api.writer() as session:
+
+        def mark(session):
             current = db_volumes.lock(session, volume_id)
             if not current.host:
                 raise exception.InvalidVolume(
@@ -144,6 +145,11 @@ class ImageService:
                 volume_type = db_types.get(session, current.volume_type_id)
             except exception.NotFound:     # deleted since
                 volume_type = None
+            return current, own, volume_type
+        # (run again from its start on a deadlock: Glance and the volume
+        # service are asked once it committed; end_upload gives the
+        # status back if they fail)
+        current, own, volume_type = db_api.run_writer(mark)
         LOG.info('volume %s: %s -> uploading', volume_id, current.status)
         meta = dict(image_mod.upload_properties(
             own, self.conf.glance_core_properties,
@@ -194,7 +200,8 @@ class ImageService:
         image_mod.check_fits(image, volume.size)
         image_mod.qemu_format(image)
         change = 'reimage_reserved' if reimage_reserved else 'reimage'
-        with db_api.writer() as session:
+
+        def mark(session):
             current = db_attachments.lock_volume(session, volume_id)
             if len(db_attachments.live_for_volume(session, volume_id)) > 1:
                 raise exception.Conflict(
@@ -213,6 +220,10 @@ class ImageService:
                                volume_id, ' or '.join(
                                    states.VOLUME.resolve(change)[1]),
                                current.status)) from None
+            return current
+        # (run again from its start on a deadlock: the cast comes after
+        # the commit)
+        current = db_api.run_writer(mark)
         LOG.info('volume %s: %s -> downloading (re-imaged with image %s)',
                  volume_id, current.status, image_id)
         try:
@@ -234,18 +245,20 @@ class ImageService:
 
     def set_metadata(self, context, volume_id, metadata):
         volume = self._volume(context, volume_id, policy.IMAGE_METADATA_SET)
-        with db_api.writer() as session:
-            locked = db_volumes.lock(session, volume.id)
-            _check_changeable(locked)
+
+        def change(session):
+            _check_changeable(db_volumes.lock(session, volume.id))
             return db_image_metadata.update(session, volume.id, metadata)
+        return db_api.run_writer(change)
 
     def unset_metadata(self, context, volume_id, key):
         volume = self._volume(context, volume_id,
                               policy.IMAGE_METADATA_REMOVE)
-        with db_api.writer() as session:
-            locked = db_volumes.lock(session, volume.id)
-            _check_changeable(locked)
+
+        def delete_key(session):
+            _check_changeable(db_volumes.lock(session, volume.id))
             db_image_metadata.delete_key(session, volume.id, key)
+        db_api.run_writer(delete_key)
 
 
 def _check_changeable(volume):
@@ -280,17 +293,21 @@ def end_upload(volume_id):
     """An upload ended (done or failed): the volume is what its
     attachments make it again (``available`` or ``in-use``).  Returns
     that status, None if it was not uploading."""
-    with db_api.writer() as session:
-        try:
-            db_attachments.lock_volume(session, volume_id,
-                                       allowed=(states.UPLOADING,),
-                                       load=False)
-        except (exception.NotFound, exception.Invalid):
-            return None
-        status = states.derive_volume_status(
-            db_attachments.live_statuses(session, volume_id))
-        db_volumes.transition(session, volume_id, 'upload_ended', status)
-    LOG.info('volume %s: uploading -> %s', volume_id, status)
+    status = db_api.run_writer(_end_upload, volume_id)
+    if status is not None:
+        LOG.info('volume %s: uploading -> %s', volume_id, status)
+    return status
+
+
+def _end_upload(session, volume_id):
+    try:
+        db_attachments.lock_volume(session, volume_id,
+                                   allowed=(states.UPLOADING,), load=False)
+    except (exception.NotFound, exception.Invalid):
+        return None
+    status = states.derive_volume_status(
+        db_attachments.live_statuses(session, volume_id))
+    db_volumes.transition(session, volume_id, 'upload_ended', status)
     return status
 
 
@@ -302,27 +319,32 @@ def end_reimage(volume_id, image, failed, status=None):
     ``status``: the status to give back instead (the re-image was never
     sent: nothing was written).  Returns the status, None when the volume
     was no longer downloading."""
-    with db_api.writer() as session:
-        try:
-            db_attachments.lock_volume(session, volume_id,
-                                       allowed=(states.DOWNLOADING,),
-                                       load=False)
-        except (exception.NotFound, exception.Invalid):
-            return None
-        if failed:
-            db_volumes.transition(session, volume_id, 'reimage_failed')
-            return states.ERROR
-        if status is not None:
-            db_volumes.transition(session, volume_id, 'reimage_unsent',
-                                  status)
-            return status
-        status = states.derive_volume_status(
-            db_attachments.live_statuses(session, volume_id))
-        db_volumes.transition(session, volume_id, 'reimaged', status,
-                              values={'image_id': image['id']})
-        db_image_metadata.purge(session, volume_id)
-        db_image_metadata.update(session, volume_id,
-                                 image_mod.volume_image_metadata(image))
-    LOG.info('volume %s: downloading -> %s (re-imaged with image %s)',
-             volume_id, status, image['id'])
+    ended, status = db_api.run_writer(_end_reimage, volume_id, image,
+                                      failed, status)
+    if ended:
+        LOG.info('volume %s: downloading -> %s (re-imaged with image %s)',
+                 volume_id, status, image['id'])
     return status
+
+
+def _end_reimage(session, volume_id, image, failed, status):
+    """(whether the re-image's data came, the status)."""
+    try:
+        db_attachments.lock_volume(session, volume_id,
+                                   allowed=(states.DOWNLOADING,), load=False)
+    except (exception.NotFound, exception.Invalid):
+        return False, None
+    if failed:
+        db_volumes.transition(session, volume_id, 'reimage_failed')
+        return False, states.ERROR
+    if status is not None:
+        db_volumes.transition(session, volume_id, 'reimage_unsent', status)
+        return False, status
+    status = states.derive_volume_status(
+        db_attachments.live_statuses(session, volume_id))
+    db_volumes.transition(session, volume_id, 'reimaged', status,
+                          values={'image_id': image['id']})
+    db_image_metadata.purge(session, volume_id)
+    db_image_metadata.update(session, volume_id,
+                             image_mod.volume_image_metadata(image))
+    return True, status

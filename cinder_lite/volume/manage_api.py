@@ -133,13 +133,14 @@ class ManageService:
             'created_at': models.utcnow(),
         }
 
-        def record():
-            with db_api.writer() as session:
-                db_types.lock_live(session, volume_type['id'])
-                return db_volumes.create(
-                    session, values, quota.Checker(self.conf, session),
-                    metadata=request.get('metadata'))
-        volume = quota.ensuring_rows(record)
+        def record(session):
+            db_types.lock_live(session, volume_type['id'])
+            return db_volumes.create(
+                session, values, quota.Checker(self.conf, session),
+                metadata=request.get('metadata'))
+        # (run again from its start on a deadlock: the cast to the backend
+        # comes after the commit)
+        volume = quota.ensuring_rows(lambda: db_api.run_writer(record))
         LOG.info('volume %s: recorded as managing %s on %s', volume.id, ref,
                  pool)
         try:
@@ -161,33 +162,37 @@ class ManageService:
                          {'project_id': volume.project_id})
         self.volume_rpcapi.require(volume_rpcapi.MANAGE_RPC,
                                    'unmanaging a volume')
+
+        def mark(session):
+            db_attachments.lock_volume(session, volume_id, load=False)
+            live = db_attachments.live_for_volume(session, volume_id)
+            rules.check_not_attached(volume_id, live)
+            if live:
+                raise exception.InvalidVolume(
+                    reason='Volume %s still has attachments (%s); '
+                           'delete them first.' % (volume_id, ', '.join(
+                               '%s %s' % (a.id, a.attach_status)
+                               for a in live)))
+            current = db_volumes.get(session, volume_id)
+            if not current.host:
+                raise exception.InvalidVolume(
+                    reason='Volume %s has not been scheduled to any '
+                           'host: it has no storage to leave.' % volume_id)
+            if current.pending_size is not None:
+                raise exception.InvalidVolume(
+                    reason='Volume %s is being extended to %d GiB.'
+                           % (volume_id, current.pending_size))
+            volume_api.VolumeService._check_not_frozen(session, current)
+            # (a snapshot create takes this lock too)
+            volume_api.VolumeService._mark_snapshots(
+                session, context, volume_id, False, False)
+            db_volumes.transition(session, volume_id, 'unmanage')
+            db_transfers.end_for_volume(session, volume_id)
+            return current
         try:
-            with db_api.writer() as session:
-                db_attachments.lock_volume(session, volume_id, load=False)
-                live = db_attachments.live_for_volume(session, volume_id)
-                rules.check_not_attached(volume_id, live)
-                if live:
-                    raise exception.InvalidVolume(
-                        reason='Volume %s still has attachments (%s); '
-                               'delete them first.' % (volume_id, ', '.join(
-                                   '%s %s' % (a.id, a.attach_status)
-                                   for a in live)))
-                current = db_volumes.get(session, volume_id)
-                if not current.host:
-                    raise exception.InvalidVolume(
-                        reason='Volume %s has not been scheduled to any '
-                               'host: it has no storage to leave.'
-                               % volume_id)
-                if current.pending_size is not None:
-                    raise exception.InvalidVolume(
-                        reason='Volume %s is being extended to %d GiB.'
-                               % (volume_id, current.pending_size))
-                volume_api.VolumeService._check_not_frozen(session, current)
-                # (a snapshot create takes this lock too)
-                volume_api.VolumeService._mark_snapshots(
-                    session, context, volume_id, False, False)
-                db_volumes.transition(session, volume_id, 'unmanage')
-                db_transfers.end_for_volume(session, volume_id)
+            # (run again from its start on a deadlock: the notification
+            # and the cast come after the commit)
+            current = db_api.run_writer(mark)
         except exception.InvalidTransition as e:
             raise exception.InvalidVolume(
                 reason='Volume status must be available or error or '
@@ -255,26 +260,26 @@ class ManageService:
             'created_at': models.utcnow(),
         }
 
-        def record():
-            with db_api.writer() as session:
-                locked = db_volumes.lock(session, volume.id)
-                snapshot_api.SnapshotService._check_volume(locked, True)
-                values.update(volume_size=locked.size,
-                              volume_type_id=locked.volume_type_id)
-                snapshot = db_snapshots.create(
-                    session, values, quota.Checker(self.conf, session),
-                    metadata=request.get('metadata'))
-                return snapshot, db_snapshots.summary(snapshot,
-                                                      locked.host)
-        snapshot, summary = quota.ensuring_rows(record)
+        def record(session):
+            locked = db_volumes.lock(session, volume.id)
+            snapshot_api.SnapshotService._check_volume(locked, True)
+            values.update(volume_size=locked.size,
+                          volume_type_id=locked.volume_type_id)
+            snapshot = db_snapshots.create(
+                session, values, quota.Checker(self.conf, session),
+                metadata=request.get('metadata'))
+            return snapshot, db_snapshots.summary(snapshot, locked.host)
+        # (run again from its start on a deadlock: the cast to the backend
+        # comes after the commit)
+        snapshot, summary = quota.ensuring_rows(
+            lambda: db_api.run_writer(record))
         LOG.info('snapshot %s of volume %s: recorded as managing %s',
                  snapshot.id, volume.id, ref)
         try:
             self.volume_rpcapi.manage_existing_snapshot(
                 context, volume.host, summary, ref)
         except Exception:
-            with db_api.writer() as session:
-                db_snapshots.remove(session, snapshot.id)
+            db_api.run_writer(db_snapshots.remove, snapshot.id)
             raise
         notify.info(context, self.conf.host,
                     'snapshot.manage_existing.start',
@@ -291,7 +296,8 @@ class ManageService:
                                        'unmanaging a snapshot')
             volume = db_volumes.get(session, snapshot.volume_id)
             snapshot_api.check_backend_up(session, volume, self.conf)
-        with db_api.writer() as session:
+
+        def mark(session):
             db_snapshots.lock(session, snapshot.id)
             making = db_volumes.creating_from(session,
                                               snapshot_id=snapshot.id)
@@ -306,6 +312,9 @@ class ManageService:
                     reason='Snapshot status must be available or error '
                            'and must not be part of a group (it is %s).'
                            % e.kwargs['actual'])
+        # (run again from its start on a deadlock: the cast comes after
+        # the commit)
+        db_api.run_writer(mark)
         LOG.info('snapshot %s: %s -> unmanaging', snapshot.id,
                  snapshot.status)
         self.volume_rpcapi.unmanage_snapshot(

@@ -58,8 +58,8 @@ class ManageEndpoints:
                 size = self.driver.manage_existing_get_size(volume, ref)
                 self._charge(db_volumes, volume_id, size)
                 self.driver.manage_existing(dict(volume, size=size), ref)
-                with db_api.writer() as session:
-                    db_volumes.transition(session, volume_id, 'managed')
+                db_api.run_writer(db_volumes.transition, volume_id,
+                                  'managed')
         except Exception as e:
             LOG.warning('volume %s: manage of %s failed -> error_managing: '
                         '%s', volume_id, ref, e)
@@ -85,8 +85,8 @@ class ManageEndpoints:
         try:
             with self.working_on(volume_id):
                 self.driver.unmanage(volume)
-                with db_api.writer() as session:
-                    db_volumes.transition(session, volume_id, 'unmanaged')
+                db_api.run_writer(db_volumes.transition, volume_id,
+                                  'unmanaged')
         except Exception as e:
             LOG.exception('volume %s: unmanaging -> error_unmanaging',
                           volume_id)
@@ -126,9 +126,8 @@ class ManageEndpoints:
                 self._charge(db_snapshots, snapshot_id, size)
                 self.driver.manage_existing_snapshot(
                     dict(snapshot, volume_size=size), ref)
-                with db_api.writer() as session:
-                    db_snapshots.transition(session, snapshot_id, 'managed',
-                                            values={'progress': '100%'})
+                db_api.run_writer(db_snapshots.transition, snapshot_id,
+                                  'managed', values={'progress': '100%'})
         except Exception as e:
             LOG.warning('snapshot %s: manage of %s failed -> error: %s',
                         snapshot_id, ref, e)
@@ -149,9 +148,8 @@ class ManageEndpoints:
         try:
             with self.working_on(snapshot['id']):
                 self.driver.unmanage_snapshot(snapshot)
-                with db_api.writer() as session:
-                    db_snapshots.transition(session, snapshot['id'],
-                                            'unmanaged')
+                db_api.run_writer(db_snapshots.transition, snapshot['id'],
+                                  'unmanaged')
         except exception.SnapshotNotFound:
             return
         except Exception as e:
@@ -175,11 +173,10 @@ class ManageEndpoints:
                                marker, limit, offset, sort_keys, sort_dirs)
 
     def _charge(self, records, resource_id, size):
-        def charge():
-            with db_api.writer() as session:
-                records.charge_size(session, resource_id, size,
-                                    quota.Checker(self.conf, session))
-        quota.ensuring_rows(charge)
+        def charge(session):
+            records.charge_size(session, resource_id, size,
+                                quota.Checker(self.conf, session))
+        quota.ensuring_rows(lambda: db_api.run_writer(charge))
 
     # -- failures ----------------------------------------------------------
     @staticmethod
@@ -187,30 +184,26 @@ class ManageEndpoints:
         return db_volumes if kind == 'volume' else db_snapshots
 
     def _manage_failed(self, ctxt, kind, resource, event, detail):
-        with db_api.writer() as session:
-            try:
-                self._records(kind).transition(session, resource['id'],
-                                               'manage_failed')
-            except (exception.InvalidTransition, exception.NotFound):
-                return
-            db_messages.create(
-                session, resource['project_id'], event, detail,
-                resource_type='VOLUME' if kind == 'volume'
-                else 'VOLUME_SNAPSHOT',
-                resource_uuid=resource['id'], request_id=ctxt.request_id)
+        db_api.run_writer(self._record_manage_failure, ctxt, kind,
+                          resource, 'manage_failed', event, detail)
 
     def _unmanage_failed(self, ctxt, kind, resource, error):
-        with db_api.writer() as session:
-            try:
-                self._records(kind).transition(session, resource['id'],
-                                               'unmanage_failed')
-            except (exception.InvalidTransition, exception.NotFound):
-                return
-            db_messages.create(
-                session, resource['project_id'],
-                EVENT_MANAGE_FAILED if kind == 'volume'
-                else EVENT_SNAPSHOT_MANAGE_FAILED,
-                'unmanage %s: %s' % (kind, error),
-                resource_type='VOLUME' if kind == 'volume'
-                else 'VOLUME_SNAPSHOT',
-                resource_uuid=resource['id'], request_id=ctxt.request_id)
+        db_api.run_writer(self._record_manage_failure, ctxt, kind,
+                          resource, 'unmanage_failed',
+                          EVENT_MANAGE_FAILED if kind == 'volume'
+                          else EVENT_SNAPSHOT_MANAGE_FAILED,
+                          'unmanage %s: %s' % (kind, error))
+
+    def _record_manage_failure(self, session, ctxt, kind, resource, change,
+                               event, detail):
+        """``change`` (``manage_failed``, ``unmanage_failed``) and its
+        user message, unless the record moved on or went meanwhile."""
+        try:
+            self._records(kind).transition(session, resource['id'], change)
+        except (exception.InvalidTransition, exception.NotFound):
+            return
+        db_messages.create(
+            session, resource['project_id'], event, detail,
+            resource_type='VOLUME' if kind == 'volume'
+            else 'VOLUME_SNAPSHOT',
+            resource_uuid=resource['id'], request_id=ctxt.request_id)

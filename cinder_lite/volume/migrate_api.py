@@ -165,7 +165,8 @@ class MigrationService:
                 session, volume_rpcapi.backend_host(volume.host or ''),
                 constants.VOLUME_BINARY, self.conf.service_down_time)
         refusal = exception.InvalidVolume(reason=CANNOT_START % volume.id)
-        with db_api.writer() as session:
+
+        def mark(session):
             vol = db_volumes.lock(session, volume.id)
             live = db_attachments.live_for_volume(session, vol.id)
             if vol.status == states.AVAILABLE:
@@ -186,6 +187,17 @@ class MigrationService:
                 raise refusal
             if lock_event:
                 db_volumes.transition(session, vol.id, lock_event)
+
+        def unmark(session):
+            db_migrations.move(session, volume.id, 'fail')
+            if lock_event:
+                db_volumes.transition(
+                    session, volume.id,
+                    {'migrate_lock': 'migrate_unlock',
+                     'retype_migrate': 'retype_migrated'}[lock_event])
+        # (both run again from their start on a deadlock: the source's
+        # service is asked once the mark committed)
+        db_api.run_writer(mark)
         LOG.info('volume %s: migration -> starting, from %s to %s%s',
                  volume.id, volume.host, dest.host,
                  ' (retype)' if new_type_id else '')
@@ -196,13 +208,7 @@ class MigrationService:
         except Exception:
             LOG.exception('volume %s: the migration could not be sent',
                           volume.id)
-            with db_api.writer() as session:
-                db_migrations.move(session, volume.id, 'fail')
-                if lock_event:
-                    db_volumes.transition(
-                        session, volume.id,
-                        {'migrate_lock': 'migrate_unlock',
-                         'retype_migrate': 'retype_migrated'}[lock_event])
+            db_api.run_writer(unmark)
             raise
 
     # -- retype with migration ---------------------------------------------
@@ -283,23 +289,24 @@ class MigrationService:
     def _drop(self, context, target_id):
         """The temporary volume is deleted by its service (with what it
         holds)."""
-        with db_api.writer() as session:
+        def mark(session):
             try:
                 db_volumes.transition(session, target_id, 'force_delete')
             except exception.InvalidTransition:
-                return
-            host = db_volumes.get(session, target_id).host
-        self.volume_rpcapi.delete_volume(context, host, target_id)
+                return False, None
+            return True, db_volumes.get(session, target_id).host
+        marked, host = db_api.run_writer(mark)
+        if marked:
+            self.volume_rpcapi.delete_volume(context, host, target_id)
 
     def _swap_failed(self, context, volume, new):
         """Nova could not swap: the volume stays where it is, attached
         as it was; the temporary volume goes."""
-        with db_api.writer() as session:
-            try:
-                db_migrations.move(session, volume.id, 'fail')
-            except exception.InvalidTransition:
-                raise exception.InvalidVolume(
-                    reason='Source volume %s not mid-migration.' % volume.id)
+        try:
+            db_api.run_writer(db_migrations.move, volume.id, 'fail')
+        except exception.InvalidTransition:
+            raise exception.InvalidVolume(
+                reason='Source volume %s not mid-migration.' % volume.id)
         LOG.error('volume %s: migration -> error: Nova could not swap the '
                   'disk to %s', volume.id, new.id)
         self._drop(context, new.id)
@@ -313,7 +320,7 @@ class MigrationService:
         ``deleting``) and the source's service deletes the old storage.
         A rename that fails leaves the migration ``completing`` and
         both volumes as they are: the completion may be sent again."""
-        with db_api.writer() as session:
+        def check_moved(session):
             db_volumes.lock(session, volume.id)
             if db_attachments.live_for_volume(session, volume.id):
                 raise exception.InvalidVolume(
@@ -327,16 +334,21 @@ class MigrationService:
                            'server.' % new.id)
             if volume.migration_status == states.MIGRATION_MIGRATING:
                 db_migrations.move(session, volume.id, 'complete')
-        LOG.info('volume %s: migration migrating -> completing (Nova '
-                 'swapped the disk to %s)', volume.id, new.id)
-        self.volume_rpcapi.migrate_finish(context, new.host, new.id,
-                                          volume.id)
-        with db_api.writer() as session:
+
+        def swap(session):
             db_migrations.swap_attached(session, volume.id, new.id)
             try:
                 db_volumes.transition(session, volume.id, 'migrate_unlock')
             except exception.InvalidTransition:
                 pass
+        # (each run again from its start on a deadlock: the rename and
+        # the delete are asked once they committed)
+        db_api.run_writer(check_moved)
+        LOG.info('volume %s: migration migrating -> completing (Nova '
+                 'swapped the disk to %s)', volume.id, new.id)
+        self.volume_rpcapi.migrate_finish(context, new.host, new.id,
+                                          volume.id)
+        db_api.run_writer(swap)
         LOG.info('volume %s: migration completing -> success, now on %s '
                  '(attached)', volume.id, new.host)
         try:

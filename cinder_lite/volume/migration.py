@@ -72,13 +72,18 @@ class Stopped(Exception):
 def _fail(volume_id, why):
     """The migration of ``volume_id`` is ``error``; the volume is what
     it was before it (a lock it took is released)."""
-    with db_api.writer() as session:
-        try:
-            db_migrations.move(session, volume_id, 'fail')
-        except (exception.InvalidTransition, exception.VolumeNotFound):
-            return False
-        _unlock(session, volume_id)
+    if not db_api.run_writer(_mark_failed, volume_id):
+        return False
     LOG.error('volume %s: migration -> error: %s', volume_id, why)
+    return True
+
+
+def _mark_failed(session, volume_id):
+    try:
+        db_migrations.move(session, volume_id, 'fail')
+    except (exception.InvalidTransition, exception.VolumeNotFound):
+        return False
+    _unlock(session, volume_id)
     return True
 
 
@@ -119,40 +124,42 @@ class Migrator:
 
     def _migrate(self, ctxt, volume_id, target_id, dest_host, dest_cluster,
                  new_type_id):
-        def record():
-            with db_api.writer() as session:
-                source = db_volumes.lock(session, volume_id)
-                if source.migration_status != states.MIGRATION_STARTING:
-                    LOG.warning('volume %s: migration not started (it is '
-                                '%s)', volume_id, source.migration_status)
-                    return None
-                # an in-use volume: its one server's disk is swapped by
-                # Nova (the API let only such a one start); attached
-                # otherwise since the API's check, it does not move
-                live = db_attachments.live_for_volume(session, volume_id)
-                if live and not (
-                        source.status == states.IN_USE and len(live) == 1
-                        and live[0].attach_status == states.ATTACHED and
-                        live[0].instance_uuid and not source.multiattach
-                        and not new_type_id):
-                    raise exception.InvalidVolume(
-                        reason='volume %s was attached or reserved after '
-                               'its migration was asked for' % volume_id)
-                servers = [a.instance_uuid for a in live]
-                type_values = None
-                if new_type_id:
-                    type_values = {
-                        'multiattach': volume_types.is_multiattach(
-                            db_types.get(session, new_type_id))}
-                target = db_migrations.create_target(
-                    session, source, target_id, dest_host, dest_cluster,
-                    new_type_id or source.volume_type_id)
-                db_migrations.move(session, volume_id, 'copy')
-                return (source.attach_seq, source.size, type_values,
-                        db_volumes.summary(target),
-                        db_volumes.summary(source), servers)
-        recorded = quota.ensuring_rows(record)
+        def record(session):
+            source = db_volumes.lock(session, volume_id)
+            if source.migration_status != states.MIGRATION_STARTING:
+                return source.migration_status, None
+            # an in-use volume: its one server's disk is swapped by
+            # Nova (the API let only such a one start); attached
+            # otherwise since the API's check, it does not move
+            live = db_attachments.live_for_volume(session, volume_id)
+            if live and not (
+                    source.status == states.IN_USE and len(live) == 1
+                    and live[0].attach_status == states.ATTACHED and
+                    live[0].instance_uuid and not source.multiattach
+                    and not new_type_id):
+                raise exception.InvalidVolume(
+                    reason='volume %s was attached or reserved after '
+                           'its migration was asked for' % volume_id)
+            servers = [a.instance_uuid for a in live]
+            type_values = None
+            if new_type_id:
+                type_values = {
+                    'multiattach': volume_types.is_multiattach(
+                        db_types.get(session, new_type_id))}
+            target = db_migrations.create_target(
+                session, source, target_id, dest_host, dest_cluster,
+                new_type_id or source.volume_type_id)
+            db_migrations.move(session, volume_id, 'copy')
+            return None, (source.attach_seq, source.size, type_values,
+                          db_volumes.summary(target),
+                          db_volumes.summary(source), servers)
+        # (run again from its start on a deadlock: the destination is
+        # asked once it committed)
+        status, recorded = quota.ensuring_rows(
+            lambda: db_api.run_writer(record))
         if recorded is None:
+            LOG.warning('volume %s: migration not started (it is %s)',
+                        volume_id, status)
             return
         attach_seq, size, type_values, target, volume, servers = recorded
         LOG.info('volume %s: migration starting -> migrating, to %s '
@@ -170,22 +177,19 @@ class Migrator:
                      'to %s', volume_id, servers[0], target_id)
             return
         self._copy(ctxt, volume, target, dest_host)
-        with db_api.writer() as session:
-            db_migrations.move(session, volume_id, 'complete')
+        db_api.run_writer(db_migrations.move, volume_id, 'complete')
         LOG.info('volume %s: migration migrating -> completing', volume_id)
         # the new storage takes the volume's id on the destination
         self.rpc.migrate_finish(ctxt, dest_host, target_id, volume_id)
 
-        def swap():
-            with db_api.writer() as session:
-                db_migrations.swap(
-                    session, volume_id, target_id, attach_seq, size,
-                    new_type_id, type_values,
-                    quota.Checker(self.conf, session))
-                _unlock(session, volume_id)
+        def swap(session):
+            db_migrations.swap(
+                session, volume_id, target_id, attach_seq, size,
+                new_type_id, type_values, quota.Checker(self.conf, session))
+            _unlock(session, volume_id)
         # (refused: the destination holds a copy under the volume's id
         # that no row owns; the temporary volume's delete removes it)
-        quota.ensuring_rows(swap)
+        quota.ensuring_rows(lambda: db_api.run_writer(swap))
         LOG.info('volume %s: migration completing -> success, now on %s',
                  volume_id, dest_host)
         with db_api.reader() as session:
@@ -216,9 +220,10 @@ class Migrator:
                 raise Stopped('the volume service stops')
 
     def _renew(self, *ids):
-        with db_api.writer() as session:
+        def touch(session):
             for volume_id in ids:
                 db_migrations.touch(session, volume_id)
+        db_api.run_writer(touch)
 
     def _connector(self):
         return connector_host.get_connector(host=self.manager.host,
@@ -298,15 +303,18 @@ class Migrator:
     def _drop_target(self, ctxt, target_id):
         """The temporary volume of a failed migration is deleted by its
         service (with the new storage, whatever its name is there)."""
-        with db_api.writer() as session:
+        def mark(session):
             try:
                 target = db_volumes.get(session, target_id)
             except exception.VolumeNotFound:
-                return
+                return False, None
             if target.status == states.DELETING:
-                return
+                return False, None
             db_volumes.transition(session, target_id, 'force_delete')
-            host = target.host
+            return True, target.host
+        marked, host = db_api.run_writer(mark)
+        if not marked:
+            return
         try:
             self.rpc.delete_volume(ctxt, host, target_id)
         except Exception:
@@ -401,14 +409,8 @@ def reconcile(backend, max_age, busy):
         fresh = (updated_at or created_at) > cutoff
         if fresh and source_status in states.MIGRATION_RUNNING:
             continue
-        with db_api.writer() as session:
-            if not db_migrations.claim(session, target['id'], updated_at):
-                continue
-            try:
-                db_volumes.transition(session, target['id'],
-                                      'force_delete')
-            except (exception.InvalidTransition, exception.VolumeNotFound):
-                continue
+        if not db_api.run_writer(_claim_target, target['id'], updated_at):
+            continue
         source_id = db_migrations.target_of(target['migration_status'])
         _fail(source_id, 'the migration stopped before the volume moved')
         backend.roll_forward.delete_volume(dict(target,
@@ -419,3 +421,16 @@ def reconcile(backend, max_age, busy):
         changes.append('volume %s: temporary volume of %s deleted '
                        '(migration stopped)' % (target['id'], source_id))
     return changes
+
+
+def _claim_target(session, target_id, updated_at):
+    """The temporary volume ``target_id``, unchanged since
+    ``updated_at``, is ``deleting`` (by reconciliation); False when it
+    changed meanwhile or could not be deleted."""
+    if not db_migrations.claim(session, target_id, updated_at):
+        return False
+    try:
+        db_volumes.transition(session, target_id, 'force_delete')
+    except (exception.InvalidTransition, exception.VolumeNotFound):
+        return False
+    return True

@@ -38,11 +38,14 @@ OPEN_RULES = ('add_image', 'get_image', 'get_images', 'upload_image',
 
 class Glance:
 
-    def __init__(self, workdir, port=None):
+    def __init__(self, workdir, port=None, threads=4):
         """``port``: the port to listen on (a free one by default), for
-        a caller that must give Glance's address out before it starts."""
+        a caller that must give Glance's address out before it starts;
+        ``threads``: requests served at once (1 for uploads at once,
+        which in more threads find Glance's SQLite database locked)."""
         self.workdir = str(workdir)
         self.port = port
+        self.threads = threads
         self.process = None
 
     def path(self, *parts):
@@ -91,10 +94,10 @@ class Glance:
         with open(os.path.join(dirs['gunicorn'], 'gunicorn.conf.py'),
                   'w') as f:
             f.write('wsgi_app = %r\nbind = [%r]\nworkers = 1\n'
-                    'threads = 4\ngraceful_timeout = 5\ntimeout = 600\n'
+                    'threads = %d\ngraceful_timeout = 5\ntimeout = 600\n'
                     'control_socket_disable = True\n'
                     % ('glance.wsgi.api:application',
-                       '%s:%d' % (HOST, self.port)))
+                       '%s:%d' % (HOST, self.port), self.threads))
         self.process = cluster_mod.Process(
             'glance', [openstack.venv_bin('gunicorn')],
             self.path('glance.log'), dirs['gunicorn'],

@@ -16,6 +16,7 @@ API, scheduler, volume nodes) on node 1, and a second API process on node
 own connection, released together by a barrier.
 """
 import collections
+import contextlib
 import http.client
 import json
 import os
@@ -45,9 +46,18 @@ HTTP_TIMEOUT = 120
 @pytest.fixture(scope='module')
 def deployment(galera):
     """(cluster on node 1, second API process on node 2, its port)."""
+    with two_apis(galera) as deployed:
+        yield deployed
+
+
+@contextlib.contextmanager
+def two_apis(galera, **options):
+    """The deployment of ``deployment``: (cluster on node 1, second API
+    process on node 2, its port); ``options``: more keyword arguments of
+    the ``Cluster``."""
     keep = os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1'
     c = cluster_mod.Cluster('mysql', keep_workdir=keep,
-                            server_url=galera.nodes[0].url)
+                            server_url=galera.nodes[0].url, **options)
     try:
         c.start()
     except cluster_mod.ClusterError as e:
