@@ -206,6 +206,9 @@ class BackupManager:
                 return None, None
             if backup.status != states.CREATING:
                 return backup.status, None
+            # (VolumeNotFound: force-deleted since the API recorded the
+            # backup; nothing written)
+            volume = db_volumes.get(session, backup.volume_id)
             db_backups.update(session, backup_id,
                               {'host': self.host,
                                'service': self.driver_name})
@@ -214,9 +217,12 @@ class BackupManager:
             parent = (db_backups.record(db_backups.get(session,
                                                        backup.parent_id))
                       if backup.parent_id else None)
-            volume = db_volumes.get(session, backup.volume_id)
             return backup.status, (backup, record, parent, volume.host)
-        status, started = db_api.run_writer(_start)
+        try:
+            status, started = db_api.run_writer(_start)
+        except exception.VolumeNotFound:
+            self._volume_gone(ctxt, backup_id)
+            return
         if started is None:
             if status is not None:
                 LOG.info('backup %s is %s: not made again', backup_id,
@@ -225,6 +231,27 @@ class BackupManager:
         backup, record, parent, volume_host = started
         with self._working_on(backup_id):
             self._copy(ctxt, backup, record, parent, volume_host)
+
+    def _volume_gone(self, ctxt, backup_id):
+        """The volume of a backup this service took was deleted (forced)
+        before the backup was begun: the backup is ``error`` now, not
+        left ``creating`` until reconciliation."""
+        with db_api.reader() as session:
+            try:
+                backup = db_backups.get(session, backup_id)
+            except exception.BackupNotFound:
+                return
+        reason = ('the volume %s was deleted before the backup was made'
+                  % backup.volume_id)
+        if not records.backup_failed(backup_id, backup.project_id, reason,
+                                     request_id=getattr(ctxt, 'request_id',
+                                                        None)):
+            return
+        # (its snapshot, when it backs one up, is read no more)
+        self._end_reading(backup, False)
+        notify.info(ctxt, self.host, 'backup.create.error',
+                    payload(backup, status=states.ERROR,
+                            fail_reason=reason))
 
     def _copy(self, ctxt, backup, record, parent, volume_host):
         backup_id = backup.id
@@ -378,21 +405,38 @@ class BackupManager:
         with db_api.reader() as session:
             try:
                 backup = db_backups.get(session, backup_id)
-                volume = db_volumes.get(session, volume_id)
-            except exception.NotFound as e:
+            except exception.BackupNotFound as e:
                 LOG.warning('restore of backup %s into %s: %s', backup_id,
                             volume_id, e)
                 return
-            if backup.status != states.RESTORING or \
-                    backup.restore_volume_id != volume_id or \
-                    volume.status != states.RESTORING_BACKUP:
-                LOG.info('restore of backup %s into volume %s: not under '
-                         'way (backup %s, volume %s)', backup_id,
-                         volume_id, backup.status, volume.status)
-                return
-            chain = [db_backups.record(b)
-                     for b in db_backups.chain(session, backup)]
-            volume_host, project_id = volume.host, volume.project_id
+            try:
+                volume = db_volumes.get(session, volume_id)
+            except exception.VolumeNotFound as e:
+                LOG.warning('restore of backup %s into %s: %s', backup_id,
+                            volume_id, e)
+                volume = None
+            if volume is not None:
+                if backup.status != states.RESTORING or \
+                        backup.restore_volume_id != volume_id or \
+                        volume.status != states.RESTORING_BACKUP:
+                    LOG.info('restore of backup %s into volume %s: not '
+                             'under way (backup %s, volume %s)', backup_id,
+                             volume_id, backup.status, volume.status)
+                    return
+                chain = [db_backups.record(b)
+                         for b in db_backups.chain(session, backup)]
+                volume_host, project_id = volume.host, volume.project_id
+        if volume is None:
+            if backup.status == states.RESTORING and \
+                    backup.restore_volume_id == volume_id:
+                # force-deleted before the restore was begun: the backup
+                # is available again now, not restoring until
+                # reconciliation
+                records.restore_failed(
+                    ctxt, backup_id, volume_id, backup.project_id,
+                    'the volume %s was deleted before the restore was '
+                    'made' % volume_id)
+            return
         db_api.run_writer(db_backups.update, backup_id,
                           {'progress_bytes': 0})
         notify.info(ctxt, self.host, 'backup.restore.start',
