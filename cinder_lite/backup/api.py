@@ -470,8 +470,10 @@ class BackupService:
                 raise exception.InvalidBackup(
                     reason='Backup already exists in database.')
             if existing is not None:
-                # as Cinder: a deleted backup's record comes back
+                # as Cinder: a deleted backup's record comes back (the
+                # old row's object leaves the session with it)
                 db_backups.purge_deleted(session, record['id'])
+                session.expunge(existing)
             return db_backups.create(
                 session, values, quota.Checker(self.conf, session),
                 metadata=record.get('metadata') or None)
