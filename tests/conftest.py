@@ -76,6 +76,7 @@ CEPH_MODULES = (
 # 130 MB each, one cluster per worker that asks for it).
 GALERA_MODULES = (
     'tests/integration/test_galera.py',
+    'tests/integration/test_galera_backups.py',
     'tests/integration/test_galera_haproxy.py',
     'tests/integration/test_galera_admin.py',
     'tests/integration/test_galera_backups.py',

@@ -188,8 +188,7 @@ class BackupService:
         except Exception:
             LOG.warning('backup %s: removing the record of a create that '
                         'could not be sent', backup.id)
-            with db_api.writer() as session:
-                db_backups.remove(session, backup.id)
+            db_api.run_writer(db_backups.remove, backup.id)
             if snapshot is not None:
                 records.end_snapshot_backup(snapshot.id)
             else:
@@ -263,7 +262,9 @@ class BackupService:
 
     # -- update ---------------------------------------------------------------
     def update(self, context, backup_id, values, metadata=None):
-        with db_api.writer() as session:
+
+        # (run again from its start on a deadlock)
+        def _update(session):
             backup = db_backups.lock(session, backup_id,
                                      self._scope(context))
             policy.authorize(context, policy.BACKUP_UPDATE,
@@ -272,6 +273,7 @@ class BackupService:
                 db_backups.update(session, backup.id, values)
             if metadata is not None:
                 db_metadata.update(session, backup.id, metadata, True)
+        db_api.run_writer(_update)
         LOG.info('backup %s: %s updated', backup_id,
                  ', '.join(sorted(values) + (['metadata'] if metadata
                                              is not None else [])))
@@ -316,14 +318,11 @@ class BackupService:
             # the caller may ask again
             LOG.warning('backup %s: deleting -> %s (the delete could not '
                         'be sent)', backup.id, backup.status)
-            with db_api.writer() as session:
-                try:
-                    db_backups.transition(session, backup.id,
-                                          'delete_not_sent',
-                                          target=backup.status)
-                except (exception.InvalidTransition,
-                        exception.BackupNotFound):
-                    pass        # a late send went out and was served
+            try:
+                db_api.run_writer(db_backups.transition, backup.id,
+                                  'delete_not_sent', target=backup.status)
+            except (exception.InvalidTransition, exception.BackupNotFound):
+                pass        # a late send went out and was served
             raise
 
     # -- restore --------------------------------------------------------------
@@ -406,9 +405,8 @@ class BackupService:
         backup = self.get(context, backup_id, policy.BACKUP_RESET_STATUS)
         notify.info(context, self.conf.host, 'backup.reset_status.start',
                     _payload(backup))
-        with db_api.writer() as session:
-            db_backups.transition(session, backup.id, 'reset_status',
-                                  status)
+        db_api.run_writer(db_backups.transition, backup.id, 'reset_status',
+                          status)
         LOG.warning('backup %s: %s -> %s (os-reset_status by %s)',
                     backup.id, backup.status, status, context.user_id)
         notify.info(context, self.conf.host, 'backup.reset_status.end',
@@ -464,26 +462,28 @@ class BackupService:
             'created_at': models.utcnow(),
         }
 
-        def make():
-            with db_api.writer() as session:
-                existing = session.get(models.Backup, record['id'])
-                if existing is not None and not existing.deleted:
-                    raise exception.InvalidBackup(
-                        reason='Backup already exists in database.')
-                if existing is not None:
-                    # as Cinder: a deleted backup's record comes back
-                    db_backups.purge_deleted(session, record['id'])
-                return db_backups.create(
-                    session, values, quota.Checker(self.conf, session),
-                    metadata=record.get('metadata') or None)
-        backup = quota.ensuring_rows(make)
+        # (run again from its start on a deadlock: the cast comes after
+        # the commit)
+        def make(session):
+            existing = session.get(models.Backup, record['id'])
+            if existing is not None and not existing.deleted:
+                raise exception.InvalidBackup(
+                    reason='Backup already exists in database.')
+            if existing is not None:
+                # as Cinder: a deleted backup's record comes back (the
+                # old row's object leaves the session with it)
+                db_backups.purge_deleted(session, record['id'])
+                session.expunge(existing)
+            return db_backups.create(
+                session, values, quota.Checker(self.conf, session),
+                metadata=record.get('metadata') or None)
+        backup = quota.ensuring_rows(lambda: db_api.run_writer(make))
         LOG.info('backup %s: imported as creating (store %s)', backup.id,
                  backup_service)
         try:
             self.rpcapi.import_record(context, backup.id)
         except Exception:
-            with db_api.writer() as session:
-                db_backups.remove(session, backup.id)
+            db_api.run_writer(db_backups.remove, backup.id)
             raise
         return backup
 

@@ -183,8 +183,7 @@ class BackupManager:
     def create_backup(self, ctxt, backup_id):
         # taken now, while the work may still wait for a thread: a backup
         # no service has taken is one whose message was lost
-        with db_api.writer() as session:
-            db_backups.take(session, backup_id, self.host)
+        db_api.run_writer(db_backups.take, backup_id, self.host)
         self._submit(self._create, ctxt, backup_id)
 
     def restore_backup(self, ctxt, backup_id, volume_id):
@@ -198,15 +197,18 @@ class BackupManager:
 
     # -- a backup -------------------------------------------------------------
     def _create(self, ctxt, backup_id):
-        with db_api.writer() as session:
+        # (run again from its start on a deadlock: the copy comes after
+        # the commit)
+        def _start(session):
             try:
                 backup = db_backups.get(session, backup_id)
             except exception.BackupNotFound:
-                return
+                return None, None
             if backup.status != states.CREATING:
-                LOG.info('backup %s is %s: not made again', backup_id,
-                         backup.status)
-                return
+                return backup.status, None
+            # (VolumeNotFound: force-deleted since the API recorded the
+            # backup; nothing written)
+            volume = db_volumes.get(session, backup.volume_id)
             db_backups.update(session, backup_id,
                               {'host': self.host,
                                'service': self.driver_name})
@@ -215,10 +217,41 @@ class BackupManager:
             parent = (db_backups.record(db_backups.get(session,
                                                        backup.parent_id))
                       if backup.parent_id else None)
-            volume = db_volumes.get(session, backup.volume_id)
-            volume_host = volume.host
+            return backup.status, (backup, record, parent, volume.host)
+        try:
+            status, started = db_api.run_writer(_start)
+        except exception.VolumeNotFound:
+            self._volume_gone(ctxt, backup_id)
+            return
+        if started is None:
+            if status is not None:
+                LOG.info('backup %s is %s: not made again', backup_id,
+                         status)
+            return
+        backup, record, parent, volume_host = started
         with self._working_on(backup_id):
             self._copy(ctxt, backup, record, parent, volume_host)
+
+    def _volume_gone(self, ctxt, backup_id):
+        """The volume of a backup this service took was deleted (forced)
+        before the backup was begun: the backup is ``error`` now, not
+        left ``creating`` until reconciliation."""
+        with db_api.reader() as session:
+            try:
+                backup = db_backups.get(session, backup_id)
+            except exception.BackupNotFound:
+                return
+        reason = ('the volume %s was deleted before the backup was made'
+                  % backup.volume_id)
+        if not records.backup_failed(backup_id, backup.project_id, reason,
+                                     request_id=getattr(ctxt, 'request_id',
+                                                        None)):
+            return
+        # (its snapshot, when it backs one up, is read no more)
+        self._end_reading(backup, False)
+        notify.info(ctxt, self.host, 'backup.create.error',
+                    payload(backup, status=states.ERROR,
+                            fail_reason=reason))
 
     def _copy(self, ctxt, backup, record, parent, volume_host):
         backup_id = backup.id
@@ -263,8 +296,8 @@ class BackupManager:
                            keep=self._kept_snapshots(backup, made)
                            if made else None)
             ended = self._end_reading(backup, ended)
-            with db_api.writer() as session:
-                db_backups.transition(session, backup_id, 'created', values={
+            db_api.run_writer(
+                db_backups.transition, backup_id, 'created', values={
                     'container': result.get('container'),
                     'service_metadata': json.dumps(
                         result.get('service_metadata') or {}),
@@ -372,23 +405,40 @@ class BackupManager:
         with db_api.reader() as session:
             try:
                 backup = db_backups.get(session, backup_id)
-                volume = db_volumes.get(session, volume_id)
-            except exception.NotFound as e:
+            except exception.BackupNotFound as e:
                 LOG.warning('restore of backup %s into %s: %s', backup_id,
                             volume_id, e)
                 return
-            if backup.status != states.RESTORING or \
-                    backup.restore_volume_id != volume_id or \
-                    volume.status != states.RESTORING_BACKUP:
-                LOG.info('restore of backup %s into volume %s: not under '
-                         'way (backup %s, volume %s)', backup_id,
-                         volume_id, backup.status, volume.status)
-                return
-            chain = [db_backups.record(b)
-                     for b in db_backups.chain(session, backup)]
-            volume_host, project_id = volume.host, volume.project_id
-        with db_api.writer() as session:
-            db_backups.update(session, backup_id, {'progress_bytes': 0})
+            try:
+                volume = db_volumes.get(session, volume_id)
+            except exception.VolumeNotFound as e:
+                LOG.warning('restore of backup %s into %s: %s', backup_id,
+                            volume_id, e)
+                volume = None
+            if volume is not None:
+                if backup.status != states.RESTORING or \
+                        backup.restore_volume_id != volume_id or \
+                        volume.status != states.RESTORING_BACKUP:
+                    LOG.info('restore of backup %s into volume %s: not '
+                             'under way (backup %s, volume %s)', backup_id,
+                             volume_id, backup.status, volume.status)
+                    return
+                chain = [db_backups.record(b)
+                         for b in db_backups.chain(session, backup)]
+                volume_host, project_id = volume.host, volume.project_id
+        if volume is None:
+            if backup.status == states.RESTORING and \
+                    backup.restore_volume_id == volume_id:
+                # force-deleted before the restore was begun: the backup
+                # is available again now, not restoring until
+                # reconciliation
+                records.restore_failed(
+                    ctxt, backup_id, volume_id, backup.project_id,
+                    'the volume %s was deleted before the restore was '
+                    'made' % volume_id)
+            return
+        db_api.run_writer(db_backups.update, backup_id,
+                          {'progress_bytes': 0})
         notify.info(ctxt, self.host, 'backup.restore.start',
                     payload(backup, status=states.RESTORING,
                             volume_id=volume_id))
@@ -465,7 +515,8 @@ class BackupManager:
         except Exception as e:
             reason = getattr(e, 'message', None) or str(e)
             LOG.exception('backup %s: delete failed', backup_id)
-            with db_api.writer() as session:
+
+            def _failed(session):
                 try:
                     db_backups.transition(session, backup_id,
                                           'delete_failed',
@@ -475,12 +526,12 @@ class BackupManager:
                         exception.InvalidTransition):
                     return
                 records.message_delete_failed(session, backup, reason)
+            db_api.run_writer(_failed)
             return
-        with db_api.writer() as session:
-            try:
-                db_backups.transition(session, backup_id, 'deleted')
-            except (exception.BackupNotFound, exception.InvalidTransition):
-                return
+        try:
+            db_api.run_writer(db_backups.transition, backup_id, 'deleted')
+        except (exception.BackupNotFound, exception.InvalidTransition):
+            return
         LOG.info('backup %s: deleting -> deleted', backup_id)
         notify.info(ctxt, self.host, 'backup.delete.end',
                     payload(backup, status=states.DELETED))
@@ -501,12 +552,11 @@ class BackupManager:
             records.backup_failed(backup_id, backup.project_id,
                                   'import: %s' % reason)
             return
-        with db_api.writer() as session:
-            try:
-                db_backups.transition(session, backup_id, 'created',
-                                      values={'host': self.host})
-            except (exception.BackupNotFound, exception.InvalidTransition):
-                return
+        try:
+            db_api.run_writer(db_backups.transition, backup_id, 'created',
+                              values={'host': self.host})
+        except (exception.BackupNotFound, exception.InvalidTransition):
+            return
         LOG.info('backup %s imported: creating -> available', backup_id)
 
     # -- reconciliation ---------------------------------------------------
@@ -552,11 +602,9 @@ class BackupManager:
             if backup.host and backup.host != self.host and \
                     backup.host in up:
                 continue
-            with db_api.writer() as session:
-                if not db_backups.claim_stale(session, backup.id,
-                                              backup.status,
-                                              backup.updated_at):
-                    continue
+            if not db_api.run_writer(db_backups.claim_stale, backup.id,
+                                     backup.status, backup.updated_at):
+                continue
             change = self._settle(backup)
             if change:
                 LOG.warning('reconcile: %s', change)
@@ -668,7 +716,8 @@ class _Progress:
         values = {'progress_bytes': self.total}
         if not self.restoring:
             values['object_count'] = self.objects
-        with db_api.writer() as session:
+
+        def _write(session):
             status = session.execute(
                 db_backups.status_of(self.backup.id)).scalar_one_or_none()
             if status != (states.RESTORING if self.restoring
@@ -676,3 +725,4 @@ class _Progress:
                 raise Stopped(reason='backup %s is %s now' % (
                     self.backup.id, status or 'deleted'))
             db_backups.update(session, self.backup.id, values)
+        db_api.run_writer(_write)

@@ -9,6 +9,10 @@ what its attachments make it again.  A restore moves the volume to
 ``restoring-backup`` and the backup to ``restoring``; it ends with the
 volume ``available`` (or ``error_restoring``) and the backup
 ``available``.
+
+Each transaction runs in ``db_api.run_writer``: on multi-writer Galera it
+runs again from its start when it is refused at commit (a certification
+failure), and it logs only once it committed.
 """
 import json
 import logging
@@ -39,7 +43,7 @@ def end_backing_up(volume_id):
     """The volume is read no more (or its temporary snapshot exists): it
     is what its attachments make it again.  Returns that status, None
     when it was not backing up (an operator reset it, say)."""
-    with db_api.writer() as session:
+    def _end(session):
         try:
             db_attachments.lock_volume(session, volume_id,
                                        allowed=(states.BACKING_UP,),
@@ -49,16 +53,20 @@ def end_backing_up(volume_id):
         status = states.derive_volume_status(
             db_attachments.live_statuses(session, volume_id))
         db_volumes.transition(session, volume_id, 'backup_ended', status)
+        return status
+    status = db_api.run_writer(_end)
+    if status is None:
+        return None
     LOG.info('volume %s: backing-up -> %s', volume_id, status)
     return status
 
 
 def end_snapshot_backup(snapshot_id):
-    with db_api.writer() as session:
-        try:
-            db_snapshots.transition(session, snapshot_id, 'backup_ended')
-        except (exception.NotFound, exception.InvalidTransition):
-            return False
+    try:
+        db_api.run_writer(db_snapshots.transition, snapshot_id,
+                          'backup_ended')
+    except (exception.NotFound, exception.InvalidTransition):
+        return False
     LOG.info('snapshot %s: backing-up -> available', snapshot_id)
     return True
 
@@ -67,7 +75,7 @@ def backup_failed(backup_id, project_id, reason, event='create_failed',
                   request_id=None):
     """The backup is ``error`` with ``reason``, and its owner gets a
     message; False when it was no longer being made."""
-    with db_api.writer() as session:
+    def _fail(session):
         try:
             db_backups.transition(session, backup_id, event,
                                   values={'fail_reason': reason[:255]})
@@ -77,6 +85,9 @@ def backup_failed(backup_id, project_id, reason, event='create_failed',
                            'create backup: %s' % reason,
                            resource_type='VOLUME_BACKUP',
                            resource_uuid=backup_id, request_id=request_id)
+        return True
+    if not db_api.run_writer(_fail):
+        return False
     LOG.warning('backup %s: creating -> error (%s)', backup_id, reason)
     return True
 
@@ -110,19 +121,27 @@ def restored(backup_id, volume_id):
     """The backup is written into the volume: the volume is
     ``available`` with its source's metadata, the backup ``available``
     again."""
-    with db_api.writer() as session:
+    def _end(session):
+        # (what kept the volume from being given it, logged once
+        # committed)
+        why = None
         try:
             volume = db_volumes.lock(session, volume_id)
             db_volumes.transition(session, volume_id, 'restored')
             _give_meta(session, db_backups.get(session, backup_id), volume)
-        except (exception.VolumeNotFound, exception.BackupNotFound) as e:
-            LOG.warning('restore of backup %s into volume %s done, but %s',
-                        backup_id, volume_id, e)
-        except exception.InvalidTransition as e:
-            LOG.warning('volume %s: restore of backup %s done, but the '
-                        'volume is %s now', volume_id, backup_id,
-                        e.kwargs.get('actual'))
+        except (exception.VolumeNotFound, exception.BackupNotFound,
+                exception.InvalidTransition) as e:
+            why = e
         _backup_back(session, backup_id, 'restored')
+        return why
+    why = db_api.run_writer(_end)
+    if isinstance(why, exception.InvalidTransition):
+        LOG.warning('volume %s: restore of backup %s done, but the '
+                    'volume is %s now', volume_id, backup_id,
+                    why.kwargs.get('actual'))
+    elif why is not None:
+        LOG.warning('restore of backup %s into volume %s done, but %s',
+                    backup_id, volume_id, why)
     LOG.info('backup %s restored into volume %s', backup_id, volume_id)
 
 
@@ -130,7 +149,7 @@ def restore_failed(ctxt, backup_id, volume_id, project_id, reason):
     """A restore did not finish: the volume is ``error_restoring`` (what
     it holds is part of the backup), the backup ``available`` again and
     the volume's owner gets a message."""
-    with db_api.writer() as session:
+    def _fail(session):
         try:
             db_volumes.lock(session, volume_id)
             db_volumes.transition(session, volume_id, 'restore_failed')
@@ -142,6 +161,7 @@ def restore_failed(ctxt, backup_id, volume_id, project_id, reason):
                            resource_type='VOLUME_BACKUP',
                            resource_uuid=backup_id,
                            request_id=getattr(ctxt, 'request_id', None))
+    db_api.run_writer(_fail)
     LOG.warning('restore of backup %s into volume %s failed: %s',
                 backup_id, volume_id, reason)
 

@@ -568,6 +568,92 @@ def test_backup_service_killed_mid_backup_and_mid_restore(backups, api):
     delete_volumes(api, vol['id'], target, whole['id'])
 
 
+def restart_backup_with(cluster, **options):
+    """node-bk1 stopped and started again with ``options`` in its
+    DEFAULT section (none: as the module configures it)."""
+    sections = cluster.process_sections['backup']['DEFAULT']
+    for key in [k for k in sections if k != 'host']:
+        del sections[key]
+    sections.update(options)
+    cluster.write_process_confs()
+    assert cluster.processes['backup'].stop() == 0
+    del cluster.processes['backup']
+    cluster.ensure_running('backup', 'cinder-backup', BACKUPS['backup'])
+
+
+def test_volume_force_deleted_before_its_backup_is_begun(backups, api):
+    """A backup that waits for a thread of its backup service (one
+    operation at a time, behind a backup of some seconds) while its
+    volume is force-deleted: when the service comes to it, it finds the
+    volume gone and records the backup ``error`` saying so, with the
+    owner's message, at once.  (It was left ``creating``, taken by a
+    live service, until reconciliation settled it as interrupted:
+    ``reconcile_after``, two minutes by default.)  The same for a
+    restore into a volume force-deleted before it is begun: the backup
+    is ``available`` again at once."""
+    cluster = backups
+    restart_backup_with(cluster, backup_max_operations=1)
+    try:
+        busy = api.create_volume(size=1, volume_type='nbd-ma')
+        path = volume_path(cluster, busy['id'])
+        with open(path, 'r+b') as f:
+            for offset in range(0, RANDOM_BYTES, 16 * MiB):
+                f.seek(offset)
+                f.write(os.urandom(16 * MiB))
+            os.fsync(f.fileno())
+        doomed = api.create_volume(size=1, volume_type='nbd-ma')
+        first = bk.create(api, busy['id'], name='long')
+        util.wait_for(lambda: progress(api, first['id'])['object_count']
+                      >= 1, timeout=bk.TIMEOUT, interval=0.1,
+                      what='backup %s under way' % first['id'])
+        queued = bk.create(api, doomed['id'], name='queued')
+        assert volume(api, doomed['id'])['status'] == 'backing-up'
+        resp = api.post('/volumes/%s/action' % doomed['id'],
+                        json={'os-force_delete': {}})
+        assert resp.status_code == 202, resp.text
+        api.wait_deleted(doomed['id'])
+        # (the queued backup is still behind the long one)
+        assert bk.show(api, first['id'])['status'] == 'creating'
+        assert bk.show(api, queued['id'])['status'] == 'creating'
+        bk.wait_backup(api, first['id'])
+        failed = bk.wait_backup(api, queued['id'], 'error')
+        assert failed['fail_reason'] == (
+            'the volume %s was deleted before the backup was made'
+            % doomed['id']), failed
+        messages = api.get('/messages').json()['messages']
+        assert [m['event_id'] for m in messages
+                if m['resource_uuid'] == queued['id']] == [
+            'VOLUME_VOLUME_BACKUP_013_020']
+        assert volume(api, busy['id'])['status'] == 'available'
+        # a restore into a volume force-deleted before it is begun
+        target = api.create_volume(size=1, volume_type='nbd-ma')
+        long_again = bk.create(api, busy['id'], name='long again')
+        util.wait_for(lambda: progress(api, long_again['id'])[
+            'object_count'] >= 1, timeout=bk.TIMEOUT, interval=0.1,
+            what='backup %s under way' % long_again['id'])
+        answer = bk.restore(api, first['id'], volume_id=target['id'])
+        assert answer['volume_id'] == target['id']
+        resp = api.post('/volumes/%s/action' % target['id'],
+                        json={'os-force_delete': {}})
+        assert resp.status_code == 202, resp.text
+        api.wait_deleted(target['id'])
+        assert bk.show(api, long_again['id'])['status'] == 'creating'
+        assert bk.show(api, first['id'])['status'] == 'restoring'
+        bk.wait_backup(api, long_again['id'])
+        bk.wait_backup(api, first['id'])
+        messages = api.get('/messages').json()['messages']
+        assert [m['event_id'] for m in messages
+                if m['resource_uuid'] == first['id']] == [
+            'VOLUME_VOLUME_BACKUP_015_026']
+        # the backup still restores whole
+        whole = restored(api, first['id'])
+        assert identical(volume_path(cluster, whole['id']), path)
+        delete_backups(api, first['id'], queued['id'], long_again['id'])
+        delete_volumes(api, busy['id'], whole['id'])
+    finally:
+        restart_backup_with(cluster)
+
+
 # -- 4. two backup services ---------------------------------------------------
 def made_by(cluster, bid):
     """The backup services whose log says they made backup ``bid``."""

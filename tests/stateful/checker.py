@@ -169,8 +169,13 @@ class Checker:
         found += groups.check(self, snap, burst)
         for bid, b in snap['backups'].items():
             # a backup either is taken or its create is refused: an error
-            # is work the API accepted and a service could not do
-            if b['status'].startswith('error'):
+            # is work the API accepted and a service could not do, unless
+            # an admin force-deleted its volume before it was begun
+            gone = b['volume_id'] not in snap['volumes'] and \
+                b.get('fail_reason') == (
+                    'the volume %s was deleted before the backup was made'
+                    % b['volume_id'])
+            if b['status'].startswith('error') and not gone:
                 found.append(Finding(
                     'backup-error', 'backup %s of volume %s is %s (%s)'
                     % (bid, b['volume_id'], b['status'],
