@@ -12,9 +12,9 @@ something.
 
     python bench/clustered_fuzz.py --writers all --steps 900 --threads 6
 
-Not a test of the suite: with writes on all three nodes it still finds
-transactions that are not run again after a certification failure
-(doc/source/deployment.rst, "Multi-writer Galera").  Run as root (the
+The suite runs a shorter one on the same deployment with a RabbitMQ
+cluster of quorum queues (tests/integration/test_clustered_fuzz.py);
+this script runs it longer, with one writer node or three.  Run as root (the
 Galera nodes run as the ``mysql`` user).
 """
 import argparse
