@@ -97,8 +97,18 @@ class FaultWrapper:
                         environ.get('PATH_INFO'),
                         environ.get('openstack.request_id'),
                         str(e).splitlines()[0][:300])
+            if db_api.is_deadlock(e):
+                # run_writer gave up: the change met concurrent ones of
+                # the same rows at every attempt
+                why = ('The database refused the change %d times as '
+                       'conflicting with concurrent changes of the same '
+                       'objects (a deadlock, or a certification failure '
+                       'of a multi-writer Galera cluster); retry later.'
+                       % db_api.deadlock_attempts())
+            else:
+                why = 'The database is unavailable; retry later.'
             return render(webob.exc.HTTPServiceUnavailable(
-                explanation='The database is unavailable; retry later.',
+                explanation=why,
                 headers={'Retry-After': RETRY_AFTER_S}))(environ,
                                                           start_response)
         except Exception:

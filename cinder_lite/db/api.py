@@ -293,6 +293,12 @@ def is_deadlock(exc):
     return getattr(orig, 'sqlstate', None) in PG_DEADLOCK_STATES
 
 
+def deadlock_attempts():
+    """How many times ``run_writer`` runs a transaction the database
+    refuses as a deadlock before it gives up (the first included)."""
+    return _deadlock_retries + 1
+
+
 def deadlock_retries():
     """Transactions this process ran again after a deadlock."""
     return _retried

@@ -25,6 +25,9 @@ V354 = {'OpenStack-API-Version': 'volume 3.54'}
 # the 503s a client may get, and what they mean
 DOCUMENTED_503 = (
     'The database is unavailable; retry later.',
+    # a transaction still refused as a deadlock after db_max_retries
+    # (a hot row on a multi-writer Galera cluster)
+    'The database refused the change ',
     'no answer to ',                 # the volume service did not answer
     'the message bus did not take',  # the bus refused the call
     'no volume service',             # heartbeats not in yet after a restart

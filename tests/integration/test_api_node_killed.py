@@ -339,7 +339,7 @@ def test_attach_cycles_of_one_volume_on_all_writers(deployment):
     # (a transaction still refused after db_max_retries answers the
     # documented 503; on a loaded machine one in some hundred cycles)
     assert [f for f in failures
-            if f[0] != 503 or attach_cycles.DOCUMENTED_503[0] not in f[1]
+            if f[0] != 503 or attach_cycles.DOCUMENTED_503[1] not in f[1]
             ] == [], failures
     assert len(failures) <= max(2, cycles // 50), failures
     assert [c.lost for c in cyclers if c.lost] == []

@@ -167,3 +167,32 @@ def test_an_error_that_lost_no_connection_is_not_run_again(database):
     with pytest.raises(sa.exc.OperationalError):
         db_api.run_writer(txn)
     assert attempts == [1]
+
+
+def test_a_request_whose_transaction_is_always_refused_answers_503(
+        database):
+    """The API's fault wrapper names the deadlock once run_writer gave up
+    (the database is up: it is the change that keeps conflicting)."""
+    import webob
+
+    from cinder_lite.api import faults
+
+    attempts = []
+
+    def txn(session):
+        attempts.append(1)
+        raise _deadlock()
+
+    def app(environ, start_response):
+        db_api.run_writer(txn)
+        start_response('200 OK', [])
+        return [b'']
+
+    resp = webob.Request.blank('/v3/x/volumes', method='POST').get_response(
+        faults.FaultWrapper(app))
+    assert resp.status_int == 503
+    assert resp.headers['Retry-After']
+    body = resp.json['serviceUnavailable']
+    assert body['code'] == 503
+    assert 'refused the change 4 times' in body['message'], body
+    assert len(attempts) == 4
