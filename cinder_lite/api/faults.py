@@ -107,10 +107,9 @@ class FaultWrapper:
                        % db_api.deadlock_attempts())
             else:
                 why = 'The database is unavailable; retry later.'
-            return render(webob.exc.HTTPServiceUnavailable(
-                explanation=why,
-                headers={'Retry-After': RETRY_AFTER_S}))(environ,
-                                                          start_response)
+            answer = render(webob.exc.HTTPServiceUnavailable(
+                explanation=why, headers={'Retry-After': RETRY_AFTER_S}))
+            return answer(environ, start_response)
         except Exception:
             LOG.exception('unexpected error in %s %s (request %s)',
                           environ.get('REQUEST_METHOD'),
