@@ -51,13 +51,16 @@ def deployment(galera):
 
 
 @contextlib.contextmanager
-def two_apis(galera, **options):
+def two_apis(galera, configure=None, **options):
     """The deployment of ``deployment``: (cluster on node 1, second API
     process on node 2, its port); ``options``: more keyword arguments of
-    the ``Cluster``."""
+    the ``Cluster``; ``configure(cluster)`` changes it before it
+    starts."""
     keep = os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1'
     c = cluster_mod.Cluster('mysql', keep_workdir=keep,
                             server_url=galera.nodes[0].url, **options)
+    if configure is not None:
+        configure(c)
     try:
         c.start()
     except cluster_mod.ClusterError as e:

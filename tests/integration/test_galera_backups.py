@@ -20,13 +20,12 @@ import requests
 
 from tests.harness import backups as bk
 from tests.harness import cluster as cluster_mod
-from tests.harness import util
-from tests.integration.test_galera import _answers
 from tests.integration.test_galera import api  # noqa: F401
 from tests.integration.test_galera import free
 from tests.integration.test_galera import race
 from tests.integration.test_galera import spread
 from tests.integration.test_galera import statuses
+from tests.integration.test_galera import two_apis
 from tests.integration.test_galera import volume_status
 
 BACKUP_HOST = 'node-bk-g3'
@@ -39,43 +38,16 @@ RANDOM_BYTES = 96 * MiB
 def deployment(galera):
     """(cluster on node 1 with a backup service on node 3, second API
     process on node 2, its port): the shape of test_galera's."""
-    keep = os.environ.get('CINDER_LITE_KEEP_WORKDIR') == '1'
     backup = cluster_mod.posix_backup(BACKUP_HOST)
-    c = cluster_mod.Cluster('mysql', keep_workdir=keep,
-                            server_url=galera.nodes[0].url,
-                            backups=backup['backups'])
-    # the backup service writes through node 3
-    c.process_sections = dict(backup['process_sections'])
-    c.process_sections['backup']['database'] = {
-        'connection': '%s/%s' % (galera.nodes[2].url, c.db_name)}
-    try:
-        c.start()
-    except cluster_mod.ClusterError as e:
-        pytest.fail('cluster on Galera did not start: %s' % e,
-                    pytrace=False)
-    port2 = util.free_port()
-    conf2 = os.path.join(c.workdir, 'api2-only.conf')
-    cluster_mod.write_conf(conf2, {
-        'DEFAULT': {'osapi_volume_listen_port': port2, 'host': 'node-ctl2'},
-        'database': {'connection': '%s/%s' % (galera.nodes[1].url,
-                                              c.db_name)}})
-    api2 = cluster_mod.Process(
-        'api2', c.argv('cinder_lite.cmd.api', conf2),
-        os.path.join(c.workdir, 'api2.log'), c.workdir).start()
-    try:
-        util.wait_for(lambda: not api2.alive() or _answers(port2), 60,
-                      interval=0.2, what='the second API answering')
-        assert api2.alive(), api2.read_log()[-3000:]
-        yield c, api2, port2
-    finally:
-        code = api2.stop()
-        try:
-            codes = c.stop_processes()
-            bad = c.unclean_exits(codes)
-        finally:
-            c.cleanup()
-        assert code == 0, 'api2 exited %s' % code
-        assert not bad, bad
+
+    def through_node3(c):
+        # the backup service writes through node 3
+        c.process_sections = dict(backup['process_sections'])
+        c.process_sections['backup']['database'] = {
+            'connection': '%s/%s' % (galera.nodes[2].url, c.db_name)}
+    with two_apis(galera, configure=through_node3,
+                  backups=backup['backups']) as deployed:
+        yield deployed
 
 
 def retries(deployment):

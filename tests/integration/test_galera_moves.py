@@ -24,13 +24,15 @@ import uuid
 import pytest
 
 from tests.harness import cluster as cluster_mod
-from tests.harness import stack
 from tests.harness import util
+from tests.integration import test_galera
 from tests.integration.test_galera import race
 from tests.integration.test_galera import spread
 from tests.integration.test_galera import statuses
 from tests.integration.test_galera import two_apis
-from tests.integration.test_galera import VERSION
+
+# test_galera.py's client fixture, on this module's deployment
+api = test_galera.api
 
 MiB = 1024 ** 2
 GiB = 1024 ** 3
@@ -68,16 +70,6 @@ def deployment(galera):
         server.stop()
         if os.environ.get('CINDER_LITE_KEEP_WORKDIR') != '1':
             shutil.rmtree(where, ignore_errors=True)
-
-
-@pytest.fixture
-def api(deployment):
-    c, _api2, _port2 = deployment
-    c.check_alive()
-    client = stack.Client(c.url, project=cluster_mod.PROJECT,
-                          version=VERSION)
-    yield client
-    client.session.close()
 
 
 # -- what the services logged and hold ---------------------------------------
