@@ -114,6 +114,12 @@ bodies printed, and the service logs kept.
         # cells of each layout to attach py-spy to the printed pids
     .venv/bin/python bench/attach.py --modes distributed,clustered \\
         --db mysql --writers 1,all --cycles one-step --seconds 10
+    .venv/bin/python bench/attach.py --modes distributed --clients 1 \\
+        --cycles one-step --layouts one --seconds 30 --profile
+        # each service's CPU per cycle by part (HTTP, RPC, SQL, taskflow,
+        # logging, ..., our own code) next to the floor's parts, and the
+        # calls of our code that spend it (bench/profile.py; py-spy from
+        # the bench extra)
 """
 import argparse
 import datetime
@@ -140,6 +146,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from bench import ceph_cluster  # noqa: E402
+from bench import profile  # noqa: E402
 from bench import rbd_calls  # noqa: E402
 from bench import volume_create as vc  # noqa: E402
 from tests.harness import cluster as cluster_mod  # noqa: E402
@@ -1213,28 +1220,35 @@ def composed_floor(floor, kind, layout, clients):
     return 1.0 / per, lat
 
 
-def floor_cpu(floor, kind, layout, clients):
-    """The composed floor's CPU per cycle in ms (NaN without one): the
-    API's for the bare HTTP requests, the server's and the client's for
-    the no-op calls, the client's for the transactions: what the
-    services would spend on the cycle's round trips doing nothing else
-    (the database server's own CPU is not in it, nor in theirs)."""
+def floor_cpu_parts(floor, kind, layout, clients):
+    """{'http', 'rpc', 'sql': CPU ms per cycle} of the composed floor's
+    parts (None without one): the API's for the bare HTTP requests, the
+    server's and the client's for the no-op calls, the client's for the
+    transactions."""
     try:
         http = floor[('http', None, clients)]
         rpc = floor[('rpc', None, clients)]
         db = floor[('db', layout, clients)]
     except KeyError:
-        return float('nan')
-    total = 0.0
-    for times, part, groups in (
-            (HTTP_PER_CYCLE[kind], http, (http.get('server'),)),
-            (RPC_PER_CYCLE, rpc, (rpc.get('server'), 'bench')),
-            (1, db, ('bench',))):
+        return None
+    parts = {}
+    for name, times, part, groups in (
+            ('http', HTTP_PER_CYCLE[kind], http, (http.get('server'),)),
+            ('rpc', RPC_PER_CYCLE, rpc, (rpc.get('server'), 'bench')),
+            ('sql', 1, db, ('bench',))):
         if not part['ops']:
-            return float('nan')
-        total += times * 1000.0 * sum(
+            return None
+        parts[name] = times * 1000.0 * sum(
             part['cpu'].get(g, 0.0) for g in groups if g) / part['ops']
-    return total
+    return parts
+
+
+def floor_cpu(floor, kind, layout, clients):
+    """The composed floor's CPU per cycle in ms (NaN without one): what
+    the services would spend on the cycle's round trips doing nothing
+    else (the database server's own CPU is not in it, nor in theirs)."""
+    parts = floor_cpu_parts(floor, kind, layout, clients)
+    return float('nan') if parts is None else sum(parts.values())
 
 
 def bench_mode(name, deployment, args):
@@ -1309,8 +1323,23 @@ def bench_mode(name, deployment, args):
                              % (kind, layout, clients, args.seconds))
                     retried = retries_of(deployment)
                     galera0 = galera_totals(deployment)
-                    res = run_cell(deployment.url, kind, layout, clients,
-                                   args.seconds, volumes, sampler)
+                    recorders = {
+                        g: profile.Recorder(pids[g][0]).start()
+                        for g in pids if g != 'bench'} \
+                        if args.profile else {}
+                    try:
+                        res = run_cell(deployment.url, kind, layout,
+                                       clients, args.seconds, volumes,
+                                       sampler)
+                    finally:
+                        res_profile = {g: r.stop()
+                                       for g, r in recorders.items()}
+                    if recorders and not any(res_profile.values()):
+                        raise RuntimeError(
+                            'py-spy sampled no service process: %s' %
+                            '; '.join(r.output for r in recorders.values()))
+                    if res_profile:
+                        res['profile'] = res_profile
                     # (what a retry logs is written before the answer)
                     after = retries_of(deployment)
                     if after is not None:
@@ -1431,6 +1460,52 @@ def fmt_rate(x):
     return '-' if x != x else '%.1f' % x
 
 
+def print_profile(m, c):
+    """The cell's CPU per cycle of each profiled process by part of the
+    stack (bench/profile.py), next to the floor's parts."""
+    n = max(1, c['ops'])
+    # (a process that held the GIL in none of the samples, such as an
+    # idle volume node, has none)
+    groups = [g for g in m['groups'] if c['profile'].get(g)]
+    per, ms_per_sample = {}, {}
+    for g in groups:
+        share = profile.shares(c['profile'][g].parts)
+        cpu = 1000.0 * c['cpu'].get(g, 0.0) / n
+        per[g] = {p: share[p] * cpu for p in profile.PARTS}
+        ms_per_sample[g] = cpu / sum(c['profile'][g].parts.values())
+    floor = floor_cpu_parts(m['floor'], c['cycle'], c['layout'],
+                            c['clients']) or {}
+    print()
+    print('%s, %s, %s volume(s), %d client(s): CPU ms per cycle by part '
+          '(py-spy --gil, %s samples; floor = the same part of the '
+          'composed floor)' % (m['name'], c['cycle'], c['layout'],
+                               c['clients'], '+'.join(
+                                   str(sum(c['profile'][g].parts.values()))
+                                   for g in groups)))
+    rows = []
+    for p in profile.PARTS + ('all',):
+        vals = [sum(per[g].values()) if p == 'all' else per[g][p]
+                for g in groups]
+        least = sum(floor.values()) if p == 'all' and floor else \
+            floor.get(p)
+        total = sum(vals)
+        rows.append((p,) + tuple('%.2f' % v for v in vals) + (
+            '%.2f' % total, '-' if least is None else '%.2f' % least,
+            '-' if least is None else '%+.2f' % (total - least)))
+    vc.print_table(('part',) + tuple(groups)
+                   + ('services', 'floor', 'over floor'), rows)
+    print('the largest calls of our code into each part (ms per cycle; '
+          '"-" = no frame of ours below: the servers\' own loops)')
+    rows = []
+    for g in groups:
+        top = sorted(((k, v) for k, v in c['profile'][g].callers.items()
+                      if k[0] not in ('ours', 'other')),
+                     key=lambda kv: -kv[1])[:8]
+        rows += [(g, part, caller or '-', '%.2f' % (v * ms_per_sample[g]))
+                 for (part, caller), v in top]
+    vc.print_table(('process', 'part', 'called by', 'ms/cycle'), rows)
+
+
 def print_results(modes, args):
     print_table = vc.print_table
     print()
@@ -1504,6 +1579,9 @@ def print_results(modes, args):
                     ('services', 'floor (services/floor)', 'bench') +
                     tuple(g for g in groups if g.endswith('*')) +
                     ('all listed', 'machine'), rows)
+        for c in m['cells']:
+            if c.get('profile'):
+                print_profile(m, c)
         counted = [c for c in m['cells'] if c.get('counts')]
         if counted:
             print()
@@ -1660,6 +1738,11 @@ def parse_args(argv):
     p.add_argument('--hold', type=float, default=0.0,
                    help='seconds to pause before each layout\'s cells (to '
                         'attach a profiler to the printed pids)')
+    p.add_argument('--profile', action='store_true',
+                   help='sample each service process with py-spy during '
+                        'every cell and print its CPU per cycle by part '
+                        '(HTTP, RPC, SQL, taskflow, logging, ..., our own '
+                        'code; bench/profile.py)')
     p.add_argument('--keep', action='store_true',
                    help='keep work directories (kept anyway on errors)')
     args = p.parse_args(argv)
