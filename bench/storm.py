@@ -61,7 +61,18 @@ client of the transactions), as bench/attach.py composes it.
     tools/cinder-reference setup     # once (a few minutes: the venv)
     .venv/bin/python bench/storm.py                    # N = 10,50,100
     .venv/bin/python bench/storm.py --hosts 3 --targets lite,lite-bus \\
-        --json out.json              # what tests/integration runs
+        --takeover --json out.json   # what tests/integration runs
+
+``--takeover`` adds, after each of cinder_lite's storms, a writer
+takeover at the instant of an attach storm, on a second volume of a
+single-writer type (multiattach, ``mode = RO``): host W attaches it
+read-write and host S read-only, S takes over once with nothing else
+running (the "quiet" time of its ``os-takeover`` request), W attaches
+again read-only, and W's takeover back is released together with N
+hosts attaching read-only.  Then the volume must be in-use with the N
+readers read-only, W read-write, and S's attachment ended by the
+takeover (anything else is an error); all are deleted, untimed.  Cinder
+has no takeover: not run there.
 
 ``--rounds R`` repeats each target's storms R times after one floor;
 ``--hold S`` pauses S seconds before the first storm of each target at
@@ -93,6 +104,8 @@ from bench import volume_create as vc  # noqa: E402
 
 TARGETS = ('lite', 'lite-bus', 'cinder')
 TYPE_NAME = 'storm-multiattach'
+# a single-writer volume: one attachment read-write, the others read-only
+SINGLE_TYPE_NAME = 'storm-single-writer'
 VOLUME_NAME = 'storm'
 MICROVERSION = '3.54'
 REFUSED = 'to reserve'            # Cinder's refusal while reserving
@@ -146,13 +159,13 @@ class RestHost:
     def warm(self, volume_id):
         self.cs.attachments.list(search_opts={'volume_id': volume_id})
 
-    def attach(self, volume_id):
+    def attach(self, volume_id, mode='rw'):
         from cinderclient import exceptions
         while True:
             try:
                 att = self.cs.attachments.create(volume_id, None,
                                                  instance_id=self.instance,
-                                                 mode='rw')
+                                                 mode=mode)
                 break
             except exceptions.BadRequest as e:
                 if not self.refusals or REFUSED not in str(e):
@@ -169,6 +182,19 @@ class RestHost:
 
     def detach(self, attachment_id):
         self.cs.attachments.delete(attachment_id)
+
+    def takeover(self, attachment_id):
+        # (python-cinderclient has no os-takeover: the same session)
+        resp = self.session.post(
+            '/attachments/%s/action' % attachment_id,
+            json={'os-takeover': {}}, endpoint_filter={
+                'service_type': 'volumev3', 'interface': 'public'},
+            headers={'OpenStack-API-Version': 'volume %s' % MICROVERSION},
+            raise_exc=False)
+        if resp.status_code != 200:
+            raise RuntimeError('os-takeover -> %s %s' % (
+                resp.status_code, resp.text[:300]))
+        return resp.json()['attachment']
 
     def close(self):
         self.session.session.close()      # its keep-alive connections
@@ -188,8 +214,8 @@ class BusHost:
     def warm(self, volume_id):
         pass
 
-    def attach(self, volume_id):
-        att = self.bus.create(volume_id, self.instance, None, 'rw')
+    def attach(self, volume_id, mode='rw'):
+        att = self.bus.create(volume_id, self.instance, None, mode)
         self.bus.update(att['id'], self.connector)
         done = self.bus.complete(att['id'])
         if done['status'] != 'attached':
@@ -199,6 +225,9 @@ class BusHost:
 
     def detach(self, attachment_id):
         self.bus.delete(attachment_id)
+
+    def takeover(self, attachment_id):
+        return self.bus.takeover(attachment_id)
 
     def close(self):
         pass                 # the process's transport, closed at the end
@@ -289,7 +318,7 @@ class Target:
                         'OpenStack-API-Version': 'volume %s' % MICROVERSION,
                         'Accept': 'application/json',
                         'X-Service-Roles': 'service'}
-        self.volume = None
+        self.volume = self.single_volume = None
 
     def measure_idle(self, seconds):
         """CPU seconds per second each process spends with nothing to do
@@ -314,20 +343,32 @@ class Target:
                 self.name, method, path, status, payload[:300]))
         return json.loads(payload) if payload else None
 
-    def prepare(self):
+    def prepare(self, single_writer=False):
         """One multiattach volume, available (the storm volumes an
-        interrupted run left are detached and deleted first)."""
+        interrupted run left are detached and deleted first), and with
+        ``single_writer`` a second one of a single-writer type
+        (``single_volume``)."""
         conn = self.http()
         try:
             self.forget_old(conn)
+        finally:
+            conn.close()
+        self.volume = self.make_volume(TYPE_NAME, {
+            'multiattach': '<is> True'})
+        if single_writer:
+            self.single_volume = self.make_volume(SINGLE_TYPE_NAME, {
+                'multiattach': '<is> True', 'mode': 'RO'})
+
+    def make_volume(self, type_name, extra_specs):
+        conn = self.http()
+        try:
             types = self.call(conn, 'GET', '/types?is_public=None')
             vtype = next((t for t in types['volume_types']
-                          if t['name'] == TYPE_NAME), None)
+                          if t['name'] == type_name), None)
             if vtype is None:
                 vtype = self.call(conn, 'POST', '/types', {'volume_type': {
-                    'name': TYPE_NAME,
-                    'extra_specs': {'multiattach': '<is> True'}}})[
-                        'volume_type']
+                    'name': type_name,
+                    'extra_specs': extra_specs}})['volume_type']
             vol = self.call(conn, 'POST', '/volumes', {'volume': {
                 'size': 1, 'name': self.volume_name,
                 'volume_type': vtype['id']}})['volume']
@@ -344,7 +385,7 @@ class Target:
                 time.sleep(0.05)
         finally:
             conn.close()
-        self.volume = vol['id']
+        return vol['id']
 
     def forget_old(self, conn):
         old = self.call(conn, 'GET', '/volumes?name=%s' % self.volume_name)
@@ -367,13 +408,13 @@ class Target:
                 for i in range(n)]
 
     def cleanup(self):
-        if self.volume is None:
-            return
         conn = self.http()
         try:
-            self.detach_all(conn, self.volume)
-            self.call(conn, 'DELETE', '/volumes/' + self.volume,
-                      ok=(202, 404))
+            for volume in (self.volume, self.single_volume):
+                if volume is not None:
+                    self.detach_all(conn, volume)
+                    self.call(conn, 'DELETE', '/volumes/' + volume,
+                              ok=(202, 404))
         finally:
             conn.close()
 
@@ -416,6 +457,94 @@ def run_target(target, n, timeout):
     for h in hosts:
         h.close()
     return out
+
+
+def run_takeover(target, n, timeout):
+    """A writer takeover at the instant N hosts attach the single-writer
+    volume read-only.  Host ``writer`` attaches it read-write and
+    ``standby`` read-only; the standby takes over once with nothing else
+    running (``quiet``: the request's time); the old writer attaches
+    again read-only and takes the writer's role back as the N+1st
+    thread of an attach storm of N read-only hosts (``storm``).  Then
+    the volume must be in-use with the N readers attached read-only and
+    the writer read-write, and the standby's attachment ended by the
+    takeover; everything is deleted afterwards, untimed."""
+    volume = target.single_volume
+    hosts = target.hosts(n + 2)
+    readers, writer, standby = hosts[:n], hosts[n], hosts[n + 1]
+    deadline = time.monotonic() + timeout
+    for h in hosts:
+        h.warm(volume)
+        h.deadline = deadline
+    out = {'target': target.name, 'hosts': n, 'errors': [],
+           'quiet': float('nan'), 'storm': float('nan'),
+           'wall': float('nan'), 'done': 0}
+    try:
+        writer.attach(volume, 'rw')
+        taken = standby.attach(volume, 'ro')
+        t0 = time.perf_counter()
+        standby.takeover(taken)
+        out['quiet'] = time.perf_counter() - t0
+        back = writer.attach(volume, 'ro')
+        took = []
+
+        def op(i):
+            if i < n:
+                return readers[i].attach(volume, 'ro')
+            t0 = time.perf_counter()
+            writer.takeover(back)
+            took.append(time.perf_counter() - t0)
+            return back
+        res = storm(n + 1, op, None, timeout)
+        out['errors'] += res['errors'] + res['gave_up']
+        out['wall'] = res['wall']
+        out['done'] = sum(1 for r in res['results'][:n] if r is not None)
+        if took:
+            out['storm'] = took[0]
+        out['errors'] += check_single_writer(
+            target, volume, set(r for r in res['results'][:n] if r),
+            back, taken)
+    except Exception as e:
+        out['errors'].append('%s: %s' % (type(e).__name__, str(e)[:300]))
+    finally:
+        conn = target.http()
+        try:
+            target.detach_all(conn, volume)
+        finally:
+            conn.close()
+        for h in hosts:
+            h.close()
+    return out
+
+
+def check_single_writer(target, volume_id, readers, writer, taken):
+    """Errors (strings) unless the volume is in-use with ``readers``
+    attached read-only, ``writer`` read-write, and nothing else live
+    (``taken``, the attachment the writer took over from, ended)."""
+    conn = target.http()
+    try:
+        vol = target.call(conn, 'GET', '/volumes/' + volume_id)['volume']
+        atts = target.call(conn, 'GET', '/attachments/detail?volume_id=%s'
+                           % volume_id)['attachments']
+    finally:
+        conn.close()
+    errors = []
+    if vol['status'] != 'in-use':
+        errors.append('volume %s is %s, not in-use' % (volume_id,
+                                                       vol['status']))
+    live = {a['id']: a for a in atts if a['status'] != 'detached'}
+    want = dict.fromkeys(readers, 'ro')
+    want[writer] = 'rw'
+    got = {i: a['attach_mode'] for i, a in live.items()
+           if a['status'] == 'attached'}
+    if got != want:
+        errors.append('live attachments %s, not %s' % (
+            sorted((i[:8], m, live[i]['status']) for i, m in got.items()),
+            '%d ro + 1 rw' % len(readers)))
+    if taken in live:
+        errors.append('the attachment taken over (%s) is %s'
+                      % (taken, live[taken]['status']))
+    return errors
 
 
 # -- the floor -------------------------------------------------------------
@@ -588,15 +717,46 @@ def report(runs, floors, timeout):
                         'gave up', 'errors', 'CPU ms/host by process',
                         'services', 'floor CPU', 'x floor CPU',
                         'client CPU', 'Cinder/this'), rows)
+    report_takeovers(runs)
+
+
+def report_takeovers(runs):
+    rows = []
+    for r in runs:
+        t = r.get('takeover')
+        if t is None:
+            continue
+        plain = r['attach']['wall']
+        rows.append((r['target'], r['hosts'], r['round'],
+                     '%d/%d' % (t['done'], r['hosts']), '%.3f' % t['wall'],
+                     '%.3f' % plain, attach.ms(t['quiet']),
+                     attach.ms(t['storm']),
+                     '%.1fx' % (t['storm'] / t['quiet'])
+                     if t['quiet'] == t['quiet'] and t['quiet'] else '-',
+                     len(t['errors'])))
+    if not rows:
+        return
+    print()
+    print('takeover during the attach storm (single-writer volume: N hosts '
+          'attach read-only while one takes the writer\'s role; wall s; '
+          'takeover = the os-takeover request, ms, quiet = alone before '
+          'the storm; plain storm = the attach storm above, same N and '
+          'round)')
+    vc.print_table(('target', 'N', 'round', 'readers', 'wall s',
+                    'plain storm s', 'takeover quiet', 'in storm',
+                    'x quiet', 'errors'), rows)
 
 
 def to_json(runs, floors):
     def clean(res):
         return {k: v for k, v in res.items() if k != 'results'}
-    return {'runs': [{'target': r['target'], 'hosts': r['hosts'],
-                      'round': r['round'],
-                      'attach': clean(r['attach']),
-                      'detach': clean(r['detach'])} for r in runs],
+    return {'runs': [dict({'target': r['target'], 'hosts': r['hosts'],
+                           'round': r['round'],
+                           'attach': clean(r['attach']),
+                           'detach': clean(r['detach'])},
+                          **({'takeover': r['takeover']}
+                             if 'takeover' in r else {}))
+                     for r in runs],
             'floors': {str(n): {p: clean(v) for p, v in parts.items()}
                        for n, parts in floors.items()}}
 
@@ -639,6 +799,10 @@ def parse_args(argv):
                    help="an option of cinder_lite's services (repeatable)")
     p.add_argument('--rounds', type=int, default=1,
                    help='storms of each N and target (after one floor)')
+    p.add_argument('--takeover', action='store_true',
+                   help="after each of cinder_lite's storms, a writer "
+                        'takeover during an attach storm of N read-only '
+                        'hosts on a single-writer volume')
     p.add_argument('--hold', type=float, default=0.0)
     p.add_argument('--hold-at', type=int, default=50)
     args = p.parse_args(argv)
@@ -687,7 +851,8 @@ def main(argv=None):
                                   reference.project, groups, 'rest',
                                   refusals=True))
         for target in targets:
-            target.prepare()
+            target.prepare(single_writer=args.takeover and
+                           target.name != 'cinder')
             host = target.hosts(1)[0]
             host.deadline = time.monotonic() + args.host_timeout
             warm = storm(1, lambda i: host.attach(target.volume))
@@ -722,6 +887,14 @@ def main(argv=None):
                 out = run_target(target, n, args.host_timeout)
                 out['round'] = rnd
                 runs.append(out)
+                if target.single_volume is not None:
+                    announce('%s: takeover during a storm of %d hosts, '
+                             'round %d' % (target.name, n, rnd))
+                    out['takeover'] = run_takeover(target, n,
+                                                   args.host_timeout)
+                    for e in out['takeover']['errors'][:3]:
+                        announce('%s takeover error: %s' % (target.name, e))
+                    failed = failed or bool(out['takeover']['errors'])
                 for phase in ('attach', 'detach'):
                     for e in out[phase]['errors'][:3]:
                         announce('%s %s error: %s' % (target.name, phase,

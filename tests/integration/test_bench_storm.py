@@ -1,7 +1,8 @@
 """bench/storm.py with three hosts, cinder_lite's side only (REST and the
 bus), so the bench cannot rot: it runs as its docstring says, every host
-attaches and detaches, the volume is checked in between, and the floor's
-parts are measured."""
+attaches and detaches, the volume is checked in between, the takeover
+during a storm leaves one writer and the readers, and the floor's parts
+are measured."""
 import json
 import math
 import os
@@ -21,7 +22,7 @@ def test_storm_of_three_hosts(tmp_path):
     proc = subprocess.run(
         [sys.executable, os.path.join(ROOT, 'bench', 'storm.py'),
          '--hosts', str(HOSTS), '--targets', 'lite,lite-bus',
-         '--floor-repeats', '1', '--json', str(out)],
+         '--floor-repeats', '1', '--takeover', '--json', str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert 'no errors' in proc.stdout
@@ -36,6 +37,10 @@ def test_storm_of_three_hosts(tmp_path):
             assert len(storm['lat']) == HOSTS
             assert 0 < max(storm['lat']) <= storm['wall'] + 1e-6
             assert 'api' in storm['cpu']
+        takeover = run['takeover']
+        assert takeover['errors'] == [] and takeover['done'] == HOSTS
+        assert 0 < takeover['quiet'] and 0 < takeover['storm'] \
+            <= takeover['wall'] + 1e-6
     parts = result['floors'][str(HOSTS)]
     assert sorted(parts) == ['db-attach', 'db-detach', 'http1', 'http3',
                              'rpc1', 'rpc2', 'rpc4']
@@ -44,3 +49,4 @@ def test_storm_of_three_hosts(tmp_path):
         assert math.isfinite(part['wall']) and part['wall'] > 0
     # the table names both targets and the floor beside them
     assert 'lite-bus' in proc.stdout and 'x floor' in proc.stdout
+    assert 'takeover during the attach storm' in proc.stdout
