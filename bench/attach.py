@@ -1220,6 +1220,29 @@ def composed_floor(floor, kind, layout, clients):
     return 1.0 / per, lat
 
 
+def profiled_cell(url, kind, layout, clients, seconds, volumes, sampler,
+                  pids):
+    """The cell run again with py-spy on each service process: ({group:
+    profile.Samples}, {group: CPU ms per cycle of the profiled run}).
+    The shares of the samples are applied to the CPU of the unprofiled
+    cell (sampling costs the processes CPU of its own); its errors count
+    as the cell's."""
+    recorders = {g: profile.Recorder(p[0]).start()
+                 for g, p in pids.items() if g != 'bench'}
+    try:
+        res = run_cell(url, kind, layout, clients, seconds, volumes,
+                       sampler)
+    finally:
+        samples = {g: r.stop() for g, r in recorders.items()}
+    if not any(samples.values()):
+        raise RuntimeError('py-spy sampled no service process: %s' % '; '.join(
+            r.output for r in recorders.values()))
+    if res['errors']:
+        raise RuntimeError('the profiled cell failed: %s' % res['errors'][:3])
+    n = max(1, res['ops'])
+    return samples, {g: 1000.0 * v / n for g, v in res['cpu'].items()}
+
+
 def floor_cpu_parts(floor, kind, layout, clients):
     """{'http', 'rpc', 'sql': CPU ms per cycle} of the composed floor's
     parts (None without one): the API's for the bare HTTP requests, the
@@ -1323,23 +1346,13 @@ def bench_mode(name, deployment, args):
                              % (kind, layout, clients, args.seconds))
                     retried = retries_of(deployment)
                     galera0 = galera_totals(deployment)
-                    recorders = {
-                        g: profile.Recorder(pids[g][0]).start()
-                        for g in pids if g != 'bench'} \
-                        if args.profile else {}
-                    try:
-                        res = run_cell(deployment.url, kind, layout,
-                                       clients, args.seconds, volumes,
-                                       sampler)
-                    finally:
-                        res_profile = {g: r.stop()
-                                       for g, r in recorders.items()}
-                    if recorders and not any(res_profile.values()):
-                        raise RuntimeError(
-                            'py-spy sampled no service process: %s' %
-                            '; '.join(r.output for r in recorders.values()))
-                    if res_profile:
-                        res['profile'] = res_profile
+                    res = run_cell(deployment.url, kind, layout, clients,
+                                   args.seconds, volumes, sampler)
+                    if args.profile:
+                        announce(name, 'the same cell again, profiled')
+                        res['profile'], res['profiled_cpu'] = profiled_cell(
+                            deployment.url, kind, layout, clients,
+                            args.seconds, volumes, sampler, pids)
                     # (what a retry logs is written before the answer)
                     after = retries_of(deployment)
                     if after is not None:
@@ -1477,11 +1490,13 @@ def print_profile(m, c):
                             c['clients']) or {}
     print()
     print('%s, %s, %s volume(s), %d client(s): CPU ms per cycle by part '
-          '(py-spy --gil, %s samples; floor = the same part of the '
-          'composed floor)' % (m['name'], c['cycle'], c['layout'],
-                               c['clients'], '+'.join(
-                                   str(sum(c['profile'][g].parts.values()))
-                                   for g in groups)))
+          '(the shares of py-spy --gil samples of the cell run again, %s '
+          'samples, of the CPU the unprofiled cell measured; floor = the '
+          'same part of the composed floor; sampled, the services spent '
+          '%.2f ms a cycle)' % (
+              m['name'], c['cycle'], c['layout'], c['clients'], '+'.join(
+                  str(sum(c['profile'][g].parts.values())) for g in groups),
+              sum(c['profiled_cpu'].get(g, 0.0) for g in groups)))
     rows = []
     for p in profile.PARTS + ('all',):
         vals = [sum(per[g].values()) if p == 'all' else per[g][p]
