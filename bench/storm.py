@@ -279,17 +279,23 @@ def storm(n, op, sampler=None, timeout=HOST_TIMEOUT):
             'lat': [ends[i] - starts[i] for i in ok]}
 
 
+def volume_and_attachments(target, volume_id, detail=False):
+    """(The volume, its attachments) as the target shows them."""
+    conn = target.http()
+    try:
+        vol = target.call(conn, 'GET', '/volumes/' + volume_id)['volume']
+        atts = target.call(conn, 'GET', '/attachments%s?volume_id=%s' % (
+            '/detail' if detail else '', volume_id))['attachments']
+    finally:
+        conn.close()
+    return vol, atts
+
+
 def check_volume(target, volume_id, n_attached):
     """Errors (strings) if the volume is not in the state a finished
     storm leaves: in-use with N attached attachments, or available with
     none."""
-    conn = target.http()
-    try:
-        vol = target.call(conn, 'GET', '/volumes/' + volume_id)['volume']
-        atts = target.call(conn, 'GET', '/attachments?volume_id=%s'
-                           % volume_id)['attachments']
-    finally:
-        conn.close()
+    vol, atts = volume_and_attachments(target, volume_id)
     errors = []
     want = 'in-use' if n_attached else 'available'
     if vol['status'] != want:
@@ -521,13 +527,7 @@ def check_single_writer(target, volume_id, readers, writer, taken):
     """Errors (strings) unless the volume is in-use with ``readers``
     attached read-only, ``writer`` read-write, and nothing else live
     (``taken``, the attachment the writer took over from, ended)."""
-    conn = target.http()
-    try:
-        vol = target.call(conn, 'GET', '/volumes/' + volume_id)['volume']
-        atts = target.call(conn, 'GET', '/attachments/detail?volume_id=%s'
-                           % volume_id)['attachments']
-    finally:
-        conn.close()
+    vol, atts = volume_and_attachments(target, volume_id, detail=True)
     errors = []
     if vol['status'] != 'in-use':
         errors.append('volume %s is %s, not in-use' % (volume_id,
