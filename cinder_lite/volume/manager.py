@@ -830,6 +830,15 @@ class VolumeManager(manage_manager.ManageEndpoints,
                         current, failed, e)
             self._attachment_failed(volume, attachment_id, what,
                                     '%s refused: %s' % (what, e))
+            if isinstance(e, exception.InvalidTransition):
+                # the attachment moved on while this call was on its way
+                # (an earlier delivery of the same call failed and
+                # recorded it, or reconciliation settled it): nothing the
+                # caller asked was wrong, the service could not do it
+                raise (exception.DisconnectFailed if what == 'disconnect'
+                       else exception.ConnectFailed)(
+                    reason='attachment %s changed while the %s was under '
+                           'way: %s' % (attachment_id, what, e))
             raise (exception.DisconnectRefused if what == 'disconnect'
                    else exception.ConnectRefused)(reason=str(e))
         except Exception as e:
