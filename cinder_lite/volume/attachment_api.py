@@ -305,10 +305,23 @@ class AttachmentService:
         LOG.info('attachment %s of volume %s: reserved and connecting '
                  '(instance %s, host %s, mode %s)', attachment.id, vol.id,
                  instance_uuid, connector['host'], mode)
-        return self._connect_on_backend(
-            context, vol, attachment, host, connector, mode,
-            carried=(dict(db_volumes.summary(vol), status=status),
-                     type_qos))
+        try:
+            return self._connect_on_backend(
+                context, vol, attachment, host, connector, mode,
+                carried=(dict(db_volumes.summary(vol), status=status),
+                         type_qos))
+        except (exception.ConnectFailed, exception.ConnectRefused) as e:
+            # the volume service failed or refused the connect and
+            # recorded it: the caller, who never saw the attachment's id,
+            # must be told what is left
+            raise (exception.ConnectRefused
+                   if isinstance(e, exception.ConnectRefused)
+                   else exception.ConnectFailed)(
+                message='%s; attachment %s %s: delete it (DELETE '
+                        '/attachments/%s) before attaching again' % (
+                            e.message, attachment.id,
+                            self._left(attachment.id), attachment.id)
+            ) from None
 
     def reserve(self, context, volume, instance_uuid, mode,
                 service_owned=False, status=states.ATTACH_RESERVED,
@@ -522,16 +535,8 @@ class AttachmentService:
                 recorded = db_api.run_writer(db_attachments.record_failure,
                                              attachment.id, 'connect_lost',
                                              str(e))
-                if recorded is not None:
-                    left = 'is left error_attaching'
-                else:
-                    with db_api.reader() as session:
-                        try:
-                            left = 'was settled meanwhile: %s' % (
-                                db_attachments.get(
-                                    session, attachment.id).attach_status)
-                        except exception.NotFound:
-                            left = 'is gone'
+                left = ('is left error_attaching' if recorded is not None
+                        else self._left(attachment.id))
             except db_api.UNAVAILABLE as db_error:
                 # the database went away under the connect (often why it
                 # failed): the attachment exists, attaching, and
@@ -574,6 +579,22 @@ class AttachmentService:
         # sharing, one read for both)
         with db_api.reader() as session:
             return db_attachments.get_with_sharing(session, attachment.id)
+
+    @staticmethod
+    def _left(attachment_id):
+        """How a failed connect left attachment ``attachment_id``, in the
+        words the 503 gives the caller."""
+        try:
+            with db_api.reader() as session:
+                status = db_attachments.get(session,
+                                            attachment_id).attach_status
+        except exception.NotFound:
+            return 'is gone'
+        except db_api.UNAVAILABLE:
+            return 'is left (the database could not be read to say how)'
+        if status == states.ERROR_ATTACHING:
+            return 'is left error_attaching'
+        return 'was settled meanwhile: %s' % status
 
     def _notify(self, context, event_type, vol, attachment, **changed):
         """``event_type`` about ``attachment`` of ``vol`` as it is after

@@ -343,11 +343,15 @@ def _failed_connect(api, stack, volume_id):
             'volume_uuid': volume_id, 'instance_uuid': I1,
             'connector': connector()}})
         assert resp.status_code == 503
-        assert 'missing' in resp.json()['serviceUnavailable']['message']
+        message = resp.json()['serviceUnavailable']['message']
+        assert 'missing' in message
     finally:
         os.rename(path + '.away', path)
     (att,) = api.get('/attachments/detail').json()['attachments']
     assert att['status'] == 'error_attaching'
+    # the caller never saw its id: the answer names it
+    assert ('attachment %s is left error_attaching: delete it (DELETE '
+            '/attachments/%s)' % (att['id'], att['id'])) in message
     return att
 
 
