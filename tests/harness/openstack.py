@@ -49,6 +49,8 @@ import urllib.parse
 import uuid
 
 import requests
+from requests import adapters
+from urllib3.util import retry
 
 from tests.harness import cluster as cluster_mod
 from tests.harness import util
@@ -124,7 +126,7 @@ class Identity:
 
     def __init__(self, url):
         self.url = url            # http://127.0.0.1:PORT/v3
-        self.session = requests.Session()
+        self.session = _session()
         self._admin = None
 
     def token(self, user, password, project=None, domain=DOMAIN,
@@ -196,6 +198,21 @@ class Identity:
                 'region_id': REGION, 'url': url}})
 
 
+def _session():
+    """A keep-alive session that sends a GET again when the server
+    closed the connection it reused as the request went out (gunicorn
+    ends idle connections after its ``keepalive``; a request that
+    crosses that close reads a reset), as any HTTP client of these APIs
+    must.  Other methods are not sent again: they are not idempotent."""
+    session = requests.Session()
+    again = adapters.HTTPAdapter(max_retries=retry.Retry(
+        total=3, connect=3, read=3, status=0, other=0,
+        allowed_methods=frozenset(['GET', 'HEAD']), backoff_factor=0.1,
+        raise_on_status=False))
+    session.mount('http://', again)
+    return session
+
+
 class Client:
     """A user's session: a Keystone token scoped to one project and the
     catalog it came with; ``compute`` and ``volume`` call Nova and
@@ -212,7 +229,7 @@ class Client:
         self.endpoints = {
             entry['type']: e['url'] for entry in body['catalog']
             for e in entry['endpoints'] if e['interface'] == 'public'}
-        self.session = requests.Session()
+        self.session = _session()
 
     def _call(self, base, header, version, method, path, body, expect):
         resp = self.session.request(
@@ -343,6 +360,10 @@ class NovaStack:
         with open(os.path.join(where, 'gunicorn.conf.py'), 'w') as f:
             f.write('wsgi_app = %r\nbind = [%r]\nworkers = 1\n'
                     'threads = %d\ngraceful_timeout = 5\ntimeout = 120\n'
+                    # (idle keep-alive connections live longer than the
+                    # tests' polls wait between requests: gunicorn's 2 s
+                    # made a poll every 2 s meet the close)
+                    'keepalive = 75\n'
                     'control_socket_disable = True\n'
                     % (app, '%s:%d' % (HOST, self.ports[name]), threads))
         proc = cluster_mod.Process(name, [venv_bin('gunicorn')],
