@@ -74,6 +74,11 @@ TARGET_PARAMS = (('MaxRecvDataSegmentLength', '262144'),
                  ('InitialR2T', 'No'),
                  ('ImmediateData', 'Yes'))
 
+# what tgtadm answers for an account made again, and one it does not know
+# (its exit status is the same for every error)
+ACCOUNT_EXISTS = 'this account already exists'
+NO_ACCOUNT = "can't find the account"
+
 
 class TargetError(exception.CinderLiteError):
     msg_fmt = 'iSCSI target: %(reason)s'
@@ -404,11 +409,15 @@ class IscsiTarget:
     def _add_account(self, user, secret, tid, target):
         """Make ``user`` (if tgtd has not got it) and bind it to ``tid``
         (``target``: as shown, None for a target just made)."""
-        if user not in self._accounts():
-            # (the secret is on tgtadm's command line for a moment: tgtadm
-            # takes it no other way; _adm never shows it in an error)
+        # (one tgtadm call where asking for the accounts first takes two;
+        # the secret is on tgtadm's command line for a moment: tgtadm
+        # takes it no other way; _adm never shows it in an error)
+        try:
             self._adm('--mode', 'account', '--op', 'new', '--user', user,
                       '--password', secret)
+        except TargetError as e:
+            if ACCOUNT_EXISTS not in str(e):
+                raise
         if target is None or user not in target['accounts']:
             self._adm('--mode', 'account', '--op', 'bind', '--tid',
                       str(tid), '--user', user)
@@ -442,9 +451,12 @@ class IscsiTarget:
         tgtd again.  Sessions it opened are the caller's to end."""
         if target is not None:
             self._unbind_account(target, user, deadline)
-        if user in self._accounts(deadline):
+        try:
             self._adm('--mode', 'account', '--op', 'delete', '--user', user,
                       deadline=deadline)
+        except TargetError as e:
+            if NO_ACCOUNT not in str(e):
+                raise
 
     def _unbind(self, target, initiator, started=None):
         """Cut ``initiator`` off ``target``: take it off the ACL (so it
