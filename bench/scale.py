@@ -57,10 +57,26 @@ For each row count N (``--rows``, default 1000,100000,1000000):
    scheduler's first decision, ingesting one report, one decision for
    several types and a refusal, and the API's check before a create.
 
+7. ``POST /volumes`` with S volume services reporting (``--reporting``,
+   default 2,10000; the issue that found 631ac61 measured it so): a fresh
+   SQLite state gets S - 1 ``cinder-volume`` services rows (up, with
+   bench/scheduler.py's capabilities, a third of them multiattach, but
+   full: no free capacity, thick provisioning) beside the embedded
+   backend, which ``cinder-lite-all`` then serves; a volume type with
+   ``multiattach="<is> True"``, which a third of the backends match and
+   only the embedded one has room for, gets ``--creates`` volumes
+   (default 20), one after another.  One ``cinder-lite-all`` for each S
+   runs side by side, and the creates go to each in turn.
+   Measured: the ``POST`` (p50 of the request) and create to
+   ``available`` (the POST and polling the volume every 5 ms), with the
+   ratio to the first S, the number to watch: 631ac61 made the API's
+   check before a create look at every service (x2.6-3.3 at 10,000).
+
     .venv/bin/python bench/scale.py --rows 1000,100000
     .venv/bin/python bench/scale.py --rows 1000,1000000
     .venv/bin/python bench/scale.py --rows 1000,100000 --db postgresql
     .venv/bin/python bench/scale.py --rows '' --backends 100,1000,10000
+    .venv/bin/python bench/scale.py --rows '' --backends '' --reporting 2,10000
 
 The subprocess, the temporary directories and the server-side database are
 removed at the end (``--keep`` keeps the work directory with the config
@@ -91,7 +107,7 @@ from bench import volume_create as vc  # noqa: E402
 from cinder_lite.db import migration  # noqa: E402
 from cinder_lite.db import models  # noqa: E402
 from tests.harness import cluster as cluster_mod  # noqa: E402
-from tests.harness import util
+from tests.harness import util  # noqa: E402
 
 PROJECT = cluster_mod.PROJECT
 VERSION = 'volume 3.71'
@@ -439,7 +455,8 @@ def _seed_rows(engine, kind, args, n_rows, state):
 class Embedded:
     """cinder-lite-all in a subprocess on the seeded state."""
 
-    def __init__(self, workdir, state, db):
+    def __init__(self, workdir, state, db, report_interval=1,
+                 service_down_time=10):
         self.workdir = workdir
         self.port = util.free_port()
         self.url = 'http://127.0.0.1:%d' % self.port
@@ -448,8 +465,8 @@ class Embedded:
                                 'osapi_volume_listen_port': self.port,
                                 'host': NODE,
                                 'enabled_backends': BACKEND,
-                                'report_interval': 1,
-                                'service_down_time': 10,
+                                'report_interval': report_interval,
+                                'service_down_time': service_down_time,
                                 # rows are made in bulk, beside the API
                                 'quota_volumes': -1,
                                 'quota_gigabytes': -1},
@@ -703,6 +720,130 @@ def run_size(n_rows, args):
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def seed_services(db, n):
+    """Schema, then ``n`` cinder-volume services rows that report (as
+    bench/scheduler.py seeds them) but are full."""
+    engine = db.engine()
+    try:
+        migration.upgrade(engine=engine)
+        rng = random.Random(20261207 + n)
+        now = models.utcnow()
+        rows = []
+        for i in range(n):
+            caps = sched_bench.capabilities(rng, i)
+            caps.update(free_capacity_gb=0.0,
+                        thin_provisioning_support=False,
+                        thick_provisioning_support=True)
+            rows.append({'uuid': str(uuid.UUID(int=rng.getrandbits(128),
+                                               version=4)),
+                         'host': 'node%d@b%d' % (i, i),
+                         'binary': 'cinder-volume',
+                         'topic': 'cinder-lite-volume', 'backend': 'b%d' % i,
+                         'report_count': 1, 'disabled': False,
+                         'availability_zone': 'nova',
+                         'heartbeat_at': now, 'created_at': now,
+                         'capabilities': caps})
+        if rows:
+            with engine.begin() as conn:
+                conn.execute(sa.insert(models.Service.__table__), rows)
+    finally:
+        engine.dispose()
+
+
+def create_until_available(caller, type_id, name):
+    """One volume of ``type_id``: (POST seconds, POST to available
+    seconds)."""
+    t0 = time.perf_counter()
+    volume = caller.call('POST', '/volumes', 202, {'volume': {
+        'size': 1, 'name': name, 'volume_type': type_id}}).json()['volume']
+    posted = time.perf_counter() - t0
+    deadline = time.monotonic() + 60
+    while True:
+        status = caller.get('/volumes/%s' % volume['id'])['volume']['status']
+        if status == 'available':
+            return posted, time.perf_counter() - t0
+        if status == 'error' or time.monotonic() > deadline:
+            raise RequestFailed('volume %s is %s' % (volume['id'], status))
+        time.sleep(0.005)
+
+
+def run_reporting(counts, args):
+    """Part 7: one cinder-lite-all for each count of volume services
+    reporting, all started first; then the creates go to each in turn
+    (what the machine does meanwhile falls on every count alike).
+    Returns [(count, {measure: [seconds]})]."""
+    workdir = tempfile.mkdtemp(prefix='cinder-lite-reporting-')
+    servers = []
+    try:
+        for n in counts:
+            state = os.path.join(workdir, 'state-%d' % n)
+            os.makedirs(state)
+            db = Database('sqlite', state)
+            seed_services(db, n - 1)
+            # (the default report interval; the seeded heartbeats stay
+            # fresh for the whole run)
+            os.makedirs(os.path.join(workdir, str(n)))
+            server = Embedded(os.path.join(workdir, str(n)), state, db,
+                              report_interval=10, service_down_time=3600)
+            servers.append(server)
+            server.start()
+        runs = []
+        for n, server in zip(counts, servers):
+            caller = Caller(server.url, 'admin')
+            vtype = caller.call('POST', '/types', 200, {'volume_type': {
+                'name': 'shared', 'extra_specs': {
+                    'multiattach': '<is> True'}}}).json()['volume_type']
+            for i in range(2):
+                # (two to warm the path up)
+                create_until_available(caller, vtype['id'], 'warm-%d' % i)
+            runs.append((n, caller, vtype['id'],
+                         {'POST /volumes (multiattach type)': [],
+                          'create -> available': []}))
+        for i in range(args.creates):
+            for n, caller, type_id, results in runs:
+                posted, available = create_until_available(
+                    caller, type_id, 'reporting-%d' % i)
+                results['POST /volumes (multiattach type)'].append(posted)
+                results['create -> available'].append(available)
+        for _n, caller, _t, _r in runs:
+            caller.close()
+        for n, server in zip(counts, servers):
+            rc = server.stop()
+            if rc not in (0, None):
+                log('cinder-lite-all (%d services) exited with %s'
+                    % (n, rc))
+        servers = []
+        return [(n, results) for n, _c, _t, results in runs]
+    except BaseException:
+        for server in servers:
+            log('service log tail:\n%s'
+                % cluster_mod.tail(server.proc.log_path))
+        raise
+    finally:
+        for server in servers:
+            server.stop()
+        if args.keep:
+            log('kept %s' % workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def report_reporting(runs):
+    base = runs[0][1]
+    print()
+    print('POST /volumes with S volume services reporting (embedded, '
+          'SQLite; load average %s); ms; ratio = p50 / p50 at S = %s'
+          % (' '.join('%.2f' % x for x in os.getloadavg()),
+             '{:,}'.format(runs[0][0])))
+    rows = []
+    for n, results in runs:
+        for name, lat in results.items():
+            rows.append(('{:,}'.format(n), name, len(lat), ms(pct(lat, 50)),
+                         ms(pct(lat, 95)), ms(pct(lat, 99)),
+                         '%.2f' % (pct(lat, 50) / pct(base[name], 50))))
+    print_table(('S', 'measure', 'n', 'p50', 'p95', 'p99', 'ratio'), rows)
+
+
 # -- output ----------------------------------------------------------------
 
 def report(runs, args):
@@ -756,11 +897,21 @@ def parse_args(argv):
     p.add_argument('--backends', default='100,1000,10000',
                    help='backend counts for the scheduling part '
                         '(bench/scheduler.py); empty to skip it')
+    p.add_argument('--reporting', default='2,10000',
+                   help='volume services reporting for the creates part '
+                        '(at least 1: the embedded backend); empty to '
+                        'skip it')
+    p.add_argument('--creates', type=int, default=20,
+                   help='creates measured for each --reporting count')
     args = p.parse_args(argv)
     args.backends = [int(b.replace('_', '')) for b in
                      args.backends.split(',') if b.strip()]
     args.rows = [int(r.replace('_', '')) for r in args.rows.split(',')
                  if r.strip()]
+    args.reporting = [int(r.replace('_', '')) for r in
+                      args.reporting.split(',') if r.strip()]
+    if any(r < 1 for r in args.reporting):
+        p.error('--reporting counts must be at least 1')
     if args.volumes < 2:
         p.error('--volumes must be at least 2')
     return args
@@ -787,6 +938,10 @@ def main(argv=None):
                                               rng)))
     if sched_runs:
         sched_bench.report_table(sched_runs)
+    if args.reporting:
+        log('creates with %s volume services reporting'
+            % ', '.join(str(n) for n in args.reporting))
+        report_reporting(run_reporting(args.reporting, args))
     return 0
 
 

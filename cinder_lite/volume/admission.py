@@ -91,22 +91,8 @@ class ServicesView:
 
     def _read(self, session, engine):
         read_at = time.monotonic()
-        rows = db_services.with_capabilities(session,
-                                             constants.VOLUME_BINARY)
-        groups, named, zones = {}, {}, {}
-        for row in rows:
-            backend = _Backend(row)
-            caps = backend.capabilities or {}
-            zone = backend.availability_zone
-            key = (zone, capabilities.signature(caps))
-            groups.setdefault(key, []).append(backend)
-            named.setdefault(str(caps.get(capabilities.NAME_KEY)),
-                             []).append(backend)
-            heard = backend.heartbeat_at
-            if not backend.disabled and heard is not None and (
-                    zone not in zones or heard > zones[zone]):
-                zones[zone] = heard
-        copy = groups, named, zones
+        copy = copy_of(db_services.with_capabilities(
+            session, constants.VOLUME_BINARY))
         with self._lock:
             # a read that began before another one ended keeps the newer
             if self._engine is not engine or self._read_at is None or \
@@ -117,6 +103,29 @@ class ServicesView:
 
 
 SERVICES = ServicesView()
+
+
+def copy_of(rows):
+    """(groups, by name, freshest heartbeat of each zone) of services rows
+    (host, availability_zone, disabled, heartbeat_at, capabilities): what
+    ``ServicesView`` keeps, each list of backends the largest first."""
+    groups, named, zones = {}, {}, {}
+    for row in rows:
+        backend = _Backend(row)
+        caps = backend.capabilities or {}
+        zone = backend.availability_zone
+        key = (zone, capabilities.signature(caps))
+        groups.setdefault(key, []).append(backend)
+        named.setdefault(str(caps.get(capabilities.NAME_KEY)),
+                         []).append(backend)
+        heard = backend.heartbeat_at
+        if not backend.disabled and heard is not None and (
+                zone not in zones or heard > zones[zone]):
+            zones[zone] = heard
+    for members in (*groups.values(), *named.values()):
+        # (``admit`` walks each from its largest)
+        members.sort(key=_largest_first)
+    return groups, named, zones
 
 
 def check_backends(session, request, volume_type, conf):
@@ -161,32 +170,46 @@ def _still_up(session, backends, conf):
 
 
 def _capable(groups, named, az, specs):
-    """The backends of ``az`` whose capabilities satisfy ``specs``."""
+    """The backends of ``az`` whose capabilities satisfy ``specs``, as
+    lists each in the order of their ``limit``, the largest first (the
+    copy's lists are, ``copy_of``)."""
     required = capabilities.capability_requirements(specs)
     name = capabilities.pinned_name(required)
     if name is not None:
         # only the backends of that name can match
-        pool = [b for b in named.get(name, ())
-                if b.availability_zone == az]
+        pools = [named.get(name, ())]
     elif capabilities.PER_BACKEND_KEYS.intersection(required):
         # capacity or name: each backend answers for itself
-        pool = [b for (zone, _), members in groups.items() if zone == az
-                for b in members]
+        pools = [members for (zone, _), members in groups.items()
+                 if zone == az]
     else:
         # the members of a group answer alike
-        return [b for (zone, _), members in groups.items()
+        return [members for (zone, _), members in groups.items()
                 if zone == az and capabilities.satisfies(
-                    members[0].capabilities or {}, specs)
-                for b in members]
-    return [b for b in pool
-            if capabilities.satisfies(b.capabilities or {}, specs)]
+                    members[0].capabilities or {}, specs)]
+    return [[b for b in pool if b.availability_zone == az
+             and capabilities.satisfies(b.capabilities or {}, specs)]
+            for pool in pools]
+
+
+def _largest_first(backend):
+    return -backend.limit
 
 
 def _check_backends(session, request, volume_type, conf, fresh):
-    groups, named, freshest = SERVICES.snapshot(session, conf, fresh)
-    az = _zone(request, conf)
     # one cutoff for every backend (10,000 of them, each create)
-    cutoff = db_services.up_cutoff(conf.service_down_time)
+    return admit(SERVICES.snapshot(session, conf, fresh), request,
+                 volume_type, conf,
+                 db_services.up_cutoff(conf.service_down_time))
+
+
+def admit(copy, request, volume_type, conf, cutoff):
+    """(the zone, a few of the backends that can hold it) of a create of
+    ``request`` of ``volume_type`` by ``copy`` (``copy_of``), a backend
+    being up while it has reported since ``cutoff``; refuses as
+    ``check_backends`` says."""
+    groups, named, freshest = copy
+    az = _zone(request, conf)
 
     def up(b):
         return not b.disabled and b.heartbeat_at is not None and \
@@ -202,9 +225,25 @@ def _check_backends(session, request, volume_type, conf, fresh):
             host=constants.VOLUME_BINARY,
             reason='no volume service in availability zone %s has '
                    'reported within service_down_time; retry later' % az)
-    capable = [b for b in _capable(groups, named, az,
-                                   volume_type['extra_specs']) if up(b)]
-    if not capable:
+    # the up backends large enough, at most as many as are confirmed,
+    # found without walking every capable backend (a third of 10,000
+    # for a multiattach type, each create): each list is walked from its
+    # largest down to the first too small
+    able, largest = [], None
+    for members in _capable(groups, named, az, volume_type['extra_specs']):
+        for b in members:
+            if not up(b):
+                continue
+            if largest is None or b.limit > largest:
+                largest = b.limit
+            if b.limit < request['size']:
+                break
+            able.append(b)
+            if len(able) == CONFIRM_AT_MOST:
+                break
+        if len(able) == CONFIRM_AT_MOST:
+            break
+    if largest is None:
         silent = sorted(b.host for (zone, _), members in groups.items()
                         if zone == az for b in members
                         if up(b) and not b.capabilities)
@@ -220,11 +259,10 @@ def _check_backends(session, request, volume_type, conf, fresh):
             reason='No live backend in availability zone %s reports the '
                    'capabilities volume type %s asks for: %s.' % (
                        az, volume_type['name'], wanted or '{}'))
-    largest = max(b.limit for b in capable)
-    if request['size'] > largest:
+    if not able:
         raise exception.NoValidBackend(
             reason='Requested size %d GiB exceeds the capacity of every '
                    'backend that can hold volume type %s (largest: %.0f '
                    'GiB).' % (request['size'], volume_type['name'],
                               largest))
-    return az, [b for b in capable if b.limit >= request['size']]
+    return az, able
