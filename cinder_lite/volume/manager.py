@@ -62,6 +62,25 @@ EVENT_SNAPSHOT_DELETE_FAILED = 'VOLUME_VOLUME_SNAPSHOT_010_016'
 volume_dict = db_volumes.summary
 
 
+# what a connect or disconnect that failed (or was given up) leaves its
+# attachment in
+_RECORDED_FAILED = (states.ERROR_ATTACHING, states.ERROR_DETACHING)
+
+
+def _failed(what):
+    """The error of a connect or disconnect (``what``) the service could
+    not do (503)."""
+    return (exception.DisconnectFailed if what == 'disconnect'
+            else exception.ConnectFailed)
+
+
+def _refused(what):
+    """The error of a connect or disconnect (``what``) that does not apply
+    (400)."""
+    return (exception.DisconnectRefused if what == 'disconnect'
+            else exception.ConnectRefused)
+
+
 def backup_export_id(backup_id):
     """The id a backup's export and credential go by on the target (an
     attachment's are its own id)."""
@@ -831,23 +850,25 @@ class VolumeManager(manage_manager.ManageEndpoints,
             self._attachment_failed(volume, attachment_id, what,
                                     '%s refused: %s' % (what, e))
             if isinstance(e, exception.InvalidTransition):
-                # the attachment moved on while this call was on its way
-                # (an earlier delivery of the same call failed and
-                # recorded it, or reconciliation settled it): nothing the
-                # caller asked was wrong, the service could not do it
-                raise (exception.DisconnectFailed if what == 'disconnect'
-                       else exception.ConnectFailed)(
-                    reason='attachment %s changed while the %s was under '
-                           'way: %s' % (attachment_id, what, e))
-            raise (exception.DisconnectRefused if what == 'disconnect'
-                   else exception.ConnectRefused)(reason=str(e))
+                reason = 'attachment %s changed while the %s was under ' \
+                    'way: %s' % (attachment_id, what, e)
+                if e.kwargs.get('actual') in _RECORDED_FAILED:
+                    # an earlier delivery of the same call failed and
+                    # recorded it, or reconciliation settled it: nothing
+                    # the caller asked was wrong, the service could not
+                    # do it
+                    raise _failed(what)(reason=reason)
+                # another request moved it on (a legacy os-attach of the
+                # attachment this connect was making, say): what was asked
+                # no longer applies to it
+                raise _refused(what)(reason=reason)
+            raise _refused(what)(reason=str(e))
         except Exception as e:
             LOG.exception('attachment %s: %s -> %s', attachment_id, current,
                           failed)
             self._attachment_failed(volume, attachment_id, what,
                                     '%s failed: %s' % (what, e))
-            raise (exception.DisconnectFailed if what == 'disconnect'
-                   else exception.ConnectFailed)(reason=str(e))
+            raise _failed(what)(reason=str(e))
 
     def _attachment_failed(self, volume, attachment_id, what, reason):
         """Record the ``what`` ('connect', 'disconnect') of an attachment

@@ -370,6 +370,39 @@ def test_error_attaching_is_visible_and_deletable(api, stack, ma):
     assert api.delete('/volumes/%s' % ma['id']).status_code == 202
 
 
+def test_a_connect_that_finds_its_attachment_moved_on(api, stack, ma):
+    """The volume service's connect of an attachment another request
+    moved on meanwhile (os-complete, or a legacy os-attach of the
+    attachment a legacy initialize_connection was connecting, as the
+    stateful fuzzer raced them) is refused (400): nothing failed, and the
+    attachment keeps what the other request made it; one a failed
+    delivery of the same connect left error_attaching fails (503)."""
+    from cinder_lite.common import exception
+    from cinder_lite.common import states
+    manager, = stack.volume_service('file').endpoints
+    att = create(api, ma['id'], I1, conn=connector())
+    assert api.post('/attachments/%s/action' % att['id'],
+                    json={'os-complete': None}).status_code == 204
+    with pytest.raises(exception.ConnectRefused) as refused:
+        manager.connect(None, att['id'], connector(), 'rw')
+    assert 'changed while the connect was under way' in str(refused.value)
+    # (the API answers an Invalid 400)
+    assert isinstance(refused.value, exception.Invalid)
+    shown = api.get('/attachments/%s' % att['id']).json()['attachment']
+    assert shown['status'] == states.ATTACHED
+    assert volume(api, ma['id'])['status'] == 'in-use'
+    assert api.delete('/attachments/%s' % att['id']).status_code == 200
+
+    failed = _failed_connect(api, stack, ma['id'])
+    with pytest.raises(exception.ConnectFailed) as unserved:
+        manager.connect(None, failed['id'], connector(), 'rw')
+    assert 'changed while the connect was under way' in str(unserved.value)
+    # (and a ConnectFailed 503)
+    assert not isinstance(unserved.value, exception.Invalid)
+    shown = api.get('/attachments/%s' % failed['id']).json()['attachment']
+    assert shown['status'] == states.ERROR_ATTACHING
+
+
 def test_backend_down_fails_fast_and_changes_nothing(api, stack, ma):
     att = create(api, ma['id'], I1)
     stack.stop_backend('file')
