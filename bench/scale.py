@@ -722,30 +722,13 @@ def run_size(n_rows, args):
 
 def seed_services(db, n):
     """Schema, then ``n`` cinder-volume services rows that report (as
-    bench/scheduler.py seeds them) but are full."""
+    bench/scheduler.py seeds them, in the embedded backend's zone) but are
+    full."""
     engine = db.engine()
     try:
         migration.upgrade(engine=engine)
-        rng = random.Random(20261207 + n)
-        now = models.utcnow()
-        rows = []
-        for i in range(n):
-            caps = sched_bench.capabilities(rng, i)
-            caps.update(free_capacity_gb=0.0,
-                        thin_provisioning_support=False,
-                        thick_provisioning_support=True)
-            rows.append({'uuid': str(uuid.UUID(int=rng.getrandbits(128),
-                                               version=4)),
-                         'host': 'node%d@b%d' % (i, i),
-                         'binary': 'cinder-volume',
-                         'topic': 'cinder-lite-volume', 'backend': 'b%d' % i,
-                         'report_count': 1, 'disabled': False,
-                         'availability_zone': 'nova',
-                         'heartbeat_at': now, 'created_at': now,
-                         'capabilities': caps})
-        if rows:
-            with engine.begin() as conn:
-                conn.execute(sa.insert(models.Service.__table__), rows)
+        sched_bench.seed(engine, n, random.Random(20261207 + n),
+                         zones=('nova',), full=True)
     finally:
         engine.dispose()
 

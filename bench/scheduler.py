@@ -70,17 +70,29 @@ def capabilities(rng, i):
             'multiattach': i % 3 == 0, 'shared_targets': False}
 
 
-def seed(engine, n, rng):
+def seed(engine, n, rng, zones=('east', 'nova'), full=False):
+    """``n`` cinder-volume services rows, up, each with ``capabilities``,
+    in ``zones`` in turn; ``full``: none with room for a volume (no free
+    capacity, thick provisioning)."""
     now = models.utcnow()
-    rows = [{'uuid': '00000000-0000-4000-8000-%012d' % i,
-             'host': 'node%d@b%d' % (i, i), 'binary': 'cinder-volume',
-             'topic': 'cinder-lite-volume', 'backend': 'b%d' % i,
-             'report_count': 1, 'disabled': False,
-             'availability_zone': 'nova' if i % 2 else 'east',
-             'heartbeat_at': now, 'created_at': now,
-             'capabilities': capabilities(rng, i)} for i in range(n)]
-    with engine.begin() as conn:
-        conn.execute(sa.insert(models.Service.__table__), rows)
+    rows = []
+    for i in range(n):
+        caps = capabilities(rng, i)
+        if full:
+            caps.update(free_capacity_gb=0.0,
+                        thin_provisioning_support=False,
+                        thick_provisioning_support=True)
+        rows.append({'uuid': '00000000-0000-4000-8000-%012d' % i,
+                     'host': 'node%d@b%d' % (i, i),
+                     'binary': 'cinder-volume',
+                     'topic': 'cinder-lite-volume', 'backend': 'b%d' % i,
+                     'report_count': 1, 'disabled': False,
+                     'availability_zone': zones[i % len(zones)],
+                     'heartbeat_at': now, 'created_at': now,
+                     'capabilities': caps})
+    if rows:
+        with engine.begin() as conn:
+            conn.execute(sa.insert(models.Service.__table__), rows)
 
 
 def conf_for(path):
@@ -185,7 +197,7 @@ def report_table(runs):
         # what grows with the cloud: the p50 at the most backends over
         # the p50 at the fewest (the API's check, 631ac61: x18)
         headers.append('p50 x (%s / %s)' % ('{:,}'.format(counts[-1]),
-                                              '{:,}'.format(counts[0])))
+                                            '{:,}'.format(counts[0])))
         for row, name in zip(rows, names):
             first, last = pct(runs[0][1][name], 50), pct(runs[-1][1][name],
                                                          50)

@@ -177,7 +177,8 @@ def _capable(groups, named, az, specs):
     name = capabilities.pinned_name(required)
     if name is not None:
         # only the backends of that name can match
-        pools = [named.get(name, ())]
+        pools = [[b for b in named.get(name, ())
+                  if b.availability_zone == az]]
     elif capabilities.PER_BACKEND_KEYS.intersection(required):
         # capacity or name: each backend answers for itself
         pools = [members for (zone, _), members in groups.items()
@@ -187,8 +188,8 @@ def _capable(groups, named, az, specs):
         return [members for (zone, _), members in groups.items()
                 if zone == az and capabilities.satisfies(
                     members[0].capabilities or {}, specs)]
-    return [[b for b in pool if b.availability_zone == az
-             and capabilities.satisfies(b.capabilities or {}, specs)]
+    return [[b for b in pool
+             if capabilities.satisfies(b.capabilities or {}, specs)]
             for pool in pools]
 
 
